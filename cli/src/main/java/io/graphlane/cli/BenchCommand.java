@@ -1,0 +1,20 @@
+package io.graphlane.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** {@code graphlane bench ...}: benchmarks that report figures as ratios against a baseline measured in the same run. */
+@Command(name = "bench",
+        mixinStandardHelpOptions = true,
+        description = "Benchmarks; each measures graphlane against a named baseline in the same run.",
+        subcommands = {
+        })
+public final class BenchCommand implements Runnable {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(spec.commandLine().getOut());
+    }
+}
