@@ -15,8 +15,6 @@ import io.graphlane.checkpoint.safetensors.SafetensorsWriter;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.TensorSpec;
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
@@ -49,12 +47,13 @@ import picocli.CommandLine.Option;
  * {@code graphlane bench load}: loads a checkpoint into CPU weights through the materialization
  * supervisor, and in the same run reads the same files sequentially with a warm page cache as the
  * baseline. With {@code --synthetic-mb N} it first writes an F32 checkpoint of N MB (deleted again
- * afterwards).
+ * afterwards). The load is run once untimed first, as the read is, unless {@code --no-warmup}.
  */
 @Command(name = "load",
         mixinStandardHelpOptions = true,
         description = {"Loads a checkpoint into CPU weights through the materialization supervisor and compares "
-                + "its throughput with a plain sequential read of the same files (warm page cache)."})
+                + "its throughput with a plain sequential read of the same files (warm page cache).",
+            "Both are run once untimed first (page cache; JVM and actors), unless --no-warmup."})
 public final class LoadBench implements Callable<Integer> {
 
     static final class Source {
@@ -91,6 +90,9 @@ public final class LoadBench implements Callable<Integer> {
             description = "After binding, read one float of every 4 KiB page of every weight, and count that in the load time "
                     + "(a zero-copy load otherwise leaves the mapped pages to be faulted in at first use).")
     boolean touch;
+
+    @Option(names = "--no-warmup", description = "Time the first load, class loading and actor start-up included.")
+    boolean noWarmup;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -169,55 +171,72 @@ public final class LoadBench implements Callable<Integer> {
                 CpuExecutor loadingLane = device.forkExecutors(device.rootExecutor(), 1).get(0);
                 CpuParameterBackend params = new CpuParameterBackend(device);
                 MaterializationSettings settings = new MaterializationSettings(4, tensors.size());
-                Config quiet = ConfigFactory.parseString("pekko.loglevel = WARNING\npekko.stdout-loglevel = WARNING")
-                        .withFallback(ConfigFactory.load());
                 ActorSystem<MaterializationSupervisor.Command<CpuParameter>> system = ActorSystem.create(
-                        MaterializationSupervisor.create(params, loadingLane, settings), "graphlane-bench-load", quiet);
+                        MaterializationSupervisor.create(params, loadingLane, settings), "graphlane-bench-load");
                 try {
+                    if (!noWarmup) {
+                        load(system, checkpoint, tensors, dir).close(); // warms the JVM and the actors; not timed
+                    }
                     long heapBefore = usedHeapAfterGc();
-                    List<CpuParameter> parameters = new ArrayList<>(tensors.size());
-                    long start = System.nanoTime();
-                    List<CompletableFuture<UnitReply>> replies = new ArrayList<>();
-                    for (int from = 0; from < tensors.size(); from += unitTensors) {
-                        List<WeightRequest<CpuParameter>> unit = new ArrayList<>();
-                        for (TensorLocation t : tensors.subList(from, Math.min(tensors.size(), from + unitTensors))) {
-                            CpuParameter p = new CpuParameter(t.name(),
-                                    new TensorSpec(CpuParameterBackend.materializedDType(t.spec().dtype()), t.spec().shape()));
-                            parameters.add(p);
-                            unit.add(new WeightRequest<>(t.name(), p, WeightSource.of(checkpoint.lease(t.name()))));
-                        }
-                        String unitName = "unit-" + (from / unitTensors);
-                        replies.add(AskPattern.<MaterializationSupervisor.Command<CpuParameter>, UnitReply>ask(system,
-                                replyTo -> new MaterializationSupervisor.MaterializeUnit<>(unitName, unit, replyTo),
-                                Duration.ofSeconds(timeoutSeconds), system.scheduler()).toCompletableFuture());
-                    }
-                    List<String> failures = new ArrayList<>();
-                    for (CompletableFuture<UnitReply> reply : replies) {
-                        UnitReply r = awaitReply(reply);
-                        if (r instanceof UnitReply.Failed failed) {
-                            failures.add(failed.describe());
-                        }
-                    }
-                    if (!failures.isEmpty()) {
-                        throw new GraphlaneException("loading " + dir + " failed: " + String.join("; ", failures));
-                    }
-                    if (touch) {
-                        touchPages(parameters);
-                    }
-                    double seconds = (System.nanoTime() - start) / 1e9;
+                    LoadedWeights loaded = load(system, checkpoint, tensors, dir);
                     long heapGrowth = usedHeapAfterGc() - heapBefore;
-                    int zeroCopy = 0;
-                    for (CpuParameter p : parameters) {
-                        zeroCopy += p.weight().isZeroCopy() ? 1 : 0;
-                        p.close();
-                    }
-                    return new LoadBenchResult(bytes, seconds, raw, heapGrowth, checkpoint.openLeaseCount(), zeroCopy, tensors.size());
+                    int zeroCopy = loaded.zeroCopy();
+                    loaded.close();
+                    return new LoadBenchResult(bytes, loaded.seconds(), raw, heapGrowth, checkpoint.openLeaseCount(), zeroCopy, tensors.size());
                 } finally {
                     system.terminate();
                     system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 }
             }
         }
+    }
+
+    /** The parameters one load bound, and how long it took. */
+    private record LoadedWeights(List<CpuParameter> parameters, double seconds) implements AutoCloseable {
+        int zeroCopy() {
+            return (int) parameters.stream().filter(p -> p.weight().isZeroCopy()).count();
+        }
+
+        /** Unbinds and closes every weight. */
+        @Override
+        public void close() {
+            parameters.forEach(CpuParameter::close);
+        }
+    }
+
+    /** Leases every tensor, sends them in units to the supervisor, waits for every answer (and touches the pages if asked). */
+    private LoadedWeights load(ActorSystem<MaterializationSupervisor.Command<CpuParameter>> system, CheckpointSource checkpoint,
+                               List<TensorLocation> tensors, Path dir) throws InterruptedException {
+        List<CpuParameter> parameters = new ArrayList<>(tensors.size());
+        long start = System.nanoTime();
+        List<CompletableFuture<UnitReply>> replies = new ArrayList<>();
+        for (int from = 0; from < tensors.size(); from += unitTensors) {
+            List<WeightRequest<CpuParameter>> unit = new ArrayList<>();
+            for (TensorLocation t : tensors.subList(from, Math.min(tensors.size(), from + unitTensors))) {
+                CpuParameter p = new CpuParameter(t.name(),
+                        new TensorSpec(CpuParameterBackend.materializedDType(t.spec().dtype()), t.spec().shape()));
+                parameters.add(p);
+                unit.add(new WeightRequest<>(t.name(), p, WeightSource.of(checkpoint.lease(t.name()))));
+            }
+            String unitName = "unit-" + (from / unitTensors);
+            replies.add(AskPattern.<MaterializationSupervisor.Command<CpuParameter>, UnitReply>ask(system,
+                    replyTo -> new MaterializationSupervisor.MaterializeUnit<>(unitName, unit, replyTo),
+                    Duration.ofSeconds(timeoutSeconds), system.scheduler()).toCompletableFuture());
+        }
+        List<String> failures = new ArrayList<>();
+        for (CompletableFuture<UnitReply> reply : replies) {
+            if (awaitReply(reply) instanceof UnitReply.Failed failed) {
+                failures.add(failed.describe());
+            }
+        }
+        if (!failures.isEmpty()) {
+            parameters.forEach(CpuParameter::close);
+            throw new GraphlaneException("loading " + dir + " failed: " + String.join("; ", failures));
+        }
+        if (touch) {
+            touchPages(parameters);
+        }
+        return new LoadedWeights(parameters, (System.nanoTime() - start) / 1e9);
     }
 
     /** Reads one float of every 4 KiB page of every bound weight, so that each page is resident in this process. */
