@@ -716,7 +716,7 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
 
     /** Shutting an executor down returns at once, lets the work already submitted finish, then stops. */
     @Test
-    public void shutdownLetsSubmittedWorkFinish() {
+    public void shutdownLetsSubmittedWorkFinish() throws Exception {
         E lane = lane();
         Gate<W> gate = gate("in-flight");
         C first = backend.submit(lane, gate.work());
@@ -724,15 +724,17 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
         C last = backend.submit(lane, work.marker(ran::countDown));
         Completion stopped = assertTimeoutPreemptively(PROMPT, () -> backend.shutdownExecutor(lane), "shutdownExecutor waited for work");
         assertSame(stopped, backend.shutdownExecutor(lane), "shutting an executor down twice must return the same completion");
-        AtomicReference<String> seenAtStop = new AtomicReference<>();
-        stopped.whenDone(o -> seenAtStop.set(first.isDone() + "," + last.isDone()));
+        // The callback's own future, not the completion, says when it ran: a waiter added after the end runs at once.
+        CompletableFuture<String> seenAtStop = new CompletableFuture<>();
+        stopped.whenDone(o -> seenAtStop.complete(first.isDone() + "," + last.isDone()));
         assertFalse(stopped.isDone(), "the executor stopped with work still running");
 
         gate.open();
         assertEnds(stopped);
         assertSucceeded(last);
         assertEquals(0, ran.getCount());
-        assertEquals("true,true", seenAtStop.get(), "the executor stopped before its submitted work ended");
+        assertEquals("true,true", seenAtStop.get(timeout().toMillis(), TimeUnit.MILLISECONDS),
+                "the executor stopped before its submitted work ended");
     }
 
     /** Shutting the backend down stops every executor, each after its submitted work. */
