@@ -54,4 +54,19 @@ class CpuBackendTest {
             assertEquals(cause, c.await() instanceof io.graphlane.core.completion.Outcome.Failed f ? f.cause() : null);
         }
     }
+
+    @Test
+    void anInterruptedWorkerClosesItsLaneInsteadOfAcceptingWorkThatNeverRuns() throws Exception {
+        try (CpuBackend cpu = new CpuBackend("cpu-int")) {
+            CpuExecutor lane = cpu.forkExecutors(cpu.rootExecutor(), 1).get(0);
+            cpu.submit(lane, CpuWork.NOOP).awaitSuccess();
+            Thread worker = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.getName().equals("graphlane-cpu-int/lane-0")).findFirst().orElseThrow();
+            worker.interrupt();
+            cpu.shutdownExecutor(lane).await();
+            io.graphlane.core.backend.ExecutorClosedException e = assertThrows(io.graphlane.core.backend.ExecutorClosedException.class,
+                    () -> cpu.submit(lane, CpuWork.NOOP));
+            assertTrue(e.getMessage().contains("cpu-int/lane-0"), e.getMessage());
+        }
+    }
 }
