@@ -62,8 +62,8 @@ public final class CpuParameter implements AutoCloseable {
     synchronized void bind(CpuWeight weight) {
         CpuWeight previous = bound;
         bound = weight;
-        if (previous != null && previous != weight) {
-            previous.close();
+        if (previous != null && previous != weight && !previous.isClosed()) {
+            previous.close(); // a handle closed behind the slot's back must not make bind fail
         }
     }
 
@@ -72,7 +72,7 @@ public final class CpuParameter implements AutoCloseable {
     public synchronized void close() {
         CpuWeight previous = bound;
         bound = null;
-        if (previous != null) {
+        if (previous != null && !previous.isClosed()) {
             previous.close();
         }
     }

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.graphlane.backend.cpu.CpuBackend;
 import io.graphlane.backend.cpu.CpuExecutor;
 import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.checkpoint.recipe.DerivedWeight;
+import io.graphlane.checkpoint.recipe.Recipe;
 import io.graphlane.checkpoint.safetensors.SafetensorsWriter;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.TensorSpec;
@@ -45,6 +47,34 @@ class CheckpointMaterializationTest {
             assertEquals(3f, widened.floats().get(2));
             f32.close();
             widened.close();
+        }
+    }
+
+    @Test
+    void fusedRecipeAndItsTensorParallelShardMaterializeToTheSameRows(@TempDir Path dir) throws Exception {
+        new SafetensorsWriter()
+                .addF32("q", new long[] {2, 2}, new float[] {1, 2, 3, 4})
+                .addF32("k", new long[] {1, 2}, new float[] {5, 6})
+                .addF32("v", new long[] {1, 2}, new float[] {7, 8})
+                .write(dir.resolve("model.safetensors"));
+        try (CpuBackend device = new CpuBackend("cpu-recipe-test"); CheckpointSource source = CheckpointSource.open(dir)) {
+            CpuExecutor loading = device.forkExecutors(device.rootExecutor(), 1).get(0);
+            CpuParameterBackend params = new CpuParameterBackend(device);
+            DerivedWeight qkv = DerivedWeight.of("qkv", Recipe.concat(0,
+                    Recipe.source(source, "q"), Recipe.source(source, "k"), Recipe.source(source, "v")).cast(DType.BF16));
+
+            CpuWeight full = params.finishMaterialization(params.materializeRecipe(qkv, loading));
+            CpuWeight shard = params.finishMaterialization(params.materializeRecipe(qkv.shard(0, 1, 3), loading));
+            assertEquals(0, source.openLeaseCount());
+
+            assertEquals(TensorSpec.of(DType.F32, 4, 2), full.spec(), "a BF16 recipe result is widened to F32");
+            assertEquals(TensorSpec.of(DType.F32, 2, 2), shard.spec());
+            for (int i = 0; i < 4; i++) {
+                assertEquals(full.floats().get(2 + i), shard.floats().get(i), "element " + i + " of the shard");
+            }
+            assertEquals(5f, shard.floats().get(2));
+            full.close();
+            shard.close();
         }
     }
 }
