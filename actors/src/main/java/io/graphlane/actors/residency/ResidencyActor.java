@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Objects;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -163,6 +164,7 @@ public final class ResidencyActor<E, W, H> extends AbstractBehavior<ResidencyAct
                 .onMessage(ResidencyActor.<Evict<W, H>>typed(Evict.class), this::onEvict)
                 .onMessage(ResidencyActor.<AbandonPromotion<W, H>>typed(AbandonPromotion.class), this::onAbandon)
                 .onMessage(ResidencyActor.<GetState<W, H>>typed(GetState.class), this::onGetState)
+                .onSignal(PostStop.class, s -> onPostStop())
                 .build();
     }
 
@@ -351,6 +353,22 @@ public final class ResidencyActor<E, W, H> extends AbstractBehavior<ResidencyAct
         } catch (ResidencyException e) {
             m.replyTo().tell(new Refused<>(e.getMessage(), List.of(m.name())));
         }
+        return this;
+    }
+
+    /**
+     * Lets go of every copy the actor owns. Handles only: a transfer still in flight keeps its own
+     * hold on its source and destination until its exact completion, so nothing is freed under it.
+     */
+    private Behavior<Command<W, H>> onPostStop() {
+        devices.forEach((name, copy) -> close(copy, name));
+        hosts.forEach((name, copy) -> close(copy, name));
+        promotions.values().forEach(t -> close(t.destination(), "an in-flight promotion"));
+        demotions.values().forEach(t -> close(t.destination(), "an in-flight demotion"));
+        devices.clear();
+        hosts.clear();
+        promotions.clear();
+        demotions.clear();
         return this;
     }
 

@@ -194,4 +194,18 @@ class ResidencyActorTest {
         actor.tell(new ResidencyActor.Acquire<>("a", probe.getRef()));
         assertSame(current.destination(), assertInstanceOf(ResidencyActor.Acquired.class, probe.receiveMessage()).weight());
     }
+
+    @Test
+    void stoppingClosesEveryCopyTheActorOwns() {
+        Copy host = new Copy("a");
+        ActorRef<ResidencyActor.Command<Copy, Copy>> actor = KIT.spawn(ResidencyActor.create(transfers, "copy-lane", new ResidencyLedger("cpu0", 100)));
+        actor.tell(new ResidencyActor.Register<>("a", host, 40, probe.getRef()));
+        assertInstanceOf(ResidencyActor.Done.class, probe.receiveMessage());
+        actor.tell(new ResidencyActor.Promote<>(List.of("a"), probe.getRef()));
+        transfer(0).completion().succeed();
+        assertInstanceOf(ResidencyActor.Promoted.class, probe.receiveMessage());
+        KIT.stop(actor);
+        assertEquals(1, host.closes.get());
+        assertEquals(1, transfers.started.get(0).destination().closes.get());
+    }
 }
