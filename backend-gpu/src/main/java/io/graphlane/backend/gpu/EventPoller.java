@@ -19,6 +19,8 @@ import org.slf4j.LoggerFactory;
 final class EventPoller {
     private static final Logger LOG = LoggerFactory.getLogger(EventPoller.class);
     private static final int SPINS_BEFORE_PARKING = 64;
+    /** The longest park between sweeps while long work runs: bounds both latency and the poller's CPU use. */
+    private static final long MAX_PARK_NANOS = 1_000_000;
 
     private final DeviceRuntime runtime;
     private final long parkNanos;
@@ -61,6 +63,7 @@ final class EventPoller {
         try {
             runtime.makeCurrent();
             int idleSweeps = 0;
+            long park = parkNanos;
             while (true) {
                 incoming.drainTo(pending);
                 if (pending.isEmpty()) {
@@ -75,10 +78,12 @@ final class EventPoller {
                 }
                 if (sweep()) {
                     idleSweeps = 0;
+                    park = parkNanos;
                 } else if (++idleSweeps < SPINS_BEFORE_PARKING) {
                     Thread.onSpinWait();
                 } else {
-                    LockSupport.parkNanos(parkNanos);
+                    LockSupport.parkNanos(park);
+                    park = Math.min(MAX_PARK_NANOS, park * 2);
                 }
             }
         } catch (InterruptedException e) {
