@@ -90,7 +90,10 @@ public interface NeuralOps<T> {
      */
     void attention(T q, T keys, T values, int[] positions, int headCount, int kvHeadCount, int headDim, T out);
 
-    /** The SwiGLU gate: {@code out = silu(gate) · up} element-wise, with {@code silu(x) = x / (1 + e^-x)}. */
+    /**
+     * The SwiGLU gate: {@code out = silu(gate) · up} element-wise, with {@code silu(x) = x / (1 + e^-x)};
+     * {@code out} may be {@code gate} or {@code up}.
+     */
     void siluMul(T gate, T up, T out);
 
     /** Element-wise sum {@code out = a + b} (a residual connection); {@code out} may be {@code a} or {@code b}. */
