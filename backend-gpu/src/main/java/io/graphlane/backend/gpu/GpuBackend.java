@@ -203,7 +203,8 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
         }
     }
 
-    void makeCurrent() {
+    /** Makes this device's context current on the calling thread; driver calls made from a new thread need it first. */
+    public void makeCurrent() {
         runtime.makeCurrent();
     }
 

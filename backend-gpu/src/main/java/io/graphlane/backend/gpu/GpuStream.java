@@ -40,8 +40,31 @@ public final class GpuStream {
         return stream.cuStream();
     }
 
+    /** The backend (device) this stream belongs to. */
+    public GpuBackend backend() {
+        return device;
+    }
+
     GpuBackend device() {
         return device;
+    }
+
+    /**
+     * Records an event after everything enqueued on this stream so far, including work being
+     * enqueued right now by the caller, and returns its completion. For work items that must tie
+     * a release to the exact end of what they enqueued (a scratch buffer, a freed tensor).
+     */
+    public GpuCompletion marker(String what) {
+        device.makeCurrent();
+        GpuCompletion completion = GpuCompletion.pending(device, name + " (" + what + ")", stream.record(), List.of(), null);
+        device.poller().watch(completion);
+        return completion;
+    }
+
+    /** Blocks the calling thread until everything enqueued on this stream so far has finished; for host read-backs only. */
+    public void synchronize() {
+        device.makeCurrent();
+        CudaErrors.check(jcuda.driver.JCudaDriver.cuStreamSynchronize(stream.cuStream()), "cuStreamSynchronize", name);
     }
 
     GpuCompletion submit(List<? extends GpuWork> work) {
