@@ -22,6 +22,15 @@ public final class GpuMatrix {
         this.view = view;
     }
 
+    /** A matrix over all of {@code storage}, which must hold exactly rows × cols floats; the matrix owns it. */
+    public static GpuMatrix wrap(DeviceBuffer storage, int rows, int cols) {
+        if (rows < 0 || cols < 0 || (long) rows * cols * Float.BYTES != storage.bytes()) {
+            throw new IllegalArgumentException("a " + rows + " x " + cols + " F32 matrix needs " + (long) rows * cols * Float.BYTES
+                    + " bytes, the buffer has " + storage.bytes());
+        }
+        return new GpuMatrix(storage, 0, rows, cols, false);
+    }
+
     /** The number of rows. */
     public int rows() {
         return rows;
