@@ -7,10 +7,8 @@ import io.graphlane.core.completion.Completion;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.completion.SettableCompletion;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -21,12 +19,12 @@ import org.slf4j.LoggerFactory;
  * The GPU submission backend for one CUDA device. Executors are non-blocking CUDA streams; a
  * completion is an event recorded after the submitted work, settled by the device's single
  * poller thread, which also runs the callbacks; {@code orderAfter} is a stream wait on the
- * producer's event. Only one open backend drives a device in a process: lanes share it through
- * {@link #forkExecutors}.
+ * producer's event. Open one backend per device and share it through {@link #forkExecutors}: a
+ * second backend on the same device is independent (its own poller), and ordering between the two
+ * is refused as across devices.
  */
 public final class GpuBackend implements SubmissionBackend<GpuStream, GpuCompletion, GpuWork> {
     private static final Logger LOG = LoggerFactory.getLogger(GpuBackend.class);
-    private static final Set<Integer> OPEN_DEVICES = new HashSet<>();
 
     private final DeviceRuntime runtime;
     private final GpuOptions options;
@@ -48,26 +46,13 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
     /**
      * Opens device {@code options.device()}.
      *
-     * @throws GpuUnavailableException if the driver is missing, shows no device, the ordinal is out of range, or the device is already open here
+     * @throws GpuUnavailableException if the driver is missing, shows no device, or the ordinal is out of range
      */
     public static GpuBackend open(GpuOptions options) {
-        GpuDevices.select(options.device());
-        synchronized (OPEN_DEVICES) {
-            if (!OPEN_DEVICES.add(options.device())) {
-                throw new GpuUnavailableException("--device " + options.device() + " is already driven by an open GpuBackend in this process; "
-                        + "fork more executors from it instead of opening it twice");
-            }
-        }
-        try {
-            GpuBackend backend = new GpuBackend(new CudaDeviceRuntime(options.device()), options);
-            LOG.info("opened {}", GpuDevices.select(options.device()));
-            return backend;
-        } catch (RuntimeException | Error e) {
-            synchronized (OPEN_DEVICES) {
-                OPEN_DEVICES.remove(options.device());
-            }
-            throw e;
-        }
+        GpuDeviceInfo info = GpuDevices.select(options.device());
+        GpuBackend backend = new GpuBackend(new CudaDeviceRuntime(options.device()), options);
+        LOG.info("opened {}", info);
+        return backend;
     }
 
     /** Opens device {@code ordinal} with default options; see {@link #open(GpuOptions)}. */
@@ -185,9 +170,6 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
         try {
             runtime.close();
         } finally {
-            synchronized (OPEN_DEVICES) {
-                OPEN_DEVICES.remove(runtime.ordinal());
-            }
             Throwable failure = null;
             for (Completion c : executorsStopped) {
                 if (c.outcome().orElse(Outcome.SUCCESS) instanceof Outcome.Failed failed) {
