@@ -138,7 +138,7 @@ class GpuBackendSubmissionTest {
     }
 
     @Test
-    void retainedValueIsReleasedExactlyOnceAfterItsCompletionAndNotBefore() throws InterruptedException {
+    void retainedValueIsReleasedExactlyOnceAfterItsCompletionAndNotBefore() throws Exception {
         GpuStream lane = backend.rootExecutor();
         GpuCompletion c = backend.submit(lane, GpuWork.NOOP);
         AtomicInteger closes = new AtomicInteger();
@@ -146,30 +146,34 @@ class GpuBackendSubmissionTest {
         backend.retainUntilComplete(lane, c, buffer);
         backend.retainUntilComplete(lane, c, (AutoCloseable) closes::incrementAndGet);
         assertEquals(0, closes.get());
+        var released = afterCallbacksRegisteredSoFar(c);
         device.lastEvent().reach();
-        c.await();
+        released.get(10, TimeUnit.SECONDS);
         assertEquals(2, closes.get(), "each retained value closed once");
     }
 
     @Test
-    void valueRetainedByWorkThatLostTheContextIsLeakedNotFreed() throws InterruptedException {
+    void valueRetainedByWorkThatLostTheContextIsLeakedNotFreed() throws Exception {
         GpuStream lane = backend.rootExecutor();
         GpuCompletion c = backend.submit(lane, GpuWork.NOOP);
         AtomicInteger closes = new AtomicInteger();
         backend.retainUntilComplete(lane, c, (AutoCloseable) closes::incrementAndGet);
+        var released = afterCallbacksRegisteredSoFar(c);
         device.lastEvent().fail(CUresult.CUDA_ERROR_LAUNCH_FAILED);
-        c.await();
+        released.get(10, TimeUnit.SECONDS);
         assertEquals(0, closes.get());
     }
 
     @Test
-    void valueRetainedByWorkWithARecoverableErrorIsStillReleased() throws InterruptedException {
+    void valueRetainedByWorkWithARecoverableErrorIsStillReleased() throws Exception {
         GpuStream lane = backend.rootExecutor();
         GpuCompletion c = backend.submit(lane, GpuWork.NOOP);
         AtomicInteger closes = new AtomicInteger();
         backend.retainUntilComplete(lane, c, (AutoCloseable) closes::incrementAndGet);
+        var released = afterCallbacksRegisteredSoFar(c);
         device.lastEvent().fail(CUresult.CUDA_ERROR_INVALID_VALUE);
-        assertFalse(c.await().isSuccess());
+        released.get(10, TimeUnit.SECONDS);
+        assertFalse(c.outcome().orElseThrow().isSuccess());
         assertEquals(1, closes.get());
     }
 
@@ -221,5 +225,16 @@ class GpuBackendSubmissionTest {
         assertTrue(running.isDone());
         assertTrue(device.closed);
         assertEquals(2, device.destroyedStreams.get());
+    }
+
+    /**
+     * A future that completes after the callbacks registered on the still running {@code c} so far
+     * (they run in registration order on the recording thread).
+     */
+    private static java.util.concurrent.CompletableFuture<Void> afterCallbacksRegisteredSoFar(GpuCompletion c) {
+        assertFalse(c.isDone());
+        java.util.concurrent.CompletableFuture<Void> after = new java.util.concurrent.CompletableFuture<>();
+        c.whenDone(o -> after.complete(null));
+        return after;
     }
 }
