@@ -45,7 +45,7 @@ public final class DemoModel {
     /** The seed every demo weight is drawn from; changing it (or the configuration) needs a new directory version. */
     public static final long SEED = 20_240_601L;
     /** The demo's architecture: 8 layers of width 768, 12 query heads over 4 key/value heads, byte vocabulary. */
-    public static final LlamaConfig CONFIG = new LlamaConfig(768, 2048, 8, 12, 4, 64, 256, 1e-5f, 10000f, false, false, 2048);
+    public static final LlamaConfig CONFIG = new LlamaConfig(768, 2048, 8, 12, 4, 64, 256, 1e-5f, 10000f, false, false, false, 2048);
 
     private static final Logger LOG = LoggerFactory.getLogger(DemoModel.class);
     private static final String VERSION = "demo-model-v1";
@@ -77,6 +77,11 @@ public final class DemoModel {
      * @throws GraphlaneException naming the directory if it exists without the model's files or cannot be written
      */
     public static Path ensure(Path dir) {
+        return ensure(dir, CONFIG, SEED);
+    }
+
+    /** {@code dir} holding a seeded model of {@code config}, written first if it is not there yet. */
+    static Path ensure(Path dir, LlamaConfig config, long seed) {
         if (isComplete(dir)) {
             return dir;
         }
@@ -91,7 +96,7 @@ public final class DemoModel {
             staging = Files.createTempDirectory(parent, dir.getFileName() + ".partial-");
             long started = System.nanoTime();
             LOG.info("writing the demo model into {} (first use)", dir);
-            write(staging);
+            write(staging, config, seed);
             publish(staging, dir);
             LOG.info("demo model written in {} ms", (System.nanoTime() - started) / 1_000_000);
         } catch (IOException e) {
@@ -108,14 +113,14 @@ public final class DemoModel {
     }
 
     /** Writes the three files of the model into {@code dir}. */
-    static void write(Path dir) throws IOException {
+    static void write(Path dir, LlamaConfig config, long seed) throws IOException {
         SafetensorsWriter writer = new SafetensorsWriter().metadata("format", "pt").metadata("graphlane", VERSION);
-        List<Expected> tensors = SeededWeights.tensors(CONFIG);
+        List<Expected> tensors = SeededWeights.tensors(config);
         for (int i = 0; i < tensors.size(); i++) {
             Expected expected = tensors.get(i);
             int index = i;
             writer.add(expected.name(), TensorSpec.of(DType.F32, expected.checkpointShape()), out -> {
-                float[] values = SeededWeights.draw(expected, SEED, index);
+                float[] values = SeededWeights.draw(expected, seed, index);
                 ByteBuffer bytes = ByteBuffer.allocate(values.length * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
                 bytes.asFloatBuffer().put(values);
                 while (bytes.hasRemaining()) {
@@ -124,7 +129,7 @@ public final class DemoModel {
             });
         }
         writer.write(dir.resolve("model.safetensors"));
-        Files.writeString(dir.resolve("config.json"), configJson(CONFIG), StandardCharsets.UTF_8);
+        Files.writeString(dir.resolve("config.json"), configJson(config), StandardCharsets.UTF_8);
         Files.writeString(dir.resolve("tokenizer.json"), ByteLevelTokenizerJson.render(), StandardCharsets.UTF_8);
     }
 
@@ -144,7 +149,7 @@ public final class DemoModel {
         root.put("rms_norm_eps", c.rmsNormEps());
         root.put("rope_theta", c.ropeTheta());
         root.put("tie_word_embeddings", c.tieWordEmbeddings());
-        root.put("attention_bias", c.attentionBias());
+        root.put("attention_bias", c.qkvBias() && c.outputBias());
         root.put("max_position_embeddings", c.maxPositions());
         root.put("hidden_act", "silu");
         root.put("torch_dtype", "float32");

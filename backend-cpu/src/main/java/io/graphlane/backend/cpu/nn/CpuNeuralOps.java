@@ -51,6 +51,20 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         return tensor;
     }
 
+    /**
+     * A new {@code rows × cols} tensor holding a copy of {@code data}'s remaining floats (any byte
+     * order, heap or direct; a memory-mapped checkpoint view copies without a heap detour).
+     */
+    public CpuTensor fromBuffer(FloatBuffer data, int rows, int cols) {
+        if ((long) rows * cols != data.remaining()) {
+            throw new ShapeMismatchException("fromBuffer", "data", rows * (long) cols + " floats (" + rows + " x " + cols + ")",
+                    data.remaining() + " floats");
+        }
+        CpuTensor tensor = CpuTensor.allocate(rows, cols);
+        tensor.data().put(0, data, data.position(), data.remaining());
+        return tensor;
+    }
+
     @Override
     public void toHost(CpuTensor tensor, float[] out) {
         if (out.length != (long) tensor.rows() * tensor.cols()) {

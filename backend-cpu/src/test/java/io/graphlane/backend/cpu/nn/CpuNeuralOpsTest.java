@@ -270,6 +270,18 @@ class CpuNeuralOpsTest {
     }
 
     @Test
+    void fromBufferCopiesLittleEndianBytesFromTheirPosition() {
+        ByteBuffer bytes = ByteBuffer.allocateDirect(5 * 4).order(ByteOrder.LITTLE_ENDIAN);
+        bytes.asFloatBuffer().put(new float[] {9, 1, 2, 3, 4});
+        FloatBuffer floats = bytes.asFloatBuffer();
+        floats.position(1);
+        CpuTensor t = ops.fromBuffer(floats, 2, 2);
+        assertArrayEquals(new float[] {1, 2, 3, 4}, host(t), 0f);
+        assertEquals(1, floats.position(), "the source buffer is not consumed");
+        assertThrows(ShapeMismatchException.class, () -> ops.fromBuffer(floats, 2, 3));
+    }
+
+    @Test
     void allocatedTensorsStartAtZero() {
         assertArrayEquals(new float[6], host(ops.allocate(2, 3)), 0f);
     }
