@@ -1,0 +1,317 @@
+package io.graphlane.server;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.graphlane.inference.api.FinishReason;
+import io.graphlane.inference.api.Generation;
+import io.graphlane.inference.api.GenerationListener;
+import io.graphlane.inference.api.GenerationRefusedException;
+import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.api.TextGenerator;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.MediaTypes;
+import org.apache.pekko.http.javadsl.model.StatusCode;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.server.AllDirectives;
+import org.apache.pekko.http.javadsl.server.ExceptionHandler;
+import org.apache.pekko.http.javadsl.server.RejectionHandler;
+import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.BoundedSourceQueue;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An OpenAI-compatible HTTP server for one {@link TextGenerator}: {@code POST /v1/completions}
+ * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
+ * {@code token_ids}), {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
+ * with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
+ */
+public final class OpenAiServer extends AllDirectives {
+    private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
+
+    private final ActorSystem<?> system;
+    private final TextGenerator generator;
+    private final ObjectMapper json = new ObjectMapper();
+    private final AtomicLong ids = new AtomicLong();
+
+    /** A server for {@code generator}; its streams run in {@code system}. */
+    public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
+        this.system = Objects.requireNonNull(system, "system");
+        this.generator = Objects.requireNonNull(generator, "generator");
+    }
+
+    /** Binds the routes on {@code host:port} (port 0 picks a free port). */
+    public CompletionStage<ServerBinding> bind(String host, int port) {
+        return Http.get(system).newServerAt(host, port).bind(routes());
+    }
+
+    /** The server's routes, for embedding in a larger Pekko HTTP application. */
+    public Route routes() {
+        Route api = concat(
+                path("health", () -> get(() -> completeJson(StatusCodes.OK, json.createObjectNode().put("status", "ok")))),
+                pathPrefix("v1", () -> concat(
+                        path("models", () -> get(this::models)),
+                        path("completions", () -> post(() -> entity(
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions))))));
+        return handleExceptions(exceptionHandler(), () -> handleRejections(rejectionHandler(), () -> api));
+    }
+
+    private Route models() {
+        ObjectNode body = json.createObjectNode().put("object", "list");
+        body.putArray("data").addObject()
+                .put("id", generator.modelName())
+                .put("object", "model")
+                .put("created", 0)
+                .put("owned_by", "graphlane");
+        return completeJson(StatusCodes.OK, body);
+    }
+
+    private Route completions(String body) {
+        CompletionRequest request = CompletionRequest.parse(json, body, generator.tokenizer());
+        request.checkModel(generator.modelName());
+        for (List<Integer> prompt : request.prompts()) {
+            int total = prompt.size() + request.maxTokens();
+            if (total > generator.maxSequenceLength()) {
+                throw ApiError.invalid("max_tokens", "prompt (" + prompt.size() + " tokens) plus max_tokens (" + request.maxTokens()
+                        + ") is " + total + ", more than the model's maximum sequence length " + generator.maxSequenceLength());
+            }
+        }
+        String id = "cmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
+        long created = Instant.now().getEpochSecond();
+        return request.stream() ? streamed(request, id, created) : whole(request, id, created);
+    }
+
+    private Route whole(CompletionRequest request, String id, long created) {
+        List<Generation> started = submitAll(request, i -> new GenerationListener() { });
+        List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
+        for (Generation g : started) {
+            results.add(g.result().toCompletableFuture());
+        }
+        CompletableFuture<HttpResponse> response = CompletableFuture.allOf(results.toArray(CompletableFuture[]::new))
+                .handle((ignored, failure) -> {
+                    if (failure != null) {
+                        started.forEach(Generation::cancel);
+                        return errorResponse(generationError(unwrap(failure)));
+                    }
+                    ObjectNode out = header(id, created);
+                    ArrayNode choices = out.putArray("choices");
+                    int promptTokens = 0;
+                    int completionTokens = 0;
+                    for (int i = 0; i < results.size(); i++) {
+                        GenerationResult r = results.get(i).join();
+                        ObjectNode choice = choices.addObject();
+                        choice.put("index", i);
+                        choice.put("text", generator.tokenizer().decode(r.generatedIds()));
+                        ArrayNode tokenIds = choice.putArray("token_ids");
+                        r.generatedIds().forEach(tokenIds::add);
+                        choice.putNull("logprobs");
+                        choice.put("finish_reason", r.finishReason().openAiName());
+                        promptTokens += r.promptIds().size();
+                        completionTokens += r.generatedIds().size();
+                    }
+                    out.putObject("usage")
+                            .put("prompt_tokens", promptTokens)
+                            .put("completion_tokens", completionTokens)
+                            .put("total_tokens", promptTokens + completionTokens);
+                    return jsonResponse(StatusCodes.OK, out);
+                });
+        return completeWithFuture(response);
+    }
+
+    private Route streamed(CompletionRequest request, String id, long created) {
+        int prompts = request.prompts().size();
+        // Each choice sends at most max_tokens chunks plus its final chunk; then one [DONE] line.
+        int capacity = prompts * (request.maxTokens() + 2) + 2;
+        Pair<BoundedSourceQueue<ByteString>, Source<ByteString, NotUsed>> pair =
+                Source.<ByteString>queue(capacity).preMaterialize(system);
+        BoundedSourceQueue<ByteString> queue = pair.first();
+        AtomicInteger open = new AtomicInteger(prompts);
+        Object lock = new Object();
+        List<Generation> started = submitAll(request, index -> new GenerationListener() {
+            private final IncrementalDecoder decoder = new IncrementalDecoder(generator.tokenizer());
+
+            @Override
+            public void onToken(int tokenId) {
+                String text = decoder.add(tokenId);
+                send(chunk(id, created, index, text, List.of(tokenId), null));
+            }
+
+            @Override
+            public void onFinished(FinishReason reason) {
+                send(chunk(id, created, index, decoder.flush(), List.of(), reason.openAiName()));
+                finishOne();
+            }
+
+            @Override
+            public void onFailed(Throwable cause) {
+                ApiError error = generationError(cause);
+                send(errorBody(error));
+                finishOne();
+            }
+
+            private void send(ObjectNode event) {
+                synchronized (lock) {
+                    queue.offer(ByteString.fromString("data: " + event + "\n\n"));
+                }
+            }
+
+            private void finishOne() {
+                if (open.decrementAndGet() == 0) {
+                    synchronized (lock) {
+                        queue.offer(ByteString.fromString("data: [DONE]\n\n"));
+                        queue.complete();
+                    }
+                }
+            }
+        });
+        Source<ByteString, NotUsed> events = pair.second().watchTermination((mat, done) -> {
+            // A client that goes away cancels its generations; finished ones ignore it.
+            done.whenComplete((ok, err) -> started.forEach(Generation::cancel));
+            return mat;
+        });
+        return complete(HttpResponse.create()
+                .withStatus(StatusCodes.OK)
+                .withEntity(HttpEntities.createChunked(ContentTypes.create(MediaTypes.TEXT_EVENT_STREAM), events)));
+    }
+
+    private interface ListenerFactory {
+        GenerationListener listenerFor(int choiceIndex);
+    }
+
+    /** Submits one generation per prompt; if one is refused, those already started are cancelled. */
+    private List<Generation> submitAll(CompletionRequest request, ListenerFactory listeners) {
+        List<Generation> started = new ArrayList<>();
+        try {
+            for (int i = 0; i < request.prompts().size(); i++) {
+                GenerationRequest g = new GenerationRequest(request.prompts().get(i), request.maxTokens(), request.sampling(), Optional.empty());
+                started.add(generator.submit(g, listeners.listenerFor(i)));
+            }
+        } catch (RuntimeException e) {
+            started.forEach(Generation::cancel);
+            throw e;
+        }
+        return started;
+    }
+
+    private ObjectNode header(String id, long created) {
+        ObjectNode out = json.createObjectNode();
+        out.put("id", id);
+        out.put("object", "text_completion");
+        out.put("created", created);
+        out.put("model", generator.modelName());
+        return out;
+    }
+
+    private ObjectNode chunk(String id, long created, int index, String text, List<Integer> tokenIds, String finishReason) {
+        ObjectNode out = header(id, created);
+        ObjectNode choice = out.putArray("choices").addObject();
+        choice.put("index", index);
+        choice.put("text", text);
+        ArrayNode ids = choice.putArray("token_ids");
+        tokenIds.forEach(ids::add);
+        choice.putNull("logprobs");
+        if (finishReason == null) {
+            choice.putNull("finish_reason");
+        } else {
+            choice.put("finish_reason", finishReason);
+        }
+        return out;
+    }
+
+    private static ApiError generationError(Throwable cause) {
+        if (cause instanceof ApiError api) {
+            return api;
+        }
+        if (cause instanceof GenerationRefusedException refused) {
+            return switch (refused.reason()) {
+                case INVALID -> ApiError.invalid("prompt", refused.getMessage());
+                case OVERLOADED -> new ApiError(StatusCodes.TOO_MANY_REQUESTS, "rate_limit_error", null, "overloaded", refused.getMessage());
+                case UNAVAILABLE -> new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "unavailable", refused.getMessage());
+            };
+        }
+        if (cause instanceof java.util.concurrent.TimeoutException) {
+            return new ApiError(StatusCodes.GATEWAY_TIMEOUT, "server_error", null, "deadline_exceeded", String.valueOf(cause.getMessage()));
+        }
+        LOG.warn("generation failed", cause);
+        return new ApiError(StatusCodes.INTERNAL_SERVER_ERROR, "server_error", null, null,
+                "generation failed: " + cause.getMessage());
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        while ((t instanceof CompletionException || t instanceof java.util.concurrent.ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private ObjectNode errorBody(ApiError e) {
+        ObjectNode out = json.createObjectNode();
+        ObjectNode error = out.putObject("error");
+        error.put("message", e.getMessage());
+        error.put("type", e.type());
+        if (e.param() == null) {
+            error.putNull("param");
+        } else {
+            error.put("param", e.param());
+        }
+        if (e.code() == null) {
+            error.putNull("code");
+        } else {
+            error.put("code", e.code());
+        }
+        return out;
+    }
+
+    private HttpResponse errorResponse(ApiError e) {
+        return jsonResponse(e.status(), errorBody(e));
+    }
+
+    private HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
+        return HttpResponse.create().withStatus(status).withEntity(ContentTypes.APPLICATION_JSON, body.toString());
+    }
+
+    private Route completeJson(StatusCode status, ObjectNode body) {
+        return complete(jsonResponse(status, body));
+    }
+
+    private ExceptionHandler exceptionHandler() {
+        return ExceptionHandler.newBuilder()
+                .match(ApiError.class, e -> complete(errorResponse(e)))
+                .match(GenerationRefusedException.class, e -> complete(errorResponse(generationError(e))))
+                .match(IllegalArgumentException.class, e -> complete(errorResponse(ApiError.invalid(null, e.getMessage()))))
+                .build();
+    }
+
+    private RejectionHandler rejectionHandler() {
+        return RejectionHandler.defaultHandler().mapRejectionResponse(response -> {
+            if (response.entity().getContentType().equals(ContentTypes.APPLICATION_JSON)) {
+                return response;
+            }
+            String message = response.entity() instanceof org.apache.pekko.http.javadsl.model.HttpEntity.Strict strict
+                    ? strict.getData().utf8String() : response.status().reason();
+            String type = response.status().intValue() == 404 ? "not_found_error" : "invalid_request_error";
+            return errorResponse(new ApiError(response.status(), type, null, null, message));
+        });
+    }
+}

@@ -1,0 +1,171 @@
+package io.graphlane.server;
+
+import io.graphlane.inference.api.FinishReason;
+import io.graphlane.inference.api.Generation;
+import io.graphlane.inference.api.GenerationListener;
+import io.graphlane.inference.api.GenerationRefusedException;
+import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.api.TokenCodec;
+import io.graphlane.inference.api.TextGenerator;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A generator for server tests: byte-level tokens, and a scripted continuation (each token is
+ * {@link #next} of the previous one) produced asynchronously on its own thread, as a real
+ * engine would. Refuses with OVERLOADED when {@code capacity} generations are running.
+ */
+final class ScriptedGenerator implements TextGenerator {
+    static final int EOS = 0;
+
+    private final ExecutorService worker = Executors.newSingleThreadExecutor();
+    private final AtomicInteger running = new AtomicInteger();
+    private final int capacity;
+    volatile Throwable failWith;
+    /** While set, generations wait for it before producing tokens (so they hold their slots). */
+    volatile java.util.concurrent.CountDownLatch gate;
+    final AtomicInteger cancelled = new AtomicInteger();
+
+    ScriptedGenerator(int capacity) {
+        this.capacity = capacity;
+    }
+
+    /** The scripted successor of a token: never EOS unless the prompt asks for it. */
+    static int next(int previous) {
+        return previous == 1 ? EOS : (previous * 7 + 3) % 200 + 32;
+    }
+
+    static List<Integer> expected(List<Integer> prompt, int maxTokens) {
+        List<Integer> out = new ArrayList<>();
+        int prev = prompt.get(prompt.size() - 1);
+        for (int i = 0; i < maxTokens; i++) {
+            prev = next(prev);
+            out.add(prev);
+            if (prev == EOS) {
+                break;
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public String modelName() {
+        return "scripted";
+    }
+
+    @Override
+    public TokenCodec tokenizer() {
+        return new TokenCodec() {
+            @Override
+            public int[] encode(String text) {
+                byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+                int[] ids = new int[bytes.length];
+                for (int i = 0; i < bytes.length; i++) {
+                    ids[i] = bytes[i] & 0xff;
+                }
+                return ids;
+            }
+
+            @Override
+            public String decode(List<Integer> ids) {
+                byte[] bytes = new byte[ids.size()];
+                for (int i = 0; i < bytes.length; i++) {
+                    bytes[i] = (byte) (int) ids.get(i);
+                }
+                return new String(bytes, StandardCharsets.UTF_8);
+            }
+
+            @Override
+            public int eosTokenId() {
+                return EOS;
+            }
+        };
+    }
+
+    @Override
+    public int maxSequenceLength() {
+        return 64;
+    }
+
+    @Override
+    public Generation submit(GenerationRequest request, GenerationListener listener) {
+        for (int id : request.promptIds()) {
+            if (id > 255) {
+                throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID,
+                        "token id " + id + " is outside the vocabulary [0, 256)");
+            }
+        }
+        if (running.incrementAndGet() > capacity) {
+            running.decrementAndGet();
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED,
+                    "too many requests: " + capacity + " generations are running");
+        }
+        CompletableFuture<GenerationResult> result = new CompletableFuture<>();
+        AtomicBoolean cancel = new AtomicBoolean();
+        AtomicBoolean slotHeld = new AtomicBoolean(true);
+        Runnable releaseSlot = () -> {
+            if (slotHeld.compareAndSet(true, false)) {
+                running.decrementAndGet();
+            }
+        };
+        java.util.concurrent.CountDownLatch waitFor = gate;
+        worker.execute(() -> {
+            try {
+                if (waitFor != null) {
+                    waitFor.await();
+                }
+                if (failWith != null) {
+                    listener.onFailed(failWith);
+                    result.completeExceptionally(failWith);
+                    return;
+                }
+                List<Integer> out = expected(request.promptIds(), request.maxNewTokens());
+                for (int t : out) {
+                    if (cancel.get()) {
+                        return;
+                    }
+                    listener.onToken(t);
+                }
+                FinishReason reason = out.get(out.size() - 1) == EOS ? FinishReason.STOP : FinishReason.LENGTH;
+                listener.onFinished(reason);
+                result.complete(new GenerationResult(request.promptIds(), out, reason));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                releaseSlot.run();
+            }
+        });
+        return new Generation() {
+            @Override
+            public String id() {
+                return "scripted";
+            }
+
+            @Override
+            public void cancel() {
+                if (cancel.compareAndSet(false, true)) {
+                    cancelled.incrementAndGet();
+                    releaseSlot.run();
+                }
+            }
+
+            @Override
+            public CompletionStage<GenerationResult> result() {
+                return result;
+            }
+        };
+    }
+
+    @Override
+    public void close() {
+        worker.shutdownNow();
+    }
+}
