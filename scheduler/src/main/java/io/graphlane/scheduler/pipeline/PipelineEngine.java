@@ -261,6 +261,11 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         } else {
             try {
                 sampled = program.sampledTokens(f.batch(), f.lastOutput().value());
+                int expected = f.batch().entries().size();
+                if (sampled == null || sampled.length != expected) {
+                    failure = new IllegalStateException("the stage program returned " + (sampled == null ? "no" : sampled.length)
+                            + " sampled tokens for a micro-batch of " + expected + " requests");
+                }
             } catch (RuntimeException e) {
                 failure = e;
             }
