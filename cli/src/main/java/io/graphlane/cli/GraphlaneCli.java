@@ -16,6 +16,7 @@ import picocli.CommandLine.Option;
         description = "An actor-based scheduler for graph lane execution on the JVM.",
         subcommands = {
             BenchCommand.class,
+            InspectCommand.class,
             TraceHtmlCommand.class,
             CommandLine.HelpCommand.class,
         })

@@ -16,11 +16,12 @@ import io.graphlane.core.GraphlaneException;
  * @param rmsNormEps          RMSNorm epsilon ({@code rms_norm_eps})
  * @param ropeTheta           RoPE base ({@code rope_theta})
  * @param tieWordEmbeddings   the head reuses the embedding matrix ({@code tie_word_embeddings})
- * @param attentionBias       q/k/v projections carry biases (Qwen2)
+ * @param qkvBias             q/k/v projections carry biases (Qwen2; Llama with {@code attention_bias})
+ * @param outputBias          the attention output projection carries a bias (Llama with {@code attention_bias})
  * @param maxPositions        the longest sequence a KV cache may hold ({@code max_position_embeddings})
  */
 public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
-                          int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean attentionBias,
+                          int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
                           int maxPositions) {
 
     /** Validates every size, naming the HF field at fault. */

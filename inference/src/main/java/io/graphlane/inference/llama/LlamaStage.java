@@ -21,7 +21,7 @@ import java.util.Set;
  *   for each layer:
  *     h  = rmsnorm(x) ;  q, k, v = h·Wqᵀ (+bq), h·Wkᵀ (+bk), h·Wvᵀ (+bv)
  *     q, k = rope(q), rope(k) ;  cache ← k, v
- *     x  = x + attention(q, cache)·Woᵀ
+ *     x  = x + attention(q, cache)·Woᵀ (+bo)
  *     h  = rmsnorm(x) ;  x = x + (silu(h·Wgateᵀ) · h·Wupᵀ)·Wdownᵀ
  *   logits = rmsnorm(x_last)·Wheadᵀ                      (last stage)
  * </pre>
@@ -51,6 +51,11 @@ public final class LlamaStage<T> implements AutoCloseable {
     /** The model configuration. */
     public LlamaConfig config() {
         return config;
+    }
+
+    /** The weights this stage reads (owned by whoever loaded them). */
+    public StageWeights<T> weights() {
+        return weights;
     }
 
     /** The operations this stage issues its work through. */
@@ -155,6 +160,9 @@ public final class LlamaStage<T> implements AutoCloseable {
             row = end;
         }
         ops.linear(s.attended, w.wo(), s.projected);
+        if (w.bo() != null) {
+            ops.addBias(s.projected, w.bo());
+        }
         ops.add(x, s.projected, x);
     }
 

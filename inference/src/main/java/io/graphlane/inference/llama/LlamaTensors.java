@@ -56,10 +56,13 @@ public final class LlamaTensors {
         expected.add(new Expected(layer(l, "self_attn.k_proj.weight"), c.kvWidth(), c.hiddenSize(), false));
         expected.add(new Expected(layer(l, "self_attn.v_proj.weight"), c.kvWidth(), c.hiddenSize(), false));
         expected.add(new Expected(layer(l, "self_attn.o_proj.weight"), c.hiddenSize(), c.queryWidth(), false));
-        if (c.attentionBias()) {
+        if (c.qkvBias()) {
             expected.add(new Expected(layer(l, "self_attn.q_proj.bias"), 1, c.queryWidth(), true));
             expected.add(new Expected(layer(l, "self_attn.k_proj.bias"), 1, c.kvWidth(), true));
             expected.add(new Expected(layer(l, "self_attn.v_proj.bias"), 1, c.kvWidth(), true));
+        }
+        if (c.outputBias()) {
+            expected.add(new Expected(layer(l, "self_attn.o_proj.bias"), 1, c.hiddenSize(), true));
         }
         expected.add(new Expected(layer(l, "post_attention_layernorm.weight"), 1, c.hiddenSize(), true));
         expected.add(new Expected(layer(l, "mlp.gate_proj.weight"), c.intermediateSize(), c.hiddenSize(), false));

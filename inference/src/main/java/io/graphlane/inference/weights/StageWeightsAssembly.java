@@ -73,7 +73,7 @@ public final class StageWeightsAssembly {
         distinct.add(weights.finalNorm());
         distinct.add(weights.lmHead());
         for (LayerWeights<T> l : weights.layers()) {
-            distinct.addAll(Arrays.asList(l.attentionNorm(), l.wq(), l.wk(), l.wv(), l.wo(), l.bq(), l.bk(), l.bv(),
+            distinct.addAll(Arrays.asList(l.attentionNorm(), l.wq(), l.wk(), l.wv(), l.wo(), l.bq(), l.bk(), l.bv(), l.bo(),
                     l.ffnNorm(), l.wGate(), l.wUp(), l.wDown()));
         }
         distinct.remove(null);
@@ -83,7 +83,7 @@ public final class StageWeightsAssembly {
     }
 
     private static <T> LayerWeights<T> layer(LlamaConfig c, int l, Map<String, T> made) {
-        boolean bias = c.attentionBias();
+        boolean bias = c.qkvBias();
         return new LayerWeights<>(
                 made.get(LlamaTensors.layer(l, "input_layernorm.weight")),
                 made.get(LlamaTensors.layer(l, "self_attn.q_proj.weight")),
@@ -93,6 +93,7 @@ public final class StageWeightsAssembly {
                 bias ? made.get(LlamaTensors.layer(l, "self_attn.q_proj.bias")) : null,
                 bias ? made.get(LlamaTensors.layer(l, "self_attn.k_proj.bias")) : null,
                 bias ? made.get(LlamaTensors.layer(l, "self_attn.v_proj.bias")) : null,
+                c.outputBias() ? made.get(LlamaTensors.layer(l, "self_attn.o_proj.bias")) : null,
                 made.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")),
                 made.get(LlamaTensors.layer(l, "mlp.gate_proj.weight")),
                 made.get(LlamaTensors.layer(l, "mlp.up_proj.weight")),

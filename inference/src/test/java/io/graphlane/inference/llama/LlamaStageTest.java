@@ -27,7 +27,7 @@ class LlamaStageTest {
     }
 
     @Test
-    void tiedModelWithQkvBiasesMatchesTheReference() {
+    void tiedModelWithAttentionBiasesMatchesTheReference() {
         checkAgainstReference(TestModels.small(true, true), 12L);
     }
 
@@ -133,7 +133,7 @@ class LlamaStageTest {
     void aSequenceLongerThanTheModelAllowsIsRefused() {
         LlamaConfig base = TestModels.small(false, false);
         LlamaConfig config = new LlamaConfig(base.hiddenSize(), base.intermediateSize(), base.layerCount(), base.headCount(),
-                base.kvHeadCount(), base.headDim(), base.vocabSize(), base.rmsNormEps(), base.ropeTheta(), false, false, 4);
+                base.kvHeadCount(), base.headDim(), base.vocabSize(), base.rmsNormEps(), base.ropeTheta(), false, false, false, 4);
         try (StagedModel<CpuTensor> model = TestModels.staged(config, SeededWeights.generate(config, 10), 1)) {
             GraphlaneException e = assertThrows(GraphlaneException.class, () -> model.step(List.of(new Segment(1, 0, 5)), new int[] {1, 2, 3, 4, 5}));
             assertTrue(e.getMessage().contains("5 positions exceed the model's maximum of 4"), e.getMessage());

@@ -34,7 +34,8 @@ final class ReferenceLlama {
             rope(q);
             rope(k);
             double[][] attended = attention(q, k, v);
-            add(x, linear(attended, w.get(LlamaTensors.layer(l, "self_attn.o_proj.weight")), d, null));
+            float[] outputBias = c.outputBias() ? w.get(LlamaTensors.layer(l, "self_attn.o_proj.bias")) : null;
+            add(x, linear(attended, w.get(LlamaTensors.layer(l, "self_attn.o_proj.weight")), d, outputBias));
             h = rmsNorm(x, w.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")));
             double[][] gate = linear(h, w.get(LlamaTensors.layer(l, "mlp.gate_proj.weight")), c.intermediateSize(), null);
             double[][] up = linear(h, w.get(LlamaTensors.layer(l, "mlp.up_proj.weight")), c.intermediateSize(), null);
@@ -52,7 +53,7 @@ final class ReferenceLlama {
     }
 
     private float[] bias(int l, String which) {
-        return c.attentionBias() ? w.get(LlamaTensors.layer(l, "self_attn." + which + "_proj.bias")) : null;
+        return c.qkvBias() ? w.get(LlamaTensors.layer(l, "self_attn." + which + "_proj.bias")) : null;
     }
 
     private double[][] rmsNorm(double[][] x, float[] weight) {

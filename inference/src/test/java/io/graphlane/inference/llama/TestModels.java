@@ -15,9 +15,9 @@ public final class TestModels {
     private TestModels() {
     }
 
-    /** A small GQA configuration: hidden 32, 4 heads over 2 kv heads, 4 layers, vocabulary 50. */
+    /** A small GQA configuration: hidden 32, 4 heads over 2 kv heads, 4 layers, vocabulary 50; biases on q/k/v and o if asked. */
     public static LlamaConfig small(boolean tied, boolean bias) {
-        return new LlamaConfig(32, 56, 4, 4, 2, 8, 50, 1e-5f, 10000f, tied, bias, 128);
+        return new LlamaConfig(32, 56, 4, 4, 2, 8, 50, 1e-5f, 10000f, tied, bias, bias, 128);
     }
 
     /** The model of {@code tensors} split into {@code stageCount} stages, all on one {@link CpuNeuralOps}. */

@@ -20,6 +20,9 @@ import java.util.Objects;
  * a time); {@link CpuNeuralBackend#ops} hands out one per lane.
  */
 public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
+    /** Below this many rows a projection runs as one matrix-vector product per row. */
+    static final int GEMV_ROWS = 8;
+
     private float[] scores = new float[64];
     private float[] queryHead = new float[64];
     private float[] accumulator = new float[64];
@@ -45,6 +48,20 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         }
         CpuTensor tensor = CpuTensor.allocate(rows, cols);
         tensor.data().put(0, data);
+        return tensor;
+    }
+
+    /**
+     * A new {@code rows × cols} tensor holding a copy of {@code data}'s remaining floats (any byte
+     * order, heap or direct; a memory-mapped checkpoint view copies without a heap detour).
+     */
+    public CpuTensor fromBuffer(FloatBuffer data, int rows, int cols) {
+        if ((long) rows * cols != data.remaining()) {
+            throw new ShapeMismatchException("fromBuffer", "data", rows * (long) cols + " floats (" + rows + " x " + cols + ")",
+                    data.remaining() + " floats");
+        }
+        CpuTensor tensor = CpuTensor.allocate(rows, cols);
+        tensor.data().put(0, data, data.position(), data.remaining());
         return tensor;
     }
 
@@ -137,8 +154,14 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             out.data().put(0, new float[n * m]);
             return;
         }
-        if (n == 1) {
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1f, weight.data(), k, x.data(), 1, 0f, out.data(), 1);
+        if (n < GEMV_ROWS) {
+            // OpenBLAS's sgemm packs its operands, which costs more than it saves for a few rows
+            FloatBuffer w = weight.data();
+            FloatBuffer in = x.data();
+            FloatBuffer target = out.data();
+            for (int r = 0; r < n; r++) {
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1f, w, k, in.slice(r * k, k), 1, 0f, target.slice(r * m, m), 1);
+            }
         } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, k, 1f, x.data(), k, weight.data(), k, 0f, out.data(), m);
         }

@@ -21,7 +21,36 @@ class CpuNeuralOpsTest {
 
     @Test
     void linearOnManyRowsMatchesTheTripleLoop() {
-        checkLinear(7, 33, 19);
+        checkLinear(CpuNeuralOps.GEMV_ROWS + 13, 33, 19);
+    }
+
+    @Test
+    void linearOnAFewRowsMatchesTheTripleLoop() {
+        checkLinear(CpuNeuralOps.GEMV_ROWS - 1, 33, 19);
+    }
+
+    @Test
+    void blasThreadsCanBeSetProcessWide() {
+        int before = CpuNeuralBackend.blasThreads();
+        int restore = before > 0 ? before : Runtime.getRuntime().availableProcessors();
+        try {
+            CpuNeuralBackend.setBlasThreads(1);
+            assertEquals(1, CpuNeuralBackend.blasThreads());
+            checkLinear(CpuNeuralOps.GEMV_ROWS + 3, 40, 24);
+        } finally {
+            CpuNeuralBackend.setBlasThreads(restore);
+        }
+        assertThrows(IllegalArgumentException.class, () -> CpuNeuralBackend.setBlasThreads(0));
+    }
+
+    @Test
+    void theBackendHandsOutOneOpsInstancePerLane() {
+        try (io.graphlane.backend.cpu.CpuBackend device = new io.graphlane.backend.cpu.CpuBackend()) {
+            CpuNeuralBackend backend = new CpuNeuralBackend();
+            var lanes = device.forkExecutors(device.rootExecutor(), 2);
+            assertTrue(backend.ops(lanes.get(0)) == backend.ops(lanes.get(0)));
+            assertTrue(backend.ops(lanes.get(0)) != backend.ops(lanes.get(1)));
+        }
     }
 
     @Test
@@ -31,26 +60,29 @@ class CpuNeuralOpsTest {
 
     @Test
     void linearReadsAndWritesRowSlicesAtTheirOffset() {
-        int n = 6, k = 8, m = 5;
+        int many = CpuNeuralOps.GEMV_ROWS + 2;
+        int n = many + 8, k = 8, m = 5;
         float[] x = randoms(n * k);
         float[] w = randoms(m * k);
         CpuTensor xs = ops.fromHost(x, n, k);
+        CpuTensor weight = ops.fromHost(w, m, k);
         CpuTensor out = ops.allocate(n, m);
-        ops.linear(ops.rowSlice(xs, 2, 5), ops.fromHost(w, m, k), ops.rowSlice(out, 1, 4));
-        ops.linear(ops.rowSlice(xs, 5, 6), ops.fromHost(w, m, k), ops.rowSlice(out, 5, 6));
+        ops.linear(ops.rowSlice(xs, 2, 2 + many), weight, ops.rowSlice(out, 1, 1 + many));      // sgemm path
+        ops.linear(ops.rowSlice(xs, n - 3, n), weight, ops.rowSlice(out, n - 4, n - 1));        // gemv path
         float[] expected = Reference.linear(x, n, k, w, m);
         float[] found = host(out);
-        for (int c = 0; c < m; c++) {
-            assertEquals(0f, found[c], "row 0 was outside every written slice");
-            assertEquals(0f, found[4 * m + c], "row 4 was outside every written slice");
-        }
-        for (int r = 1; r < 4; r++) {
+        for (int r = 0; r < n; r++) {
             for (int c = 0; c < m; c++) {
-                assertEquals(expected[(r + 1) * m + c], found[r * m + c], TOLERANCE, "row " + r + " col " + c);
+                float want;
+                if (r >= 1 && r < 1 + many) {
+                    want = expected[(r + 1) * m + c];
+                } else if (r >= n - 4 && r < n - 1) {
+                    want = expected[(r + 1) * m + c];
+                } else {
+                    want = 0f;
+                }
+                assertEquals(want, found[r * m + c], TOLERANCE, "row " + r + " col " + c);
             }
-        }
-        for (int c = 0; c < m; c++) {
-            assertEquals(expected[5 * m + c], found[5 * m + c], TOLERANCE, "single-row slice col " + c);
         }
     }
 
@@ -235,6 +267,18 @@ class CpuNeuralOpsTest {
         assertThrows(IllegalArgumentException.class, () -> CpuTensor.wrap(direct, 3, 2));
         CpuTensor wrapped = CpuTensor.wrap(direct, 2, 2);
         assertThrows(IllegalStateException.class, () -> ops.release(wrapped));
+    }
+
+    @Test
+    void fromBufferCopiesLittleEndianBytesFromTheirPosition() {
+        ByteBuffer bytes = ByteBuffer.allocateDirect(5 * 4).order(ByteOrder.LITTLE_ENDIAN);
+        bytes.asFloatBuffer().put(new float[] {9, 1, 2, 3, 4});
+        FloatBuffer floats = bytes.asFloatBuffer();
+        floats.position(1);
+        CpuTensor t = ops.fromBuffer(floats, 2, 2);
+        assertArrayEquals(new float[] {1, 2, 3, 4}, host(t), 0f);
+        assertEquals(1, floats.position(), "the source buffer is not consumed");
+        assertThrows(ShapeMismatchException.class, () -> ops.fromBuffer(floats, 2, 3));
     }
 
     @Test

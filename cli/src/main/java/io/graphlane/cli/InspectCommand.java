@@ -1,0 +1,112 @@
+package io.graphlane.cli;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import io.graphlane.checkpoint.CheckpointCatalog;
+import io.graphlane.checkpoint.ModelCheckpoint;
+import io.graphlane.checkpoint.TensorLocation;
+import io.graphlane.checkpoint.config.ModelConfig;
+import io.graphlane.checkpoint.json.StrictJson;
+import io.graphlane.core.tensor.DType;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code graphlane inspect DIR [--json]}: validates a model directory exactly as a load would
+ * (config.json, every header, the shard index, the tensors the architecture needs) and prints its
+ * catalogue. A refused checkpoint ends with exit status 2 and one line naming the file and problem.
+ */
+@Command(name = "inspect",
+        mixinStandardHelpOptions = true,
+        description = "Validate a Hugging Face model directory as a load would and print its tensor catalogue.")
+public final class InspectCommand implements Callable<Integer> {
+
+    @Parameters(index = "0", paramLabel = "DIR", description = "The model directory (config.json and safetensors weights).")
+    Path dir;
+
+    @Option(names = "--json", description = "Print one JSON object instead of a table.")
+    boolean json;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        ModelCheckpoint model = ModelCheckpoint.open(dir);
+        PrintWriter out = spec.commandLine().getOut();
+        if (json) {
+            out.println(toJson(model));
+        } else {
+            printTable(model, out);
+        }
+        out.flush();
+        return 0;
+    }
+
+    private static String toJson(ModelCheckpoint model) {
+        CheckpointCatalog catalog = model.catalog();
+        Map<String, Object> root = new LinkedHashMap<>();
+        root.put("format", catalog.format());
+        root.put("architecture", model.config().architecture().hfName());
+        root.put("tensor_count", catalog.tensors().size());
+        root.put("total_bytes", catalog.totalBytes());
+        List<Map<String, Object>> tensors = new ArrayList<>();
+        for (TensorLocation t : catalog.tensors().values()) {
+            Map<String, Object> entry = new LinkedHashMap<>();
+            entry.put("name", t.name());
+            entry.put("dtype", t.spec().dtype().name());
+            entry.put("shape", t.spec().shape().dims());
+            entry.put("bytes", t.entry().byteLength());
+            entry.put("shard", t.shardName());
+            tensors.add(entry);
+        }
+        root.put("tensors", tensors);
+        try {
+            return StrictJson.mapper().writeValueAsString(root);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot render the catalogue as JSON", e);
+        }
+    }
+
+    private static void printTable(ModelCheckpoint model, PrintWriter out) {
+        CheckpointCatalog catalog = model.catalog();
+        ModelConfig c = model.config();
+        int shards = catalog.shards().size();
+        out.printf("format:       %s (%s)%n", catalog.format(),
+                catalog.isSharded() ? shards + " shards" : CheckpointCatalog.SINGLE_FILE);
+        out.printf("architecture: %s (layers %d, hidden %d, heads %d, kv heads %d, head dim %d, mlp %d, vocab %d%s)%n",
+                c.architecture().hfName(), c.numHiddenLayers(), c.hiddenSize(), c.numAttentionHeads(),
+                c.numKeyValueHeads(), c.headDim(), c.intermediateSize(), c.vocabSize(),
+                c.tieWordEmbeddings() ? ", tied embeddings" : "");
+        Map<DType, Integer> mix = new EnumMap<>(DType.class);
+        for (TensorLocation t : catalog.tensors().values()) {
+            mix.merge(t.spec().dtype(), 1, Integer::sum);
+        }
+        out.printf("dtypes:       %s%n", mix.entrySet().stream()
+                .map(e -> e.getKey() + " ×" + e.getValue()).collect(Collectors.joining(", ")));
+        out.printf("tensors:      %d%n", catalog.tensors().size());
+        out.printf("total bytes:  %d%n", catalog.totalBytes());
+        out.println();
+        int nameWidth = "NAME".length();
+        int shapeWidth = "SHAPE".length();
+        for (TensorLocation t : catalog.tensors().values()) {
+            nameWidth = Math.max(nameWidth, t.name().length());
+            shapeWidth = Math.max(shapeWidth, t.spec().shape().toString().length());
+        }
+        String row = "%-" + nameWidth + "s  %-5s  %-" + shapeWidth + "s  %12s  %s%n";
+        out.printf(row, "NAME", "DTYPE", "SHAPE", "BYTES", "SHARD");
+        for (TensorLocation t : catalog.tensors().values()) {
+            out.printf(row, t.name(), t.spec().dtype(), t.spec().shape(), t.entry().byteLength(), t.shardName());
+        }
+    }
+}
