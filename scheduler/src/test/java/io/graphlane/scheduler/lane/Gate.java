@@ -11,54 +11,54 @@ import java.util.concurrent.atomic.AtomicLong;
  * thread, never on an actor) until the test opens it, then succeeds or throws. Records a global
  * tick at its start and end so tests can check the order of work on different lanes.
  */
-final class Gate implements CpuWork {
-    static final AtomicLong TICKS = new AtomicLong();
+public final class Gate implements CpuWork {
+    public static final AtomicLong TICKS = new AtomicLong();
 
     private final String name;
     private final CountDownLatch open = new CountDownLatch(1);
     private final CountDownLatch started = new CountDownLatch(1);
     private final AtomicBoolean ran = new AtomicBoolean();
     private volatile boolean fail;
-    volatile long startTick = -1;
-    volatile long endTick = -1;
+    public volatile long startTick = -1;
+    public volatile long endTick = -1;
 
-    Gate(String name) {
+    public Gate(String name) {
         this.name = name;
     }
 
     /** Work that is already open: runs at once when its turn comes. */
-    static Gate open(String name) {
+    public static Gate open(String name) {
         Gate g = new Gate(name);
         g.open();
         return g;
     }
 
     /** Work that fails with a RuntimeException naming it as soon as it runs. */
-    static Gate failing(String name) {
+    public static Gate failing(String name) {
         Gate g = new Gate(name);
         g.fail = true;
         g.open();
         return g;
     }
 
-    void open() {
+    public void open() {
         open.countDown();
     }
 
-    void openFailing() {
+    public void openFailing() {
         fail = true;
         open.countDown();
     }
 
-    boolean awaitStarted() throws InterruptedException {
+    public boolean awaitStarted() throws InterruptedException {
         return started.await(10, TimeUnit.SECONDS);
     }
 
-    boolean hasStarted() {
+    public boolean hasStarted() {
         return started.getCount() == 0;
     }
 
-    boolean ran() {
+    public boolean ran() {
         return ran.get();
     }
 

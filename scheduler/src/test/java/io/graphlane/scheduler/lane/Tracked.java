@@ -6,18 +6,18 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 /** A retained value that counts its releases and notes whether its work had ended when it was released. */
-final class Tracked implements AutoCloseable {
+public final class Tracked implements AutoCloseable {
     private final AtomicInteger closes = new AtomicInteger();
     private final CountDownLatch closed = new CountDownLatch(1);
     private final BooleanSupplier workEnded;
     private volatile boolean releasedBeforeEnd;
 
-    Tracked(BooleanSupplier workEnded) {
+    public Tracked(BooleanSupplier workEnded) {
         this.workEnded = workEnded;
     }
 
     /** A value whose work is {@code gate}: its release must come after the gate's work ended. */
-    static Tracked heldBy(Gate gate) {
+    public static Tracked heldBy(Gate gate) {
         return new Tracked(() -> gate.endTick >= 0 || !gate.ran());
     }
 
@@ -30,15 +30,15 @@ final class Tracked implements AutoCloseable {
         closed.countDown();
     }
 
-    int closes() {
+    public int closes() {
         return closes.get();
     }
 
-    boolean releasedBeforeEnd() {
+    public boolean releasedBeforeEnd() {
         return releasedBeforeEnd;
     }
 
-    boolean awaitClosed() throws InterruptedException {
+    public boolean awaitClosed() throws InterruptedException {
         return closed.await(10, TimeUnit.SECONDS);
     }
 }
