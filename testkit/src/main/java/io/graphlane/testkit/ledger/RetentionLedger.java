@@ -259,9 +259,13 @@ public final class RetentionLedger {
             }
         }
 
-        /** Records a release; the first one also closes the underlying resource. Later ones are recorded as violations. */
+        /**
+         * Records a release; the first one also closes the underlying resource. Later ones are recorded as violations.
+         *
+         * @throws ReleaseFailedException if closing the underlying resource failed (the release is still recorded)
+         */
         @Override
-        public void close() throws Exception {
+        public void close() {
             boolean first;
             synchronized (lock) {
                 List<String> running = heldUntil.stream().filter(c -> !c.isDone()).map(Completion::label).toList();
@@ -271,7 +275,11 @@ public final class RetentionLedger {
                 lock.notifyAll();
             }
             if (first && resource != null) {
-                resource.close();
+                try {
+                    resource.close();
+                } catch (Exception e) {
+                    throw new ReleaseFailedException(name, labels(), e);
+                }
             }
         }
 

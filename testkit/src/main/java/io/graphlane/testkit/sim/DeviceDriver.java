@@ -7,6 +7,12 @@ package io.graphlane.testkit.sim;
  */
 interface DeviceDriver {
 
+    /**
+     * Names the engine step that runs after every batch of commands and after the timed events due
+     * at one instant: batching is what lets a seeded engine reorder work that became ready together.
+     */
+    void settleWith(Runnable settle);
+
     /** Runs {@code command} on the device thread after every command posted before it. */
     void post(Runnable command);
 

@@ -17,6 +17,12 @@ final class ManualDriver implements DeviceDriver {
     private volatile long now;
     private long seq;
     private Thread driving;
+    private Runnable settle = () -> { };
+
+    @Override
+    public void settleWith(Runnable engineStep) {
+        this.settle = engineStep;
+    }
 
     @Override
     public void post(Runnable command) {
@@ -43,13 +49,12 @@ final class ManualDriver implements DeviceDriver {
         enter("runUntilIdle");
         try {
             while (true) {
-                drainCommands();
-                Timed next = timers.poll();
+                drainAndSettle();
+                Timed next = timers.peek();
                 if (next == null) {
                     return now;
                 }
-                now = next.due();
-                next.event().run();
+                runDueAt(next.due());
             }
         } finally {
             driving = null;
@@ -65,17 +70,15 @@ final class ManualDriver implements DeviceDriver {
         try {
             long target = now + nanos;
             while (true) {
-                drainCommands();
+                drainAndSettle();
                 Timed next = timers.peek();
                 if (next == null || next.due() > target) {
                     break;
                 }
-                timers.poll();
-                now = next.due();
-                next.event().run();
+                runDueAt(next.due());
             }
             now = target;
-            drainCommands();
+            drainAndSettle();
             return now;
         } finally {
             driving = null;
@@ -90,10 +93,22 @@ final class ManualDriver implements DeviceDriver {
         driving = Thread.currentThread();
     }
 
-    private void drainCommands() {
-        Runnable c;
-        while ((c = commands.poll()) != null) {
-            c.run();
+    /** Runs every posted command, then the engine step; again while the step posted more (callbacks that submit). */
+    private void drainAndSettle() {
+        do {
+            Runnable c;
+            while ((c = commands.poll()) != null) {
+                c.run();
+            }
+            settle.run();
+        } while (!commands.isEmpty());
+    }
+
+    /** Moves device time to {@code due} and runs every timed event due then, as one batch. */
+    private void runDueAt(long due) {
+        now = due;
+        while (!timers.isEmpty() && timers.peek().due() == due) {
+            timers.poll().event().run();
         }
     }
 }

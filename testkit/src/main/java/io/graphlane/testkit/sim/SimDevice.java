@@ -85,6 +85,7 @@ final class SimDevice {
         this.random = random;
         this.jitterNanos = jitterNanos;
         this.recordTimeline = recordTimeline;
+        driver.settleWith(this::settle);
     }
 
     DeviceDriver driver() {
@@ -119,7 +120,6 @@ final class SimDevice {
             return;
         }
         s.lane.queue.add(s);
-        settle();
     }
 
     void onStop(SimExecutor lane) {
@@ -127,7 +127,6 @@ final class SimDevice {
             lane.stopRequested = true;
             stopsRequested++;
         }
-        settle();
     }
 
     void onHoldDecided(Hold hold) {
@@ -140,7 +139,6 @@ final class SimDevice {
             readyAt(s, Math.max(s.clockNanos, now) + jitter());
         }
         hold.waiting.clear();
-        settle();
     }
 
     void onLost(String reason) {
@@ -168,7 +166,8 @@ final class SimDevice {
 
     // ---- the engine ----
 
-    private void settle() {
+    /** Steps lanes until none can make progress at the current device time; the driver calls it after each batch. */
+    void settle() {
         if (lost) {
             return;
         }
@@ -301,7 +300,6 @@ final class SimDevice {
         driver.scheduleAt(due, () -> {
             if (!lost) {
                 s.itemReady = true;
-                settle();
             }
         });
     }

@@ -40,16 +40,18 @@ public final class SimExecutor {
         return device;
     }
 
-    /** Takes the preconditions gathered since the last submission and names the next submission; caller holds the lock. */
+    /** The label of the next submission on this lane; caller holds the lock. */
     String nextLabel() {
         return name + "#" + sequence++;
     }
 
+    /** Takes the producers gathered by {@code orderAfter} since the last submission; caller holds the lock. */
     List<SimCompletion> takePreconditions() {
-        List<SimCompletion> taken = pendingPreconditions;
-        if (!taken.isEmpty()) {
-            pendingPreconditions = new ArrayList<>(2);
+        if (pendingPreconditions.isEmpty()) {
+            return List.of();
         }
+        List<SimCompletion> taken = pendingPreconditions;
+        pendingPreconditions = new ArrayList<>(2);
         return taken;
     }
 

@@ -1,8 +1,10 @@
 package io.graphlane.testkit.sim;
 
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,6 +19,10 @@ final class WallClockDriver implements DeviceDriver {
 
     private final ScheduledThreadPoolExecutor thread;
     private final long origin = System.nanoTime();
+    private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean drainScheduled = new AtomicBoolean();
+    private final Runnable drain = this::drain;
+    private volatile Runnable settle = () -> { };
 
     WallClockDriver(String device) {
         this.thread = new ScheduledThreadPoolExecutor(1, r -> {
@@ -28,9 +34,18 @@ final class WallClockDriver implements DeviceDriver {
     }
 
     @Override
+    public void settleWith(Runnable engineStep) {
+        this.settle = engineStep;
+    }
+
+    @Override
     public void post(Runnable command) {
+        commands.add(command);
+        if (!drainScheduled.compareAndSet(false, true)) {
+            return; // a drain is already on its way and will see this command
+        }
         try {
-            thread.execute(() -> runGuarded(command));
+            thread.execute(drain);
         } catch (RejectedExecutionException e) {
             // The device has stopped: every lane drained or was lost, so a late decision has nothing left to act on.
             LOG.debug("simulated device already stopped; dropped a late command");
@@ -40,11 +55,15 @@ final class WallClockDriver implements DeviceDriver {
     @Override
     public void scheduleAt(long dueNanos, Runnable event) {
         long delay = dueNanos - nowNanos();
+        Runnable step = () -> {
+            event.run();
+            settle.run();
+        };
         if (delay <= 0) {
-            post(event);
+            post(step);
         } else {
             try {
-                thread.schedule(() -> runGuarded(event), delay, TimeUnit.NANOSECONDS);
+                thread.schedule(() -> runGuarded(step), delay, TimeUnit.NANOSECONDS);
             } catch (RejectedExecutionException e) {
                 LOG.debug("simulated device already stopped; dropped a timed event");
             }
@@ -59,6 +78,18 @@ final class WallClockDriver implements DeviceDriver {
     @Override
     public void close() {
         thread.shutdown();
+    }
+
+    /** Runs every command posted so far as one batch, then the engine step. */
+    private void drain() {
+        drainScheduled.set(false);
+        runGuarded(() -> {
+            Runnable c;
+            while ((c = commands.poll()) != null) {
+                c.run();
+            }
+            settle.run();
+        });
     }
 
     private static void runGuarded(Runnable r) {
