@@ -79,7 +79,7 @@ public final class ShardIndex {
         }
         Path dir = file.toAbsolutePath().getParent();
         Map<String, String> weightMap = new TreeMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = map.fields(); it.hasNext(); ) {
+        for (Iterator<Map.Entry<String, JsonNode>> it = map.properties().iterator(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             String name = e.getKey();
             if (name.isEmpty()) {

@@ -132,7 +132,7 @@ public final class SafetensorsHeader {
         }
         Map<String, String> metadata = new LinkedHashMap<>();
         Map<String, TensorEntry> tensors = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
+        for (Iterator<Map.Entry<String, JsonNode>> it = root.properties().iterator(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> field = it.next();
             String name = field.getKey();
             if (METADATA_KEY.equals(name)) {
@@ -150,7 +150,7 @@ public final class SafetensorsHeader {
             throw new SafetensorsFormatException(file, "field '" + METADATA_KEY + "' is a JSON "
                     + node.getNodeType().name().toLowerCase() + ", expected an object of strings");
         }
-        for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
+        for (Iterator<Map.Entry<String, JsonNode>> it = node.properties().iterator(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             if (!e.getValue().isTextual()) {
                 throw new SafetensorsFormatException(file, "field '" + METADATA_KEY + "." + e.getKey() + "' is a JSON "
