@@ -26,6 +26,10 @@ public final class SchedulerBench implements Callable<Integer> {
             description = "Ops per lane (independent) and in total (chain) (default: ${DEFAULT-VALUE}).")
     int ops;
 
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "3",
+            description = "Measure each path N times, interleaved; the best round of each path counts (default: ${DEFAULT-VALUE}).")
+    int rounds;
+
     @Option(names = "--json", description = "Print one JSON object instead of a table.")
     boolean json;
 
@@ -38,7 +42,7 @@ public final class SchedulerBench implements Callable<Integer> {
     @Override
     public Integer call() {
         TraceRecorder recorder = trace.recorder();
-        SchedulerBenchReport report = new SchedulerBenchRunner(lanes, ops, recorder, TraceOptions.cpuWorkTracing()).run();
+        SchedulerBenchReport report = new SchedulerBenchRunner(lanes, ops, rounds, recorder, TraceOptions.cpuWorkTracing()).run();
         var out = spec.commandLine().getOut();
         out.println(json ? report.toJson() : report.toText());
         out.flush();

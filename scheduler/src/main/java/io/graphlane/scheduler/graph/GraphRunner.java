@@ -12,6 +12,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Props;
 
 /**
@@ -86,7 +87,8 @@ public final class GraphRunner<W> {
         ActorRef<GraphRunActor.Command> actor = system.systemActorOf(
                 GraphRunActor.create(graph, registry, requestId, deadline, settings.maxInFlightPerLane(), result,
                         () -> active.remove(requestId)),
-                "graphlane-run-" + requestId + "-" + System.identityHashCode(result), Props.empty());
+                "graphlane-run-" + requestId + "-" + System.identityHashCode(result),
+                settings.dispatcher().isEmpty() ? Props.empty() : DispatcherSelector.fromConfig(settings.dispatcher()));
         return new GraphRun(requestId, result.minimalCompletionStage(), actor);
     }
 
