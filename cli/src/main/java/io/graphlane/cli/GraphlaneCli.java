@@ -15,6 +15,7 @@ import picocli.CommandLine.Option;
         versionProvider = GraphlaneCli.Version.class,
         description = "An actor-based scheduler for graph lane execution on the JVM.",
         subcommands = {
+            RunCommand.class,
             BenchCommand.class,
             InspectCommand.class,
             TraceHtmlCommand.class,

@@ -1,10 +1,12 @@
 package io.graphlane.inference.pipeline;
 
 import io.graphlane.actors.lane.LaneGroup;
+import io.graphlane.actors.lane.WorkTracing;
 import io.graphlane.backend.cpu.CpuBackend;
 import io.graphlane.backend.cpu.CpuCompletion;
 import io.graphlane.backend.cpu.CpuExecutor;
 import io.graphlane.backend.cpu.CpuWork;
+import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.checkpoint.CheckpointSource;
@@ -90,6 +92,8 @@ public final class InferencePipeline implements TextGenerator {
         this.tokenizer = model.tokenizer();
         this.codec = new Codec(tokenizer, eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next());
         this.backend = new CpuBackend();
+        // Several lanes call OpenBLAS at once: its own idle threads would spin against the lanes' workers.
+        CpuNeuralBackend.setBlasThreads(1);
         int stageCount = b.stages;
         StagePlan plan = StagePlan.balanced(config.layerCount(), stageCount);
         List<LlamaStage<CpuTensor>> loaded = new ArrayList<>();
@@ -110,7 +114,8 @@ public final class InferencePipeline implements TextGenerator {
         for (int i = 0; i < stageCount; i++) {
             laneNames.add("stage-" + i);
         }
-        this.lanes = LaneGroup.builder(system, backend).lanes(laneNames.toArray(String[]::new)).trace(b.trace).spawn();
+        this.lanes = LaneGroup.builder(system, backend).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
+                .workTracing(b.workTracing).spawn();
         this.program = new LlamaStageProgram<>(stages, body -> body::run);
         PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(stageCount);
         this.pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings,
@@ -307,6 +312,7 @@ public final class InferencePipeline implements TextGenerator {
         private ActorSystem<?> system;
         private PipelineSettings settings;
         private TraceRecorder trace = TraceRecorder.DISABLED;
+        private WorkTracing<CpuWork> workTracing = WorkTracing.none();
         private Consumer<StageSpec> progress = s -> { };
 
         /** A Hugging Face model directory (config.json, tokenizer.json, safetensors). */
@@ -343,6 +349,12 @@ public final class InferencePipeline implements TextGenerator {
         /** Records the lanes' events into {@code recorder}. */
         public Builder trace(TraceRecorder recorder) {
             this.trace = Objects.requireNonNull(recorder, "recorder");
+            return this;
+        }
+
+        /** How stage work is instrumented so the trace shows when it really started on its lane. */
+        public Builder workTracing(WorkTracing<CpuWork> tracing) {
+            this.workTracing = Objects.requireNonNull(tracing, "tracing");
             return this;
         }
 

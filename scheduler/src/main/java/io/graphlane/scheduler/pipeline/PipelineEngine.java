@@ -337,8 +337,10 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             ready.add(a.id);
         }
         while (!ready.isEmpty() && inFlight.size() < settings.maxInFlightBatches()) {
-            int freeSlots = settings.maxInFlightBatches() - inFlight.size();
-            int size = Math.min(settings.maxBatchSize(), (ready.size() + freeSlots - 1) / freeSlots);
+            // Spread the active requests evenly over the micro-batches the pipeline holds: a decode step
+            // reads every weight once whatever its size, so fewer, fuller steps share that read.
+            int target = (activeCount + settings.maxInFlightBatches() - 1) / settings.maxInFlightBatches();
+            int size = Math.max(1, Math.min(settings.maxBatchSize(), target));
             List<MicroBatch.Entry> entries = new ArrayList<>(size);
             while (entries.size() < size && !ready.isEmpty()) {
                 Active a = requests.get(ready.poll());

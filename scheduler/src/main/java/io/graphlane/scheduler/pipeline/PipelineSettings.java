@@ -17,9 +17,12 @@ public record PipelineSettings(int maxActiveRequests, int maxQueuedRequests, int
         positive("max-in-flight-microbatches", maxInFlightBatches);
     }
 
-    /** Defaults for {@code stages} stages: 64 active, 256 queued, batches of up to 8, twice as many batches in flight as stages. */
+    /**
+     * Defaults for {@code stages} stages: 64 active, 256 queued, batches of up to 8, as many batches in
+     * flight as stages (each stage busy with one while the active requests are spread over the fewest steps).
+     */
     public static PipelineSettings defaults(int stages) {
-        return new PipelineSettings(64, 256, 8, Math.max(2, 2 * stages));
+        return new PipelineSettings(64, 256, 8, Math.max(1, stages));
     }
 
     public PipelineSettings withMaxBatchSize(int size) {
