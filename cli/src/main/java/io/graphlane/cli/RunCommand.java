@@ -14,7 +14,7 @@ import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.tokenizer.StreamingDecoder;
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -80,6 +80,19 @@ public final class RunCommand implements Callable<Integer> {
     @Mixin
     TraceOptions trace;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    /** Where results go: the command line's output (stdout, or what a test set). */
+    PrintWriter out() {
+        return spec.commandLine().getOut();
+    }
+
+    /** Where notes go: the command line's error stream. */
+    PrintWriter err() {
+        return spec.commandLine().getErr();
+    }
+
     @Override
     public Integer call() throws Exception {
         if (maxNewTokens < 1) {
@@ -99,7 +112,7 @@ public final class RunCommand implements Callable<Integer> {
     }
 
     private int runCpu() throws Exception {
-        PrintStream out = System.out;
+        PrintWriter out = out();
         TraceRecorder recorder = trace.enabled() ? trace.recorder() : new TraceBuffer(TraceOptions.DEFAULT_CAPACITY);
         boolean demo = model == null;
         if (demo && !json) {
@@ -133,6 +146,7 @@ public final class RunCommand implements Callable<Integer> {
                 printJson(p, results, generated / wall, wall, timeline);
             } else {
                 printSummary(out, generated, wall, timeline);
+                out.flush();
             }
             writeTraces(recorder, timeline);
             return 0;
@@ -196,7 +210,7 @@ public final class RunCommand implements Callable<Integer> {
      * Runs every request at once and prints them one after another: the request being printed
      * streams live; the text of later ones (generated meanwhile) is printed when their turn comes.
      */
-    private static List<GenerationResult> streamAll(InferencePipeline p, List<GenerationRequest> requests, PrintStream out) throws Exception {
+    private static List<GenerationResult> streamAll(InferencePipeline p, List<GenerationRequest> requests, PrintWriter out) throws Exception {
         int n = requests.size();
         List<StringBuilder> pending = new ArrayList<>();
         List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
@@ -247,6 +261,7 @@ public final class RunCommand implements Callable<Integer> {
             }
         }
         out.println();
+        out.flush();
         List<GenerationResult> all = new ArrayList<>();
         for (CompletableFuture<GenerationResult> r : results) {
             all.add(r.join());
@@ -269,7 +284,7 @@ public final class RunCommand implements Callable<Integer> {
         return b.toString();
     }
 
-    private void printSummary(PrintStream out, int generated, double wall, LaneTimeline timeline) {
+    private void printSummary(PrintWriter out, int generated, double wall, LaneTimeline timeline) {
         out.printf(Locale.ROOT, "%n%d tokens in %.2f s: %.1f tokens/s over %d stage(s)%n", generated, wall, generated / wall, stages);
         for (LaneTimeline.LaneStats s : timeline.stats()) {
             out.printf(Locale.ROOT, "  %-10s busy %5.1f %%   bubble %5.1f %%   (%d steps)%n", s.lane(), 100 * s.busyFraction(),
@@ -297,20 +312,23 @@ public final class RunCommand implements Callable<Integer> {
         for (LaneTimeline.LaneStats s : timeline.stats()) {
             busy.addObject().put("lane", s.lane()).put("busy_fraction", s.busyFraction());
         }
-        System.out.println(root);
+        out().println(root);
+        out().flush();
     }
 
     void writeTraces(TraceRecorder recorder, LaneTimeline timeline) throws java.io.IOException {
         if (trace.enabled()) {
             trace.write(recorder);
             if (!json) {
-                System.err.println("trace written to " + trace.file());
+                err().println("trace written to " + trace.file());
+                err().flush();
             }
         }
         if (traceHtml != null) {
             Files.writeString(traceHtml, TimelineHtml.render(timeline, "graphlane run"), StandardCharsets.UTF_8);
             if (!json) {
-                System.err.println("timeline written to " + traceHtml);
+                err().println("timeline written to " + traceHtml);
+                err().flush();
             }
         }
     }

@@ -58,17 +58,18 @@ final class SimRun {
             }
             root.put("tokens_per_s", generated / wall);
             root.put("wall_s", wall);
-            System.out.println(root);
+            c.out().println(root);
         } else {
-            System.out.println("graphlane: simulated backend: each stage step lasts 2 ms + 50 µs per position; no model is computed and tokens are placeholders.");
+            c.out().println("graphlane: simulated backend: each stage step lasts 2 ms + 50 µs per position; no model is computed and tokens are placeholders.");
             for (int i = 0; i < results.size(); i++) {
-                System.out.println("[" + i + "] " + results.get(i).tokens().size() + " placeholder tokens " + results.get(i).tokens());
+                c.out().println("[" + i + "] " + results.get(i).tokens().size() + " placeholder tokens " + results.get(i).tokens());
             }
-            System.out.printf(Locale.ROOT, "%d tokens in %.2f s: %.1f tokens/s over %d stage(s)%n", generated, wall, generated / wall, c.stages);
+            c.out().printf(Locale.ROOT, "%d tokens in %.2f s: %.1f tokens/s over %d stage(s)%n", generated, wall, generated / wall, c.stages);
             for (LaneTimeline.LaneStats s : timeline.stats()) {
-                System.out.printf(Locale.ROOT, "  %-10s busy %5.1f %%   bubble %5.1f %%%n", s.lane(), 100 * s.busyFraction(), 100 * (1 - s.busyFraction()));
+                c.out().printf(Locale.ROOT, "  %-10s busy %5.1f %%   bubble %5.1f %%%n", s.lane(), 100 * s.busyFraction(), 100 * (1 - s.busyFraction()));
             }
         }
+        c.out().flush();
         c.writeTraces(recorder, timeline);
         return 0;
     }
