@@ -4,6 +4,7 @@ import io.graphlane.core.backend.CrossDeviceOrderingException;
 import io.graphlane.core.backend.ExecutorClosedException;
 import io.graphlane.core.backend.SubmissionBackend;
 import io.graphlane.core.completion.Completion;
+import io.graphlane.core.completion.Completions;
 import io.graphlane.core.completion.SettableCompletion;
 import java.util.ArrayList;
 import java.util.List;
@@ -118,14 +119,7 @@ public final class CpuBackend implements SubmissionBackend<CpuExecutor, CpuCompl
         for (CpuExecutor e : executors) {
             each.add(e.shutdown());
         }
-        AtomicInteger remaining = new AtomicInteger(each.size());
-        for (Completion c : each) {
-            c.whenDone(o -> {
-                if (remaining.decrementAndGet() == 0) {
-                    done.succeed();
-                }
-            });
-        }
+        Completions.whenAllDone(each, done::succeed);
         allStopped = done;
         return done;
     }

@@ -4,6 +4,7 @@ import io.graphlane.core.backend.CrossDeviceOrderingException;
 import io.graphlane.core.backend.ExecutorClosedException;
 import io.graphlane.core.backend.SubmissionBackend;
 import io.graphlane.core.completion.Completion;
+import io.graphlane.core.completion.Completions;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.completion.SettableCompletion;
 import java.util.ArrayList;
@@ -155,14 +156,7 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
         for (GpuStream s : executors) {
             each.add(s.shutdown());
         }
-        AtomicInteger remaining = new AtomicInteger(each.size());
-        for (Completion c : each) {
-            c.whenDone(o -> {
-                if (remaining.decrementAndGet() == 0) {
-                    poller.stopWhenIdle(() -> releaseDevice(done, each));
-                }
-            });
-        }
+        Completions.whenAllDone(each, () -> poller.stopWhenIdle(() -> releaseDevice(done, each)));
         return done;
     }
 

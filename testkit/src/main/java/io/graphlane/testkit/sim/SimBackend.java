@@ -4,6 +4,7 @@ import io.graphlane.core.backend.CrossDeviceOrderingException;
 import io.graphlane.core.backend.ExecutorClosedException;
 import io.graphlane.core.backend.SubmissionBackend;
 import io.graphlane.core.completion.Completion;
+import io.graphlane.core.completion.Completions;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.completion.SettableCompletion;
 import io.graphlane.testkit.ledger.RetentionLedger;
@@ -202,15 +203,10 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
         for (SimExecutor e : executors) {
             each.add(shutdownExecutor(e));
         }
-        AtomicInteger remaining = new AtomicInteger(each.size());
-        for (Completion c : each) {
-            c.whenDone(o -> {
-                if (remaining.decrementAndGet() == 0) {
-                    device.driver().close();
-                    done.succeed();
-                }
-            });
-        }
+        Completions.whenAllDone(each, () -> {
+            device.driver().close();
+            done.succeed();
+        });
         return done;
     }
 
