@@ -52,7 +52,7 @@ public final class RunCommand implements Callable<Integer> {
     @Option(names = "--prompt-ids", paramLabel = "IDS", description = "A prompt as comma-separated token ids; repeat for several.")
     List<String> promptIds = new ArrayList<>();
 
-    @Option(names = "--max-new-tokens", paramLabel = "N", defaultValue = "32", description = "Tokens to generate per prompt (default ${DEFAULT-VALUE}).")
+    @Option(names = "--max-new-tokens", paramLabel = "N", defaultValue = "96", description = "Tokens to generate per prompt (default ${DEFAULT-VALUE}).")
     int maxNewTokens;
 
     @Option(names = "--temperature", paramLabel = "T", defaultValue = "0", description = "0 is greedy (default); higher samples more freely.")
@@ -67,9 +67,13 @@ public final class RunCommand implements Callable<Integer> {
     @Option(names = "--stages", paramLabel = "P", defaultValue = "2", description = "Pipeline stages (default ${DEFAULT-VALUE}); at most the model's layers.")
     int stages;
 
-    @Option(names = "--backend", paramLabel = "cpu|sim", defaultValue = "cpu",
-            description = "cpu (default) computes the model; sim runs the same pipeline on the simulated device (timing only, placeholder tokens).")
+    @Option(names = "--backend", paramLabel = "cpu|sim|gpu", defaultValue = "cpu",
+            description = "cpu (default) computes the model; sim runs the same pipeline on the simulated device (timing only, placeholder tokens); "
+                    + "gpu checks for a CUDA device (model stages on the GPU are not wired into run yet).")
     String backend;
+
+    @Option(names = "--device", paramLabel = "N", defaultValue = "0", description = "gpu: the CUDA device, counted after CUDA_VISIBLE_DEVICES (default ${DEFAULT-VALUE}).")
+    int device;
 
     @Option(names = "--json", description = "Print one JSON object instead of streamed text.")
     boolean json;
@@ -101,14 +105,20 @@ public final class RunCommand implements Callable<Integer> {
         if (stages < 1) {
             throw new GraphlaneException("--stages must be >= 1, got " + stages);
         }
-        if (!backend.equals("cpu") && !backend.equals("sim")) {
-            throw new GraphlaneException("--backend must be cpu or sim, got '" + backend + "'"
-                    + (backend.equals("gpu") ? " (the GPU backend is not wired into run yet)" : ""));
+        switch (backend) {
+            case "cpu":
+                return runCpu();
+            case "sim":
+                return SimRun.run(this);
+            case "gpu":
+                // Fails with one line naming what is missing (driver, device, CUDA library) where CUDA is not usable.
+                try (io.graphlane.backend.gpu.GpuBackend gpu = io.graphlane.backend.gpu.GpuBackend.open(device)) {
+                    throw new GraphlaneException("--backend gpu: CUDA device " + device + " (" + gpu.deviceName() + ") is usable, but model "
+                            + "stages on the GPU are not wired into run yet; use --backend cpu, or scripts/gpu-check.sh to check the GPU backend");
+                }
+            default:
+                throw new GraphlaneException("--backend must be cpu, sim or gpu, got '" + backend + "'");
         }
-        if (backend.equals("sim")) {
-            return SimRun.run(this);
-        }
-        return runCpu();
     }
 
     private int runCpu() throws Exception {

@@ -100,6 +100,14 @@ class RunCommandsTest {
     }
 
     @Test
+    void runOnTheGpuBackendWithoutAUsableGpuEndsWithOneLineSuggestingTheCpu() {
+        Run run = cli("run", "--backend", "gpu", "--model", FIXTURE.toString());
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, run.status(), run.err());
+        assertEquals(1, run.err().strip().lines().count(), "one line, no stack trace: " + run.err());
+        assertTrue(run.err().contains("--backend cpu"), run.err());
+    }
+
+    @Test
     void simulatedPipelineBenchmarkPrintsItsObject() throws Exception {
         Run run = cli("bench", "pipeline", "--backend", "sim", "--stages", "3", "--microbatches", "8", "--stage-ms", "1", "--runs", "1", "--json");
         assertEquals(0, run.status(), run.err());
