@@ -8,6 +8,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         description = "Benchmarks; each measures graphlane against a named baseline in the same run.",
         subcommands = {
+            io.graphlane.cli.bench.SchedulerBench.class,
         })
 public final class BenchCommand implements Runnable {
     @CommandLine.Spec
