@@ -1,0 +1,378 @@
+package io.graphlane.backend.cpu.nn;
+
+import static org.bytedeco.openblas.global.openblas.CblasNoTrans;
+import static org.bytedeco.openblas.global.openblas.CblasRowMajor;
+import static org.bytedeco.openblas.global.openblas.CblasTrans;
+import static org.bytedeco.openblas.global.openblas.cblas_sgemm;
+import static org.bytedeco.openblas.global.openblas.cblas_sgemv;
+
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.ShapeMismatchException;
+import java.nio.FloatBuffer;
+import java.util.Objects;
+
+/**
+ * {@link NeuralOps} on the CPU: projections through OpenBLAS {@code cblas_sgemm} (one row:
+ * {@code cblas_sgemv}) reading off-heap buffers in place, every other operation as a plain
+ * loop over them, all in F32. Operations run synchronously on the calling thread.
+ *
+ * <p>An instance keeps scratch space between calls, so it belongs to one lane (one thread at
+ * a time); {@link CpuNeuralBackend#ops} hands out one per lane.
+ */
+public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
+    /** Below this many rows a projection runs as one matrix-vector product per row. */
+    static final int GEMV_ROWS = 8;
+
+    private float[] scores = new float[64];
+    private float[] queryHead = new float[64];
+    private float[] accumulator = new float[64];
+    private float[] inverseFrequencies = new float[0];
+    private int cachedHeadDim = -1;
+    private float cachedTheta = Float.NaN;
+
+    /** Ops with their own scratch space, for one lane (one thread at a time). */
+    public CpuNeuralOps() {
+    }
+
+    @Override
+    public CpuTensor allocate(int rows, int cols) {
+        return CpuTensor.allocate(rows, cols);
+    }
+
+    @Override
+    public CpuTensor fromHost(float[] data, int rows, int cols) {
+        Objects.requireNonNull(data, "data");
+        if ((long) rows * cols != data.length) {
+            throw new ShapeMismatchException("fromHost", "data", rows * (long) cols + " floats (" + rows + " x " + cols + ")",
+                    data.length + " floats");
+        }
+        CpuTensor tensor = CpuTensor.allocate(rows, cols);
+        tensor.data().put(0, data);
+        return tensor;
+    }
+
+    /**
+     * A new {@code rows × cols} tensor holding a copy of {@code data}'s remaining floats (any byte
+     * order, heap or direct; a memory-mapped checkpoint view copies without a heap detour).
+     */
+    public CpuTensor fromBuffer(FloatBuffer data, int rows, int cols) {
+        if ((long) rows * cols != data.remaining()) {
+            throw new ShapeMismatchException("fromBuffer", "data", rows * (long) cols + " floats (" + rows + " x " + cols + ")",
+                    data.remaining() + " floats");
+        }
+        CpuTensor tensor = CpuTensor.allocate(rows, cols);
+        tensor.data().put(0, data, data.position(), data.remaining());
+        return tensor;
+    }
+
+    @Override
+    public void toHost(CpuTensor tensor, float[] out) {
+        if (out.length != (long) tensor.rows() * tensor.cols()) {
+            throw new ShapeMismatchException("toHost", "out", tensor.rows() * (long) tensor.cols() + " floats for " + tensor,
+                    out.length + " floats");
+        }
+        tensor.data().get(0, out);
+    }
+
+    @Override
+    public int rows(CpuTensor tensor) {
+        return tensor.rows();
+    }
+
+    @Override
+    public int cols(CpuTensor tensor) {
+        return tensor.cols();
+    }
+
+    @Override
+    public CpuTensor rowSlice(CpuTensor tensor, int fromRow, int toRow) {
+        return tensor.rowSlice(fromRow, toRow);
+    }
+
+    @Override
+    public void release(CpuTensor tensor) {
+        tensor.release();
+    }
+
+    @Override
+    public void copy(CpuTensor source, CpuTensor out) {
+        requireSameShape("copy", "out", source, out);
+        out.data().put(0, source.data(), 0, source.rows() * source.cols());
+    }
+
+    @Override
+    public void embedding(CpuTensor table, int[] tokenIds, CpuTensor out) {
+        int dim = table.cols();
+        ShapeMismatchException.require("embedding", "out", "rows (one per token id)", tokenIds.length, out.rows());
+        ShapeMismatchException.require("embedding", "out", "cols (embedding width)", dim, out.cols());
+        FloatBuffer source = table.data();
+        FloatBuffer target = out.data();
+        for (int i = 0; i < tokenIds.length; i++) {
+            int id = tokenIds[i];
+            if (id < 0 || id >= table.rows()) {
+                throw new IndexOutOfBoundsException("embedding: token id " + id + " at position " + i
+                        + " is outside the vocabulary [0, " + table.rows() + ")");
+            }
+            target.put(i * dim, source, id * dim, dim);
+        }
+    }
+
+    @Override
+    public void rmsNorm(CpuTensor x, CpuTensor weight, float eps, CpuTensor out) {
+        int dim = x.cols();
+        requireVector("rmsNorm", "weight", weight, dim);
+        requireSameShape("rmsNorm", "out", x, out);
+        FloatBuffer in = x.data();
+        FloatBuffer w = weight.data();
+        FloatBuffer target = out.data();
+        for (int r = 0; r < x.rows(); r++) {
+            int base = r * dim;
+            double sumOfSquares = 0;
+            for (int i = 0; i < dim; i++) {
+                float v = in.get(base + i);
+                sumOfSquares += v * v;
+            }
+            float scale = (float) (1.0 / Math.sqrt((float) (sumOfSquares / dim) + eps));
+            for (int i = 0; i < dim; i++) {
+                target.put(base + i, w.get(i) * (in.get(base + i) * scale));
+            }
+        }
+    }
+
+    @Override
+    public void linear(CpuTensor x, CpuTensor weight, CpuTensor out) {
+        int n = x.rows();
+        int k = x.cols();
+        int m = weight.rows();
+        ShapeMismatchException.require("linear", "weight", "cols (input features of x)", k, weight.cols());
+        ShapeMismatchException.require("linear", "out", "rows (rows of x)", n, out.rows());
+        ShapeMismatchException.require("linear", "out", "cols (rows of weight)", m, out.cols());
+        if (n == 0 || m == 0) {
+            return;
+        }
+        if (k == 0) {
+            out.data().put(0, new float[n * m]);
+            return;
+        }
+        if (n < GEMV_ROWS) {
+            // OpenBLAS's sgemm packs its operands, which costs more than it saves for a few rows
+            FloatBuffer w = weight.data();
+            FloatBuffer in = x.data();
+            FloatBuffer target = out.data();
+            for (int r = 0; r < n; r++) {
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, m, k, 1f, w, k, in.slice(r * k, k), 1, 0f, target.slice(r * m, m), 1);
+            }
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, k, 1f, x.data(), k, weight.data(), k, 0f, out.data(), m);
+        }
+    }
+
+    @Override
+    public void addBias(CpuTensor x, CpuTensor bias) {
+        int dim = x.cols();
+        requireVector("addBias", "bias", bias, dim);
+        FloatBuffer target = x.data();
+        FloatBuffer b = bias.data();
+        for (int r = 0; r < x.rows(); r++) {
+            int base = r * dim;
+            for (int i = 0; i < dim; i++) {
+                target.put(base + i, target.get(base + i) + b.get(i));
+            }
+        }
+    }
+
+    @Override
+    public void rope(CpuTensor x, int[] positions, int headDim, float theta) {
+        ShapeMismatchException.require("rope", "positions", "length (rows of x)", x.rows(), positions.length);
+        if (headDim <= 0 || headDim % 2 != 0 || x.cols() % headDim != 0) {
+            throw new ShapeMismatchException("rope", "x", "cols a multiple of an even headDim " + headDim, "cols = " + x.cols());
+        }
+        float[] invFreq = inverseFrequencies(headDim, theta);
+        int half = headDim / 2;
+        int heads = x.cols() / headDim;
+        FloatBuffer data = x.data();
+        for (int r = 0; r < x.rows(); r++) {
+            float position = positions[r];
+            for (int i = 0; i < half; i++) {
+                float angle = position * invFreq[i];
+                float cos = (float) Math.cos(angle);
+                float sin = (float) Math.sin(angle);
+                for (int h = 0; h < heads; h++) {
+                    int first = r * x.cols() + h * headDim + i;
+                    int second = first + half;
+                    float x1 = data.get(first);
+                    float x2 = data.get(second);
+                    data.put(first, x1 * cos - x2 * sin);
+                    data.put(second, x2 * cos + x1 * sin);
+                }
+            }
+        }
+    }
+
+    @Override
+    public void attention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
+                          int headCount, int kvHeadCount, int headDim, CpuTensor out) {
+        if (headCount <= 0 || kvHeadCount <= 0 || headCount % kvHeadCount != 0) {
+            throw new ShapeMismatchException("attention", "kvHeadCount", "a positive divisor of headCount " + headCount,
+                    String.valueOf(kvHeadCount));
+        }
+        ShapeMismatchException.require("attention", "q", "cols (headCount x headDim)", (long) headCount * headDim, q.cols());
+        ShapeMismatchException.require("attention", "keys", "cols (kvHeadCount x headDim)", (long) kvHeadCount * headDim, keys.cols());
+        requireSameShape("attention", "values", keys, values);
+        requireSameShape("attention", "out", q, out);
+        ShapeMismatchException.require("attention", "positions", "length (rows of q)", q.rows(), positions.length);
+        int groupSize = headCount / kvHeadCount;
+        int kvWidth = keys.cols();
+        float scale = (float) (1.0 / Math.sqrt(headDim));
+        FloatBuffer queries = q.data();
+        FloatBuffer k = keys.data();
+        FloatBuffer v = values.data();
+        FloatBuffer target = out.data();
+        ensureScratch(headDim);
+        for (int r = 0; r < q.rows(); r++) {
+            int last = positions[r];
+            if (last < 0 || last >= keys.rows()) {
+                throw new IndexOutOfBoundsException("attention: position " + last + " of query row " + r
+                        + " is outside the key/value cache of " + keys.rows() + " rows");
+            }
+            if (scores.length < last + 1) {
+                scores = new float[Math.max(last + 1, scores.length * 2)];
+            }
+            for (int h = 0; h < headCount; h++) {
+                int queryBase = r * q.cols() + h * headDim;
+                int kvOffset = (h / groupSize) * headDim;
+                queries.get(queryBase, queryHead, 0, headDim);
+                float max = Float.NEGATIVE_INFINITY;
+                for (int t = 0; t <= last; t++) {
+                    int keyBase = t * kvWidth + kvOffset;
+                    float dot = 0f;
+                    for (int i = 0; i < headDim; i++) {
+                        dot += queryHead[i] * k.get(keyBase + i);
+                    }
+                    float score = dot * scale;
+                    scores[t] = score;
+                    max = Math.max(max, score);
+                }
+                float sum = 0f;
+                for (int t = 0; t <= last; t++) {
+                    float e = (float) Math.exp(scores[t] - max);
+                    scores[t] = e;
+                    sum += e;
+                }
+                java.util.Arrays.fill(accumulator, 0, headDim, 0f);
+                for (int t = 0; t <= last; t++) {
+                    float p = scores[t] / sum;
+                    int valueBase = t * kvWidth + kvOffset;
+                    for (int i = 0; i < headDim; i++) {
+                        accumulator[i] += p * v.get(valueBase + i);
+                    }
+                }
+                target.put(queryBase, accumulator, 0, headDim);
+            }
+        }
+    }
+
+    @Override
+    public void siluMul(CpuTensor gate, CpuTensor up, CpuTensor out) {
+        requireSameShape("siluMul", "up", gate, up);
+        requireSameShape("siluMul", "out", gate, out);
+        FloatBuffer g = gate.data();
+        FloatBuffer u = up.data();
+        FloatBuffer target = out.data();
+        int n = gate.rows() * gate.cols();
+        for (int i = 0; i < n; i++) {
+            float x = g.get(i);
+            target.put(i, x / (1f + (float) Math.exp(-x)) * u.get(i));
+        }
+    }
+
+    @Override
+    public void add(CpuTensor a, CpuTensor b, CpuTensor out) {
+        requireSameShape("add", "b", a, b);
+        requireSameShape("add", "out", a, out);
+        FloatBuffer left = a.data();
+        FloatBuffer right = b.data();
+        FloatBuffer target = out.data();
+        int n = a.rows() * a.cols();
+        for (int i = 0; i < n; i++) {
+            target.put(i, left.get(i) + right.get(i));
+        }
+    }
+
+    @Override
+    public void softmax(CpuTensor x) {
+        FloatBuffer data = x.data();
+        int cols = x.cols();
+        for (int r = 0; r < x.rows(); r++) {
+            int base = r * cols;
+            float max = Float.NEGATIVE_INFINITY;
+            for (int i = 0; i < cols; i++) {
+                max = Math.max(max, data.get(base + i));
+            }
+            float sum = 0f;
+            for (int i = 0; i < cols; i++) {
+                float e = (float) Math.exp(data.get(base + i) - max);
+                data.put(base + i, e);
+                sum += e;
+            }
+            for (int i = 0; i < cols; i++) {
+                data.put(base + i, data.get(base + i) / sum);
+            }
+        }
+    }
+
+    @Override
+    public int[] argmax(CpuTensor x) {
+        FloatBuffer data = x.data();
+        int cols = x.cols();
+        int[] result = new int[x.rows()];
+        for (int r = 0; r < x.rows(); r++) {
+            int base = r * cols;
+            int best = 0;
+            float bestValue = Float.NEGATIVE_INFINITY;
+            for (int i = 0; i < cols; i++) {
+                float v = data.get(base + i);
+                if (v > bestValue) {
+                    bestValue = v;
+                    best = i;
+                }
+            }
+            result[r] = best;
+        }
+        return result;
+    }
+
+    /** HF's inv_freq in F32: {@code 1 / theta^((2i) / headDim)}, cached for the last (headDim, theta). */
+    private float[] inverseFrequencies(int headDim, float theta) {
+        if (headDim != cachedHeadDim || Float.compare(theta, cachedTheta) != 0) {
+            float[] invFreq = new float[headDim / 2];
+            for (int i = 0; i < invFreq.length; i++) {
+                float exponent = (float) (2 * i) / headDim;
+                invFreq[i] = 1f / (float) Math.pow(theta, exponent);
+            }
+            inverseFrequencies = invFreq;
+            cachedHeadDim = headDim;
+            cachedTheta = theta;
+        }
+        return inverseFrequencies;
+    }
+
+    private void ensureScratch(int headDim) {
+        if (queryHead.length < headDim) {
+            queryHead = new float[headDim];
+            accumulator = new float[headDim];
+        }
+    }
+
+    private static void requireSameShape(String operation, String operand, CpuTensor expected, CpuTensor found) {
+        if (expected.rows() != found.rows() || expected.cols() != found.cols()) {
+            throw new ShapeMismatchException(operation, operand, expected.toString(), found.toString());
+        }
+    }
+
+    private static void requireVector(String operation, String operand, CpuTensor vector, int cols) {
+        if (vector.rows() != 1 || vector.cols() != cols) {
+            throw new ShapeMismatchException(operation, operand, "F32[1, " + cols + "]", vector.toString());
+        }
+    }
+}

@@ -1,0 +1,139 @@
+package io.graphlane.backend.cpu.nn;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.Objects;
+import org.bytedeco.javacpp.FloatPointer;
+
+/**
+ * A dense row-major F32 matrix in off-heap memory: a direct, native-order {@link FloatBuffer}
+ * of exactly {@code rows × cols} floats, read and written in place by the CPU neural ops and
+ * by OpenBLAS. A tensor either owns its storage (made by {@link CpuNeuralOps#allocate}, freed
+ * once by {@link CpuNeuralOps#release}), wraps storage someone else owns (a loaded weight), or
+ * is a row view of another tensor.
+ */
+public final class CpuTensor {
+    private final FloatBuffer data;
+    private final int rows;
+    private final int cols;
+    private final FloatPointer storage;
+    private final CpuTensor parent;
+    private volatile boolean released;
+
+    private CpuTensor(FloatBuffer data, int rows, int cols, FloatPointer storage, CpuTensor parent) {
+        this.data = data;
+        this.rows = rows;
+        this.cols = cols;
+        this.storage = storage;
+        this.parent = parent;
+    }
+
+    /** A zero-filled tensor that owns {@code rows × cols} floats of native memory. */
+    static CpuTensor allocate(int rows, int cols) {
+        long count = checkedCount(rows, cols);
+        FloatPointer pointer = new FloatPointer(Math.max(1, count));
+        pointer.zero();
+        FloatBuffer buffer = count == 0
+                ? ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder()).asFloatBuffer()
+                : pointer.asByteBuffer().order(ByteOrder.nativeOrder()).asFloatBuffer();
+        return new CpuTensor(buffer, rows, cols, pointer, null);
+    }
+
+    /**
+     * A tensor over {@code data}'s remaining floats, which the caller owns and keeps valid while
+     * the tensor is used: a direct, native-order buffer holding exactly {@code rows × cols} floats.
+     *
+     * @throws IllegalArgumentException naming the mismatch otherwise
+     */
+    public static CpuTensor wrap(FloatBuffer data, int rows, int cols) {
+        Objects.requireNonNull(data, "data");
+        long count = checkedCount(rows, cols);
+        if (!data.isDirect()) {
+            throw new IllegalArgumentException("a CPU tensor needs a direct (off-heap) buffer, got a heap buffer of " + data.remaining() + " floats");
+        }
+        if (data.order() != ByteOrder.nativeOrder()) {
+            throw new IllegalArgumentException("a CPU tensor needs a " + ByteOrder.nativeOrder() + " buffer, got " + data.order());
+        }
+        if (data.remaining() != count) {
+            throw new IllegalArgumentException("a " + rows + " x " + cols + " tensor needs " + count + " floats, the buffer holds " + data.remaining());
+        }
+        return new CpuTensor(data.slice(), rows, cols, null, null);
+    }
+
+    /** Rows of this tensor. */
+    public int rows() {
+        return rows;
+    }
+
+    /** Columns of this tensor. */
+    public int cols() {
+        return cols;
+    }
+
+    /** The element at ({@code row}, {@code col}). */
+    public float get(int row, int col) {
+        return data().get(row * cols + col);
+    }
+
+    /**
+     * The storage as a buffer of exactly {@code rows × cols} floats, position 0; valid while the
+     * tensor is. Absolute gets and puts only: the buffer is shared.
+     *
+     * @throws IllegalStateException if the tensor (or the tensor it views) was released
+     */
+    public FloatBuffer data() {
+        if (released || (parent != null && parent.released)) {
+            throw new IllegalStateException("CPU tensor " + this + " was released and cannot be used");
+        }
+        return data;
+    }
+
+    /** A view of rows {@code [fromRow, toRow)} sharing this tensor's storage. */
+    CpuTensor rowSlice(int fromRow, int toRow) {
+        if (fromRow < 0 || toRow < fromRow || toRow > rows) {
+            throw new IndexOutOfBoundsException("row slice [" + fromRow + ", " + toRow + ") is outside the " + rows + " rows of " + this);
+        }
+        FloatBuffer view = data().slice(fromRow * cols, (toRow - fromRow) * cols);
+        return new CpuTensor(view, toRow - fromRow, cols, null, parent != null ? parent : this);
+    }
+
+    /** Frees owned storage exactly once. */
+    void release() {
+        if (parent != null) {
+            throw new IllegalStateException("CPU tensor " + this + " is a row view: release the tensor it views instead");
+        }
+        if (storage == null) {
+            throw new IllegalStateException("CPU tensor " + this + " wraps storage it does not own: release that storage's owner instead");
+        }
+        synchronized (this) {
+            if (released) {
+                throw new IllegalStateException("CPU tensor " + this + " was already released");
+            }
+            released = true;
+        }
+        storage.deallocate();
+    }
+
+    /** True once this tensor (or the tensor it views) was released. */
+    public boolean isReleased() {
+        return released || (parent != null && parent.released);
+    }
+
+    private static long checkedCount(int rows, int cols) {
+        if (rows < 0 || cols < 0) {
+            throw new IllegalArgumentException("tensor dimensions must be >= 0, got " + rows + " x " + cols);
+        }
+        long count = (long) rows * cols;
+        if (count > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("a " + rows + " x " + cols + " tensor has " + count
+                    + " floats; a CPU tensor holds at most " + Integer.MAX_VALUE + " (split the weight by rows)");
+        }
+        return count;
+    }
+
+    @Override
+    public String toString() {
+        return "F32[" + rows + ", " + cols + "]";
+    }
+}

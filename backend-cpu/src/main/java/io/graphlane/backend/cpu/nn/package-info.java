@@ -1,0 +1,14 @@
+/**
+ * The CPU implementation of the neural-ops contract ({@link io.graphlane.core.nn.NeuralOps}):
+ * {@link io.graphlane.backend.cpu.nn.CpuTensor} is an off-heap F32 matrix, and
+ * {@link io.graphlane.backend.cpu.nn.CpuNeuralOps} runs projections on OpenBLAS through
+ * JavaCPP ({@code cblas_sgemm}/{@code cblas_sgemv}, reading the buffers in place) and the other
+ * operations as loops over the same buffers, in F32, with Hugging Face semantics.
+ *
+ * <p>Guarantees: operations run synchronously on the calling thread (the lane's worker), so a
+ * model's forward pass is ordinary lane work; a released tensor is refused rather than read.
+ * Refuses: heap buffers and non-native byte order (OpenBLAS reads memory in place), shape
+ * mismatches, token ids outside the vocabulary, cache positions outside the cache.
+ * OpenBLAS's own thread count follows {@code OPENBLAS_NUM_THREADS}.
+ */
+package io.graphlane.backend.cpu.nn;

@@ -1,0 +1,310 @@
+package io.graphlane.backend.cpu.nn;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.core.nn.ShapeMismatchException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/** Each CPU neural op against a straightforward loop over Java arrays, on small random tensors. */
+class CpuNeuralOpsTest {
+    private static final float TOLERANCE = 1e-5f;
+
+    private final CpuNeuralOps ops = new CpuNeuralOps();
+    private final Random random = new Random(42);
+
+    @Test
+    void linearOnManyRowsMatchesTheTripleLoop() {
+        checkLinear(CpuNeuralOps.GEMV_ROWS + 13, 33, 19);
+    }
+
+    @Test
+    void linearOnAFewRowsMatchesTheTripleLoop() {
+        checkLinear(CpuNeuralOps.GEMV_ROWS - 1, 33, 19);
+    }
+
+    @Test
+    void blasThreadsCanBeSetProcessWide() {
+        int before = CpuNeuralBackend.blasThreads();
+        int restore = before > 0 ? before : Runtime.getRuntime().availableProcessors();
+        try {
+            CpuNeuralBackend.setBlasThreads(1);
+            assertEquals(1, CpuNeuralBackend.blasThreads());
+            checkLinear(CpuNeuralOps.GEMV_ROWS + 3, 40, 24);
+        } finally {
+            CpuNeuralBackend.setBlasThreads(restore);
+        }
+        assertThrows(IllegalArgumentException.class, () -> CpuNeuralBackend.setBlasThreads(0));
+    }
+
+    @Test
+    void theBackendHandsOutOneOpsInstancePerLane() {
+        try (io.graphlane.backend.cpu.CpuBackend device = new io.graphlane.backend.cpu.CpuBackend()) {
+            CpuNeuralBackend backend = new CpuNeuralBackend();
+            var lanes = device.forkExecutors(device.rootExecutor(), 2);
+            assertTrue(backend.ops(lanes.get(0)) == backend.ops(lanes.get(0)));
+            assertTrue(backend.ops(lanes.get(0)) != backend.ops(lanes.get(1)));
+        }
+    }
+
+    @Test
+    void linearOnOneRowMatchesTheTripleLoop() {
+        checkLinear(1, 64, 48);
+    }
+
+    @Test
+    void linearReadsAndWritesRowSlicesAtTheirOffset() {
+        int many = CpuNeuralOps.GEMV_ROWS + 2;
+        int n = many + 8, k = 8, m = 5;
+        float[] x = randoms(n * k);
+        float[] w = randoms(m * k);
+        CpuTensor xs = ops.fromHost(x, n, k);
+        CpuTensor weight = ops.fromHost(w, m, k);
+        CpuTensor out = ops.allocate(n, m);
+        ops.linear(ops.rowSlice(xs, 2, 2 + many), weight, ops.rowSlice(out, 1, 1 + many));      // sgemm path
+        ops.linear(ops.rowSlice(xs, n - 3, n), weight, ops.rowSlice(out, n - 4, n - 1));        // gemv path
+        float[] expected = Reference.linear(x, n, k, w, m);
+        float[] found = host(out);
+        for (int r = 0; r < n; r++) {
+            for (int c = 0; c < m; c++) {
+                float want;
+                if (r >= 1 && r < 1 + many) {
+                    want = expected[(r + 1) * m + c];
+                } else if (r >= n - 4 && r < n - 1) {
+                    want = expected[(r + 1) * m + c];
+                } else {
+                    want = 0f;
+                }
+                assertEquals(want, found[r * m + c], TOLERANCE, "row " + r + " col " + c);
+            }
+        }
+    }
+
+    @Test
+    void addBiasAddsToEveryRow() {
+        float[] x = randoms(3 * 4);
+        float[] b = randoms(4);
+        CpuTensor t = ops.fromHost(x, 3, 4);
+        ops.addBias(t, ops.fromHost(b, 1, 4));
+        float[] found = host(t);
+        for (int i = 0; i < x.length; i++) {
+            assertEquals(x[i] + b[i % 4], found[i], 0f);
+        }
+    }
+
+    @Test
+    void rmsNormMatchesTheFormula() {
+        int n = 3, d = 16;
+        float[] x = randoms(n * d);
+        float[] w = randoms(d);
+        CpuTensor out = ops.allocate(n, d);
+        ops.rmsNorm(ops.fromHost(x, n, d), ops.fromHost(w, 1, d), 1e-5f, out);
+        assertArrayEquals(Reference.rmsNorm(x, n, d, w, 1e-5f), host(out), TOLERANCE);
+    }
+
+    @Test
+    void rmsNormMayWriteInPlace() {
+        float[] x = randoms(2 * 8);
+        float[] w = randoms(8);
+        CpuTensor t = ops.fromHost(x, 2, 8);
+        ops.rmsNorm(t, ops.fromHost(w, 1, 8), 1e-6f, t);
+        assertArrayEquals(Reference.rmsNorm(x, 2, 8, w, 1e-6f), host(t), TOLERANCE);
+    }
+
+    @Test
+    void ropeRotatesHalvesPerHeadLikeHuggingFace() {
+        int heads = 3, headDim = 8;
+        int[] positions = {0, 1, 5, 17};
+        float[] x = randoms(positions.length * heads * headDim);
+        CpuTensor t = ops.fromHost(x, positions.length, heads * headDim);
+        ops.rope(t, positions, headDim, 10000f);
+        assertArrayEquals(Reference.rope(x, positions, heads, headDim, 10000.0), host(t), TOLERANCE);
+    }
+
+    @Test
+    void ropeAtPositionZeroIsTheIdentityAndPreservesPairNorms() {
+        int headDim = 16;
+        float[] x = randoms(2 * headDim);
+        CpuTensor t = ops.fromHost(x, 2, headDim);
+        ops.rope(t, new int[] {0, 9}, headDim, 500000f);
+        float[] found = host(t);
+        for (int i = 0; i < headDim; i++) {
+            assertEquals(x[i], found[i], 0f, "position 0 must not rotate");
+        }
+        for (int i = 0; i < headDim / 2; i++) {
+            double before = Math.hypot(x[headDim + i], x[headDim + i + headDim / 2]);
+            double after = Math.hypot(found[headDim + i], found[headDim + i + headDim / 2]);
+            assertEquals(before, after, 1e-5, "pair (" + i + ", " + (i + headDim / 2) + ") changed its length");
+        }
+    }
+
+    @Test
+    void groupedQueryAttentionMatchesTheNaiveComputation() {
+        int heads = 4, kvHeads = 2, headDim = 8, cacheRows = 10;
+        int[] positions = {3, 4, 5, 9};
+        float[] q = randoms(positions.length * heads * headDim);
+        float[] k = randoms(cacheRows * kvHeads * headDim);
+        float[] v = randoms(cacheRows * kvHeads * headDim);
+        CpuTensor out = ops.allocate(positions.length, heads * headDim);
+        ops.attention(ops.fromHost(q, positions.length, heads * headDim), ops.fromHost(k, cacheRows, kvHeads * headDim),
+                ops.fromHost(v, cacheRows, kvHeads * headDim), positions, heads, kvHeads, headDim, out);
+        assertArrayEquals(Reference.attention(q, k, v, positions, heads, kvHeads, headDim), host(out), TOLERANCE);
+    }
+
+    @Test
+    void attentionNeverReadsCacheRowsPastTheQueryPosition() {
+        int heads = 2, kvHeads = 1, headDim = 4, cacheRows = 8;
+        float[] q = randoms(heads * headDim);
+        float[] k = randoms(cacheRows * headDim);
+        float[] v = randoms(cacheRows * headDim);
+        CpuTensor first = ops.allocate(1, heads * headDim);
+        ops.attention(ops.fromHost(q, 1, heads * headDim), ops.fromHost(k, cacheRows, headDim), ops.fromHost(v, cacheRows, headDim),
+                new int[] {2}, heads, kvHeads, headDim, first);
+        for (int i = 3 * headDim; i < k.length; i++) {
+            k[i] = 1000f;
+            v[i] = -1000f;
+        }
+        CpuTensor second = ops.allocate(1, heads * headDim);
+        ops.attention(ops.fromHost(q, 1, heads * headDim), ops.fromHost(k, cacheRows, headDim), ops.fromHost(v, cacheRows, headDim),
+                new int[] {2}, heads, kvHeads, headDim, second);
+        assertArrayEquals(host(first), host(second), 0f);
+    }
+
+    @Test
+    void attentionRefusesAPositionOutsideTheCache() {
+        CpuTensor q = ops.allocate(1, 4);
+        CpuTensor cache = ops.allocate(3, 4);
+        IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class,
+                () -> ops.attention(q, cache, cache, new int[] {3}, 1, 1, 4, ops.allocate(1, 4)));
+        assertTrue(e.getMessage().contains("position 3"), e.getMessage());
+    }
+
+    @Test
+    void siluMulAddAndSoftmaxMatchTheirFormulas() {
+        float[] a = randoms(12);
+        float[] b = randoms(12);
+        CpuTensor out = ops.allocate(3, 4);
+        ops.siluMul(ops.fromHost(a, 3, 4), ops.fromHost(b, 3, 4), out);
+        float[] silu = host(out);
+        for (int i = 0; i < a.length; i++) {
+            assertEquals(a[i] / (1 + Math.exp(-a[i])) * b[i], silu[i], 1e-6);
+        }
+        CpuTensor sum = ops.fromHost(a, 3, 4);
+        ops.add(sum, ops.fromHost(b, 3, 4), sum);
+        float[] sums = host(sum);
+        for (int i = 0; i < a.length; i++) {
+            assertEquals(a[i] + b[i], sums[i], 0f);
+        }
+        CpuTensor probabilities = ops.fromHost(a, 3, 4);
+        ops.softmax(probabilities);
+        float[] p = host(probabilities);
+        for (int r = 0; r < 3; r++) {
+            double total = 0;
+            double norm = 0;
+            for (int i = 0; i < 4; i++) {
+                norm += Math.exp(a[r * 4 + i]);
+            }
+            for (int i = 0; i < 4; i++) {
+                assertEquals(Math.exp(a[r * 4 + i]) / norm, p[r * 4 + i], 1e-6);
+                total += p[r * 4 + i];
+            }
+            assertEquals(1.0, total, 1e-6);
+        }
+    }
+
+    @Test
+    void argmaxTakesTheFirstLargestValuePerRow() {
+        CpuTensor t = ops.fromHost(new float[] {1, 5, 5, 2, -3, -1, -1, -7}, 2, 4);
+        assertArrayEquals(new int[] {1, 1}, ops.argmax(t));
+    }
+
+    @Test
+    void embeddingGathersRowsAndNamesAnIdOutsideTheVocabulary() {
+        float[] table = randoms(5 * 3);
+        CpuTensor out = ops.allocate(3, 3);
+        ops.embedding(ops.fromHost(table, 5, 3), new int[] {4, 0, 4}, out);
+        float[] found = host(out);
+        for (int c = 0; c < 3; c++) {
+            assertEquals(table[4 * 3 + c], found[c], 0f);
+            assertEquals(table[c], found[3 + c], 0f);
+            assertEquals(table[4 * 3 + c], found[6 + c], 0f);
+        }
+        IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class,
+                () -> ops.embedding(ops.fromHost(table, 5, 3), new int[] {1, 5}, ops.allocate(2, 3)));
+        assertTrue(e.getMessage().contains("token id 5 at position 1"), e.getMessage());
+    }
+
+    @Test
+    void aShapeMismatchNamesTheOperationAndOperand() {
+        ShapeMismatchException e = assertThrows(ShapeMismatchException.class,
+                () -> ops.linear(ops.allocate(2, 4), ops.allocate(3, 5), ops.allocate(2, 3)));
+        assertTrue(e.getMessage().startsWith("linear: operand weight"), e.getMessage());
+        assertTrue(e.getMessage().contains("= 4") && e.getMessage().contains("= 5"), e.getMessage());
+    }
+
+    @Test
+    void aTensorIsReleasedExactlyOnceAndRefusedAfterwards() {
+        CpuTensor t = ops.allocate(2, 2);
+        CpuTensor view = ops.rowSlice(t, 0, 1);
+        assertThrows(IllegalStateException.class, () -> ops.release(view));
+        ops.release(t);
+        assertTrue(view.isReleased());
+        assertThrows(IllegalStateException.class, () -> ops.release(t));
+        assertThrows(IllegalStateException.class, () -> ops.argmax(t));
+        assertThrows(IllegalStateException.class, () -> ops.argmax(view));
+    }
+
+    @Test
+    void wrapRefusesHeapBuffersAndWrongLengths() {
+        assertThrows(IllegalArgumentException.class, () -> CpuTensor.wrap(FloatBuffer.allocate(4), 2, 2));
+        FloatBuffer direct = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder()).asFloatBuffer();
+        assertThrows(IllegalArgumentException.class, () -> CpuTensor.wrap(direct, 3, 2));
+        CpuTensor wrapped = CpuTensor.wrap(direct, 2, 2);
+        assertThrows(IllegalStateException.class, () -> ops.release(wrapped));
+    }
+
+    @Test
+    void fromBufferCopiesLittleEndianBytesFromTheirPosition() {
+        ByteBuffer bytes = ByteBuffer.allocateDirect(5 * 4).order(ByteOrder.LITTLE_ENDIAN);
+        bytes.asFloatBuffer().put(new float[] {9, 1, 2, 3, 4});
+        FloatBuffer floats = bytes.asFloatBuffer();
+        floats.position(1);
+        CpuTensor t = ops.fromBuffer(floats, 2, 2);
+        assertArrayEquals(new float[] {1, 2, 3, 4}, host(t), 0f);
+        assertEquals(1, floats.position(), "the source buffer is not consumed");
+        assertThrows(ShapeMismatchException.class, () -> ops.fromBuffer(floats, 2, 3));
+    }
+
+    @Test
+    void allocatedTensorsStartAtZero() {
+        assertArrayEquals(new float[6], host(ops.allocate(2, 3)), 0f);
+    }
+
+    private void checkLinear(int n, int k, int m) {
+        float[] x = randoms(n * k);
+        float[] w = randoms(m * k);
+        CpuTensor out = ops.allocate(n, m);
+        ops.linear(ops.fromHost(x, n, k), ops.fromHost(w, m, k), out);
+        assertArrayEquals(Reference.linear(x, n, k, w, m), host(out), 1e-4f);
+    }
+
+    private float[] host(CpuTensor t) {
+        float[] out = new float[t.rows() * t.cols()];
+        ops.toHost(t, out);
+        return out;
+    }
+
+    private float[] randoms(int n) {
+        float[] a = new float[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = (float) random.nextGaussian();
+        }
+        return a;
+    }
+}

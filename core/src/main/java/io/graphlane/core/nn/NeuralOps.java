@@ -1,0 +1,107 @@
+package io.graphlane.core.nn;
+
+/**
+ * The neural operations a decoder-only transformer (the Llama family) needs, over one
+ * backend-native tensor type. Every tensor is a dense, row-major F32 matrix of
+ * {@code rows × cols}; a vector is a matrix of one row. Activations hold one row per
+ * position, weights hold one row per output feature (the Hugging Face {@code Linear} layout).
+ *
+ * <p>An instance issues its operations on one lane, in call order: a CPU implementation
+ * runs them on the calling thread (the lane's worker), a device implementation enqueues
+ * them on the lane's stream. Only {@link #toHost} and {@link #argmax} hand values to the
+ * host, and they return only once those values are readable.
+ *
+ * <p>Every operation checks its operands' shapes before touching data and throws
+ * {@link ShapeMismatchException} naming the operation, the operand, the expected and the
+ * found shape. Unless an operation says otherwise, an output must not overlap an input.
+ *
+ * @param <T> the backend-native tensor (a host buffer, a device pointer)
+ */
+public interface NeuralOps<T> {
+
+    /** A new zero-filled {@code rows × cols} tensor owned by the caller until {@link #release}. */
+    T allocate(int rows, int cols);
+
+    /** A new {@code rows × cols} tensor holding a copy of {@code data} (row-major, length rows·cols). */
+    T fromHost(float[] data, int rows, int cols);
+
+    /** Copies {@code tensor} into {@code out} (length rows·cols, row-major) once its values are readable. */
+    void toHost(T tensor, float[] out);
+
+    /** The number of rows of {@code tensor}. */
+    int rows(T tensor);
+
+    /** The number of columns of {@code tensor}. */
+    int cols(T tensor);
+
+    /**
+     * A view of rows {@code [fromRow, toRow)} of {@code tensor} that shares its storage: writes
+     * through the view are writes to the tensor. A view is never released on its own; it is
+     * valid while its tensor is.
+     */
+    T rowSlice(T tensor, int fromRow, int toRow);
+
+    /**
+     * Frees the storage of a tensor made by {@link #allocate} or {@link #fromHost}, exactly once.
+     * Work already issued that reads it completes first; using it afterwards is an error.
+     *
+     * @throws IllegalStateException if the tensor was already released, or is a view
+     */
+    void release(T tensor);
+
+    /** Copies {@code source} into {@code out}, which has the same shape (typically a row slice of a cache). */
+    void copy(T source, T out);
+
+    /**
+     * Gathers embedding rows: {@code out[i] = table[tokenIds[i]]}.
+     *
+     * @throws IndexOutOfBoundsException naming the position and the id if an id is outside {@code [0, table rows)}
+     */
+    void embedding(T table, int[] tokenIds, T out);
+
+    /**
+     * Root-mean-square normalization of every row, computed in F32:
+     * {@code out = x · 1/sqrt(mean(x²) + eps) · weight}, with {@code weight} of {@code 1 × cols}.
+     * {@code out} may be {@code x}.
+     */
+    void rmsNorm(T x, T weight, float eps, T out);
+
+    /** A linear projection without bias: {@code out = x · weightᵀ}, x {@code n × k}, weight {@code m × k}, out {@code n × m}. */
+    void linear(T x, T weight, T out);
+
+    /** Adds the {@code 1 × cols} {@code bias} to every row of {@code x}, in place. */
+    void addBias(T x, T bias);
+
+    /**
+     * Rotary position embedding in the rotate-half layout (Hugging Face Llama, not interleaved),
+     * in place: each row {@code r} is a sequence of heads of {@code headDim} features at position
+     * {@code positions[r]}; in each head the pair {@code (i, i + headDim/2)} rotates by the angle
+     * {@code positions[r] · theta^(-2i/headDim)}.
+     */
+    void rope(T x, int[] positions, int headDim, float theta);
+
+    /**
+     * Causal grouped-query attention over a key/value cache. Row {@code r} of {@code q}
+     * ({@code headCount · headDim} features) attends to cache rows {@code [0, positions[r]]} of
+     * {@code keys} and {@code values} ({@code kvHeadCount · headDim} features each), which must
+     * already hold those positions; query head {@code h} reads key/value head
+     * {@code h / (headCount / kvHeadCount)}. Scores are scaled by {@code 1/sqrt(headDim)} and
+     * normalized with a softmax in F32. {@code out} has the shape of {@code q}.
+     */
+    void attention(T q, T keys, T values, int[] positions, int headCount, int kvHeadCount, int headDim, T out);
+
+    /**
+     * The SwiGLU gate: {@code out = silu(gate) · up} element-wise, with {@code silu(x) = x / (1 + e^-x)};
+     * {@code out} may be {@code gate} or {@code up}.
+     */
+    void siluMul(T gate, T up, T out);
+
+    /** Element-wise sum {@code out = a + b} (a residual connection); {@code out} may be {@code a} or {@code b}. */
+    void add(T a, T b, T out);
+
+    /** Replaces every row of {@code x} by its softmax, computed in F32 with the row maximum subtracted. */
+    void softmax(T x);
+
+    /** The column of the largest value of every row (the first one on ties), readable on the host. */
+    int[] argmax(T x);
+}

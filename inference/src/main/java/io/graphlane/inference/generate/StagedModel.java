@@ -1,0 +1,90 @@
+package io.graphlane.inference.generate;
+
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.llama.LlamaStage;
+import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.llama.StageInput;
+import io.graphlane.inference.llama.StageOutput;
+import java.util.List;
+
+/**
+ * A model's stages run one after another on the calling thread: stage k's activation goes
+ * straight to stage k+1 and is freed after it. This is the reference a pipelined run must
+ * equal, and the simplest way to get logits. Not thread-safe.
+ *
+ * @param <T> the backend tensor
+ */
+public final class StagedModel<T> implements AutoCloseable {
+    private final List<LlamaStage<T>> stages;
+
+    /** The stages of one model, in pipeline order, all issuing through the same thread. */
+    public StagedModel(List<LlamaStage<T>> stages) {
+        if (stages.isEmpty()) {
+            throw new IllegalArgumentException("a model needs at least one stage");
+        }
+        this.stages = List.copyOf(stages);
+    }
+
+    /** The model configuration. */
+    public LlamaConfig config() {
+        return stages.get(0).config();
+    }
+
+    /** The stages, in pipeline order. */
+    public List<LlamaStage<T>> stages() {
+        return stages;
+    }
+
+    /**
+     * Runs one step of {@code segments} with their token ids through every stage and returns, per
+     * segment, the logits at its last position.
+     */
+    public float[][] step(List<Segment> segments, int[] tokenIds) {
+        StageInput<T> input = new StageInput.Tokens<>(segments, tokenIds);
+        StageOutput<T> output = null;
+        for (LlamaStage<T> stage : stages) {
+            StageOutput<T> next;
+            try {
+                next = stage.forward(input);
+            } finally {
+                if (output != null) {
+                    stage.ops().release(output.tensor());
+                }
+            }
+            output = next;
+            if (output instanceof StageOutput.Hidden<T> hidden) {
+                input = new StageInput.Hidden<>(segments, hidden.activation());
+            }
+        }
+        NeuralOps<T> ops = stages.get(stages.size() - 1).ops();
+        T logits = output.tensor();
+        try {
+            int vocab = ops.cols(logits);
+            float[] all = new float[segments.size() * vocab];
+            ops.toHost(logits, all);
+            float[][] perSegment = new float[segments.size()][];
+            for (int i = 0; i < segments.size(); i++) {
+                perSegment[i] = java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
+            }
+            return perSegment;
+        } finally {
+            ops.release(logits);
+        }
+    }
+
+    /** Frees {@code requestId}'s KV caches in every stage. */
+    public void endRequest(long requestId) {
+        for (LlamaStage<T> stage : stages) {
+            stage.endRequest(requestId);
+        }
+    }
+
+    /** Frees every stage's KV caches. */
+    @Override
+    public void close() {
+        for (LlamaStage<T> stage : stages) {
+            stage.close();
+        }
+    }
+}

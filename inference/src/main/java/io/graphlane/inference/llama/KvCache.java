@@ -1,0 +1,125 @@
+package io.graphlane.inference.llama;
+
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.nn.NeuralOps;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The keys and values one request has produced in one stage's layers: per layer a
+ * {@code capacity × kvWidth} key and value tensor whose first {@link #length()} rows hold
+ * positions {@code [0, length)}. The capacity doubles on demand, up to the model's maximum
+ * sequence length.
+ *
+ * @param <T> the backend tensor
+ */
+public final class KvCache<T> {
+    private static final int INITIAL_CAPACITY = 64;
+
+    private final NeuralOps<T> ops;
+    private final long requestId;
+    private final int kvWidth;
+    private final int maxPositions;
+    private final List<T> keys;
+    private final List<T> values;
+    private int capacity;
+    private int length;
+    private boolean released;
+
+    /** An empty cache for {@code layerCount} layers. */
+    public KvCache(NeuralOps<T> ops, long requestId, int layerCount, int kvWidth, int maxPositions) {
+        this.ops = ops;
+        this.requestId = requestId;
+        this.kvWidth = kvWidth;
+        this.maxPositions = maxPositions;
+        this.keys = new ArrayList<>(layerCount);
+        this.values = new ArrayList<>(layerCount);
+        for (int l = 0; l < layerCount; l++) {
+            keys.add(null);
+            values.add(null);
+        }
+    }
+
+    /** Positions held, {@code [0, length)}. */
+    public int length() {
+        return length;
+    }
+
+    /** The key rows of stage-local layer {@code layer}; rows past {@link #length()} are not yet meaningful. */
+    public T keys(int layer) {
+        return keys.get(layer);
+    }
+
+    /** The value rows of stage-local layer {@code layer}; rows past {@link #length()} are not yet meaningful. */
+    public T values(int layer) {
+        return values.get(layer);
+    }
+
+    /**
+     * Makes room for {@code count} more positions starting at {@code start}, which must be
+     * {@link #length()}: a request's positions arrive in order, each once.
+     *
+     * @throws GraphlaneException naming the request and the positions if the order is broken or the
+     *                            sequence would pass the model's maximum
+     */
+    public void reserve(int start, int count) {
+        if (released) {
+            throw new IllegalStateException("KV cache of request " + requestId + " was released");
+        }
+        if (start != length) {
+            throw new GraphlaneException("request " + requestId + ": expected position " + length + " next, got " + start
+                    + " (positions reach a stage in order, each once)");
+        }
+        int needed = start + count;
+        if (needed > maxPositions) {
+            throw new GraphlaneException("request " + requestId + ": " + needed + " positions exceed the model's maximum of "
+                    + maxPositions + " (max_position_embeddings)");
+        }
+        if (needed <= capacity) {
+            return;
+        }
+        int grown = Math.min(maxPositions, Math.max(needed, Math.max(INITIAL_CAPACITY, capacity * 2)));
+        for (int l = 0; l < keys.size(); l++) {
+            keys.set(l, regrow(keys.get(l), grown));
+            values.set(l, regrow(values.get(l), grown));
+        }
+        capacity = grown;
+    }
+
+    /** Writes positions {@code [start, start + rows)} of stage-local layer {@code layer}, reserved before. */
+    public void write(int layer, int start, T keyRows, T valueRows) {
+        int rows = ops.rows(keyRows);
+        ops.copy(keyRows, ops.rowSlice(keys.get(layer), start, start + rows));
+        ops.copy(valueRows, ops.rowSlice(values.get(layer), start, start + rows));
+    }
+
+    /** Marks {@code count} reserved positions as written in every layer. */
+    public void commit(int count) {
+        length += count;
+    }
+
+    /** Frees every tensor of this cache, exactly once. */
+    public void release() {
+        if (released) {
+            throw new IllegalStateException("KV cache of request " + requestId + " was already released");
+        }
+        released = true;
+        for (int l = 0; l < keys.size(); l++) {
+            if (keys.get(l) != null) {
+                ops.release(keys.get(l));
+                ops.release(values.get(l));
+            }
+        }
+    }
+
+    private T regrow(T old, int rows) {
+        T grown = ops.allocate(rows, kvWidth);
+        if (old != null) {
+            if (length > 0) {
+                ops.copy(ops.rowSlice(old, 0, length), ops.rowSlice(grown, 0, length));
+            }
+            ops.release(old);
+        }
+        return grown;
+    }
+}

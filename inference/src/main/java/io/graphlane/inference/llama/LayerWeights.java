@@ -1,0 +1,35 @@
+package io.graphlane.inference.llama;
+
+import java.util.Objects;
+
+/**
+ * The weights of one decoder layer, in the Hugging Face {@code Linear} layout (one row per output
+ * feature). Vectors are {@code 1 × n} tensors. The q/k/v biases exist only for models that have
+ * them (Qwen2, Llama with {@code attention_bias}) and are {@code null} otherwise, as is the output
+ * projection's bias {@code bo} (Llama with {@code attention_bias}).
+ *
+ * @param <T> the backend tensor
+ */
+public record LayerWeights<T>(T attentionNorm, T wq, T wk, T wv, T wo, T bq, T bk, T bv, T bo, T ffnNorm, T wGate, T wUp, T wDown) {
+
+    /** Checks that every non-optional weight is present and that the biases come all or none. */
+    public LayerWeights {
+        Objects.requireNonNull(attentionNorm, "attentionNorm");
+        Objects.requireNonNull(wq, "wq");
+        Objects.requireNonNull(wk, "wk");
+        Objects.requireNonNull(wv, "wv");
+        Objects.requireNonNull(wo, "wo");
+        Objects.requireNonNull(ffnNorm, "ffnNorm");
+        Objects.requireNonNull(wGate, "wGate");
+        Objects.requireNonNull(wUp, "wUp");
+        Objects.requireNonNull(wDown, "wDown");
+        if ((bq == null) != (bk == null) || (bq == null) != (bv == null)) {
+            throw new IllegalArgumentException("q/k/v biases must be all present or all absent");
+        }
+    }
+
+    /** True when the q/k/v projections carry biases. */
+    public boolean hasQkvBias() {
+        return bq != null;
+    }
+}

@@ -1,0 +1,63 @@
+package io.graphlane.inference.llama;
+
+import io.graphlane.core.GraphlaneException;
+
+/**
+ * The hyperparameters of a Llama-family decoder (Llama, Mistral, Qwen2), with Hugging Face
+ * meanings. Validated on construction: every size positive, heads dividing into kv-head groups.
+ *
+ * @param hiddenSize          width of the residual stream ({@code hidden_size})
+ * @param intermediateSize    width of the MLP ({@code intermediate_size})
+ * @param layerCount          decoder layers ({@code num_hidden_layers})
+ * @param headCount           query heads ({@code num_attention_heads})
+ * @param kvHeadCount         key/value heads ({@code num_key_value_heads}); fewer than heads is grouped-query attention
+ * @param headDim             features per head ({@code head_dim}, by default hidden / heads)
+ * @param vocabSize           rows of the embedding and the head ({@code vocab_size})
+ * @param rmsNormEps          RMSNorm epsilon ({@code rms_norm_eps})
+ * @param ropeTheta           RoPE base ({@code rope_theta})
+ * @param tieWordEmbeddings   the head reuses the embedding matrix ({@code tie_word_embeddings})
+ * @param qkvBias             q/k/v projections carry biases (Qwen2; Llama with {@code attention_bias})
+ * @param outputBias          the attention output projection carries a bias (Llama with {@code attention_bias})
+ * @param maxPositions        the longest sequence a KV cache may hold ({@code max_position_embeddings})
+ */
+public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
+                          int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
+                          int maxPositions) {
+
+    /** Validates every size, naming the HF field at fault. */
+    public LlamaConfig {
+        requirePositive("hidden_size", hiddenSize);
+        requirePositive("intermediate_size", intermediateSize);
+        requirePositive("num_hidden_layers", layerCount);
+        requirePositive("num_attention_heads", headCount);
+        requirePositive("num_key_value_heads", kvHeadCount);
+        requirePositive("head_dim", headDim);
+        requirePositive("vocab_size", vocabSize);
+        requirePositive("max_position_embeddings", maxPositions);
+        if (headCount % kvHeadCount != 0) {
+            throw new GraphlaneException("config: num_key_value_heads " + kvHeadCount + " does not divide num_attention_heads " + headCount);
+        }
+        if (headDim % 2 != 0) {
+            throw new GraphlaneException("config: head_dim must be even for rotary embeddings, found " + headDim);
+        }
+        if (!(rmsNormEps > 0) || !(ropeTheta > 0)) {
+            throw new GraphlaneException("config: rms_norm_eps and rope_theta must be positive, found " + rmsNormEps + " and " + ropeTheta);
+        }
+    }
+
+    /** Width of the concatenated query heads, {@code headCount × headDim}. */
+    public int queryWidth() {
+        return headCount * headDim;
+    }
+
+    /** Width of the concatenated key (or value) heads, {@code kvHeadCount × headDim}. */
+    public int kvWidth() {
+        return kvHeadCount * headDim;
+    }
+
+    private static void requirePositive(String field, int value) {
+        if (value <= 0) {
+            throw new GraphlaneException("config: " + field + " must be positive, found " + value);
+        }
+    }
+}

@@ -1,0 +1,279 @@
+package io.graphlane.inference.llama;
+
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.stage.StageSpec;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One pipeline stage of a Llama-family decoder: its layers' forward pass over a micro-batch,
+ * and the KV caches of every request it has seen. Stage 0 starts from token ids, the last stage
+ * ends with the final norm and the head. Hugging Face semantics throughout:
+ *
+ * <pre>
+ *   x  = embed(tokens)                                   (first stage)
+ *   for each layer:
+ *     h  = rmsnorm(x) ;  q, k, v = h·Wqᵀ (+bq), h·Wkᵀ (+bk), h·Wvᵀ (+bv)
+ *     q, k = rope(q), rope(k) ;  cache ← k, v
+ *     x  = x + attention(q, cache)·Woᵀ (+bo)
+ *     h  = rmsnorm(x) ;  x = x + (silu(h·Wgateᵀ) · h·Wupᵀ)·Wdownᵀ
+ *   logits = rmsnorm(x_last)·Wheadᵀ                      (last stage)
+ * </pre>
+ *
+ * <p>Not thread-safe: a stage belongs to one lane, and its forward runs as that lane's work.
+ *
+ * @param <T> the backend tensor
+ */
+public final class LlamaStage<T> implements AutoCloseable {
+    private final LlamaConfig config;
+    private final StageWeights<T> weights;
+    private final NeuralOps<T> ops;
+    private final Map<Long, KvCache<T>> caches = new HashMap<>();
+
+    /** A stage over loaded weights, issuing its operations through {@code ops}. */
+    public LlamaStage(LlamaConfig config, StageWeights<T> weights, NeuralOps<T> ops) {
+        this.config = config;
+        this.weights = weights;
+        this.ops = ops;
+    }
+
+    /** The stage this instance runs. */
+    public StageSpec spec() {
+        return weights.stage();
+    }
+
+    /** The model configuration. */
+    public LlamaConfig config() {
+        return config;
+    }
+
+    /** The weights this stage reads (owned by whoever loaded them). */
+    public StageWeights<T> weights() {
+        return weights;
+    }
+
+    /** The operations this stage issues its work through. */
+    public NeuralOps<T> ops() {
+        return ops;
+    }
+
+    /**
+     * Runs this stage's layers over one micro-batch and returns the next stage's activation, or
+     * on the last stage the logits at each segment's last position. The input is read, never
+     * freed. Every request's positions must continue where its cache ends; if the step fails,
+     * no cache advances.
+     */
+    public StageOutput<T> forward(StageInput<T> input) {
+        List<Segment> segments = input.segments();
+        requireInputMatchesStage(input);
+        List<KvCache<T>> requestCaches = reserveCaches(segments);
+        int[] positions = positionsOf(segments, input.positions());
+        T x = ops.allocate(positions.length, config.hiddenSize());
+        Scratch<T> s = new Scratch<>(ops, config, positions.length);
+        boolean handedOver = false;
+        try {
+            if (input instanceof StageInput.Tokens<T> tokens) {
+                ops.embedding(weights.embedding(), tokens.tokenIds(), x);
+            } else {
+                ops.copy(((StageInput.Hidden<T>) input).activation(), x);
+            }
+            for (int l = 0; l < weights.layers().size(); l++) {
+                attentionBlock(l, weights.layers().get(l), x, positions, segments, requestCaches, s);
+                feedForwardBlock(weights.layers().get(l), x, s);
+            }
+            StageOutput<T> output;
+            if (spec().isLast()) {
+                output = new StageOutput.Logits<>(segments, head(x, segments));
+            } else {
+                output = new StageOutput.Hidden<>(segments, x);
+                handedOver = true;
+            }
+            for (int i = 0; i < segments.size(); i++) {
+                requestCaches.get(i).commit(segments.get(i).length());
+            }
+            return output;
+        } finally {
+            s.release();
+            if (!handedOver) {
+                ops.release(x);
+            }
+        }
+    }
+
+    /** Frees the KV cache of {@code requestId} (finished, cancelled or failed); false if the stage holds none. */
+    public boolean endRequest(long requestId) {
+        KvCache<T> cache = caches.remove(requestId);
+        if (cache == null) {
+            return false;
+        }
+        cache.release();
+        return true;
+    }
+
+    /** The requests this stage holds KV caches for. */
+    public Set<Long> cachedRequests() {
+        return Set.copyOf(caches.keySet());
+    }
+
+    /** Positions this stage has seen for {@code requestId}, 0 if none. */
+    public int cachedPositions(long requestId) {
+        KvCache<T> cache = caches.get(requestId);
+        return cache == null ? 0 : cache.length();
+    }
+
+    /** Frees every KV cache; the weights belong to whoever loaded them. */
+    @Override
+    public void close() {
+        for (KvCache<T> cache : caches.values()) {
+            cache.release();
+        }
+        caches.clear();
+    }
+
+    private void attentionBlock(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments,
+                                List<KvCache<T>> requestCaches, Scratch<T> s) {
+        ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
+        ops.linear(s.normed, w.wq(), s.q);
+        ops.linear(s.normed, w.wk(), s.k);
+        ops.linear(s.normed, w.wv(), s.v);
+        if (w.hasQkvBias()) {
+            ops.addBias(s.q, w.bq());
+            ops.addBias(s.k, w.bk());
+            ops.addBias(s.v, w.bv());
+        }
+        ops.rope(s.q, positions, config.headDim(), config.ropeTheta());
+        ops.rope(s.k, positions, config.headDim(), config.ropeTheta());
+        int row = 0;
+        for (int i = 0; i < segments.size(); i++) {
+            Segment segment = segments.get(i);
+            KvCache<T> cache = requestCaches.get(i);
+            int end = row + segment.length();
+            cache.write(l, segment.startPosition(), ops.rowSlice(s.k, row, end), ops.rowSlice(s.v, row, end));
+            ops.attention(ops.rowSlice(s.q, row, end), cache.keys(l), cache.values(l), Arrays.copyOfRange(positions, row, end),
+                    config.headCount(), config.kvHeadCount(), config.headDim(), ops.rowSlice(s.attended, row, end));
+            row = end;
+        }
+        ops.linear(s.attended, w.wo(), s.projected);
+        if (w.bo() != null) {
+            ops.addBias(s.projected, w.bo());
+        }
+        ops.add(x, s.projected, x);
+    }
+
+    private void feedForwardBlock(LayerWeights<T> w, T x, Scratch<T> s) {
+        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
+        ops.linear(s.normed, w.wGate(), s.gate);
+        ops.linear(s.normed, w.wUp(), s.up);
+        ops.siluMul(s.gate, s.up, s.gate);
+        ops.linear(s.gate, w.wDown(), s.projected);
+        ops.add(x, s.projected, x);
+    }
+
+    /** The final norm and the head at each segment's last position. */
+    private T head(T x, List<Segment> segments) {
+        T last = ops.allocate(segments.size(), config.hiddenSize());
+        try {
+            int row = 0;
+            for (int i = 0; i < segments.size(); i++) {
+                row += segments.get(i).length();
+                ops.copy(ops.rowSlice(x, row - 1, row), ops.rowSlice(last, i, i + 1));
+            }
+            ops.rmsNorm(last, weights.finalNorm(), config.rmsNormEps(), last);
+            T logits = ops.allocate(segments.size(), config.vocabSize());
+            ops.linear(last, weights.lmHead(), logits);
+            return logits;
+        } finally {
+            ops.release(last);
+        }
+    }
+
+    private void requireInputMatchesStage(StageInput<T> input) {
+        if (input.segments().isEmpty()) {
+            throw new IllegalArgumentException(spec() + ": a step needs at least one segment");
+        }
+        if (spec().isFirst() != (input instanceof StageInput.Tokens)) {
+            throw new GraphlaneException(spec() + (spec().isFirst() ? " starts from token ids" : " reads the previous stage's activation")
+                    + ", got " + input.getClass().getSimpleName());
+        }
+        if (input instanceof StageInput.Tokens<T> tokens && tokens.tokenIds().length != input.positions()) {
+            throw new GraphlaneException(spec() + ": " + input.positions() + " positions but " + tokens.tokenIds().length + " token ids");
+        }
+        if (input instanceof StageInput.Hidden<T> hidden
+                && (ops.rows(hidden.activation()) != input.positions() || ops.cols(hidden.activation()) != config.hiddenSize())) {
+            throw new GraphlaneException(spec() + ": activation should be " + input.positions() + " x " + config.hiddenSize()
+                    + " but is " + ops.rows(hidden.activation()) + " x " + ops.cols(hidden.activation()));
+        }
+        Set<Long> seen = new HashSet<>();
+        for (Segment s : input.segments()) {
+            if (!seen.add(s.requestId())) {
+                throw new GraphlaneException(spec() + ": request " + s.requestId() + " appears twice in one step");
+            }
+        }
+    }
+
+    private List<KvCache<T>> reserveCaches(List<Segment> segments) {
+        List<KvCache<T>> result = new ArrayList<>(segments.size());
+        for (Segment segment : segments) {
+            KvCache<T> cache = caches.get(segment.requestId());
+            if (cache == null) {
+                if (segment.startPosition() != 0) {
+                    throw new GraphlaneException(spec() + ": request " + segment.requestId() + " is unknown here but starts at position "
+                            + segment.startPosition() + " (a request starts at 0)");
+                }
+                cache = new KvCache<>(ops, segment.requestId(), weights.layers().size(), config.kvWidth(), config.maxPositions());
+                caches.put(segment.requestId(), cache);
+            }
+            cache.reserve(segment.startPosition(), segment.length());
+            result.add(cache);
+        }
+        return result;
+    }
+
+    private static int[] positionsOf(List<Segment> segments, int total) {
+        int[] positions = new int[total];
+        int row = 0;
+        for (Segment segment : segments) {
+            for (int i = 0; i < segment.length(); i++) {
+                positions[row++] = segment.startPosition() + i;
+            }
+        }
+        return positions;
+    }
+
+    /** The step's working tensors, one row per position, allocated once and reused by every layer. */
+    private static final class Scratch<T> {
+        private final NeuralOps<T> ops;
+        final T normed;
+        final T q;
+        final T k;
+        final T v;
+        final T attended;
+        final T projected;
+        final T gate;
+        final T up;
+
+        Scratch(NeuralOps<T> ops, LlamaConfig c, int n) {
+            this.ops = ops;
+            this.normed = ops.allocate(n, c.hiddenSize());
+            this.q = ops.allocate(n, c.queryWidth());
+            this.k = ops.allocate(n, c.kvWidth());
+            this.v = ops.allocate(n, c.kvWidth());
+            this.attended = ops.allocate(n, c.queryWidth());
+            this.projected = ops.allocate(n, c.hiddenSize());
+            this.gate = ops.allocate(n, c.intermediateSize());
+            this.up = ops.allocate(n, c.intermediateSize());
+        }
+
+        void release() {
+            for (T t : List.of(normed, q, k, v, attended, projected, gate, up)) {
+                ops.release(t);
+            }
+        }
+    }
+}

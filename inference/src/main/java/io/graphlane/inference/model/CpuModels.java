@@ -1,0 +1,51 @@
+package io.graphlane.inference.model;
+
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.inference.generate.StagedModel;
+import io.graphlane.inference.llama.LlamaStage;
+import io.graphlane.inference.llama.StageWeights;
+import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.inference.stage.StageSpec;
+import io.graphlane.inference.weights.CheckpointWeightsLoader;
+import io.graphlane.inference.weights.StageWeightsAssembly;
+import io.graphlane.inference.weights.StageWeightsLoader;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Builds CPU models from model directories. */
+public final class CpuModels {
+    private CpuModels() {
+    }
+
+    /** A loader of {@code model}'s stage weights into CPU tensors made by {@code ops}, reading {@code source}. */
+    public static StageWeightsLoader<CpuTensor> loader(ModelDirectory model, CheckpointSource source, CpuNeuralOps ops) {
+        return new CheckpointWeightsLoader<>(source, model.config(), ops, ops::fromBuffer);
+    }
+
+    /**
+     * {@code model} split into {@code stageCount} stages run in sequence on the calling thread, with
+     * every weight loaded (and every lease released) before it returns.
+     */
+    public static StagedModel<CpuTensor> staged(ModelDirectory model, int stageCount) {
+        CpuNeuralOps ops = new CpuNeuralOps();
+        StagePlan plan = StagePlan.balanced(model.config().layerCount(), stageCount);
+        List<LlamaStage<CpuTensor>> stages = new ArrayList<>();
+        try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
+            StageWeightsLoader<CpuTensor> loader = loader(model, source, ops);
+            try {
+                for (StageSpec spec : plan.stages()) {
+                    StageWeights<CpuTensor> weights = loader.load(spec);
+                    stages.add(new LlamaStage<>(model.config(), weights, ops));
+                }
+            } catch (RuntimeException e) {
+                for (LlamaStage<CpuTensor> stage : stages) {
+                    StageWeightsAssembly.release(stage.weights(), ops);
+                }
+                throw e;
+            }
+        }
+        return new StagedModel<>(stages);
+    }
+}

@@ -1,0 +1,125 @@
+package io.graphlane.inference.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.checkpoint.ModelCheckpoint;
+import io.graphlane.checkpoint.config.ModelConfig;
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.tokenizer.TextTokenizer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashSet;
+import java.util.Set;
+
+/**
+ * A Hugging Face Llama-family model directory, validated as a load validates it (config.json,
+ * every weight header, the architecture's tensors and shapes), with the model's configuration
+ * and its end-of-sequence ids. Reads no weight byte until a loader asks. A sliding attention window
+ * ({@code sliding_window}) caps the sequence length, since within it full attention is exact.
+ *
+ * @param dir          the directory
+ * @param checkpoint   the validated checkpoint
+ * @param config       the model configuration
+ * @param eosTokenIds  the ids that end a generation ({@code eos_token_id}, one or a list; empty if none)
+ */
+public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig config, Set<Integer> eosTokenIds) {
+
+    /** Copies the id set. */
+    public ModelDirectory {
+        eosTokenIds = Set.copyOf(eosTokenIds);
+    }
+
+    /**
+     * Opens and validates {@code dir}.
+     *
+     * @throws GraphlaneException naming the file and field (or tensor) at fault, or a configuration this
+     *                            implementation does not run (such as {@code rope_scaling})
+     */
+    public static ModelDirectory open(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            throw new GraphlaneException("model: " + dir + " is not a directory; point --model at a Hugging Face model directory");
+        }
+        ModelCheckpoint checkpoint = ModelCheckpoint.open(dir);
+        JsonNode raw = rawConfig(dir.resolve(ModelConfig.FILE_NAME));
+        JsonNode scaling = raw.get("rope_scaling");
+        if (scaling != null && !scaling.isNull()) {
+            throw new GraphlaneException(dir.resolve(ModelConfig.FILE_NAME) + ": field 'rope_scaling' " + scaling
+                    + " is not supported; graphlane applies plain rotary embeddings with rope_theta");
+        }
+        LlamaConfig config = withinSlidingWindow(toLlama(checkpoint.config()), raw);
+        return new ModelDirectory(dir, checkpoint, config, eosIds(dir, raw.get("eos_token_id")));
+    }
+
+    /**
+     * Full attention equals sliding-window attention (Mistral, Qwen2 with {@code use_sliding_window})
+     * only within the window, so a sequence may not grow past it: the window caps the positions.
+     */
+    private static LlamaConfig withinSlidingWindow(LlamaConfig c, JsonNode raw) {
+        JsonNode window = raw.get("sliding_window");
+        JsonNode used = raw.get("use_sliding_window");
+        boolean applies = window != null && window.isInt() && window.intValue() > 0 && (used == null || used.isNull() || used.asBoolean());
+        if (!applies || window.intValue() >= c.maxPositions()) {
+            return c;
+        }
+        return new LlamaConfig(c.hiddenSize(), c.intermediateSize(), c.layerCount(), c.headCount(), c.kvHeadCount(), c.headDim(),
+                c.vocabSize(), c.rmsNormEps(), c.ropeTheta(), c.tieWordEmbeddings(), c.qkvBias(), c.outputBias(), window.intValue());
+    }
+
+    /** The configuration the model code runs, from the checkpoint module's validated config.json. */
+    public static LlamaConfig toLlama(ModelConfig c) {
+        boolean qkvBias = c.architecture().hasQkvBias() || c.attentionBias();
+        boolean outputBias = c.architecture() == io.graphlane.checkpoint.config.Architecture.LLAMA && c.attentionBias();
+        return new LlamaConfig(c.hiddenSize(), c.intermediateSize(), c.numHiddenLayers(), c.numAttentionHeads(), c.numKeyValueHeads(),
+                c.headDim(), c.vocabSize(), (float) c.rmsNormEps(), (float) c.ropeTheta(), c.tieWordEmbeddings(), qkvBias, outputBias,
+                c.maxPositionEmbeddings());
+    }
+
+    /** A lease source on the weights, with at most {@code maxOpenShards} shard files mapped at once; close it after loading. */
+    public CheckpointSource openSource(int maxOpenShards) {
+        return checkpoint.openSource(maxOpenShards);
+    }
+
+    /** The directory's tokenizer.json, loaded; Hugging Face's default of adding special tokens (such as BOS) applies. */
+    public TextTokenizer tokenizer() {
+        return TextTokenizer.load(dir, true);
+    }
+
+    /** The model's name for users: the directory's name. */
+    public String name() {
+        return dir.toAbsolutePath().normalize().getFileName().toString();
+    }
+
+    private static JsonNode rawConfig(Path file) {
+        try {
+            return new ObjectMapper().readTree(file.toFile());
+        } catch (IOException e) {
+            throw new GraphlaneException(file + ": cannot read: " + e.getMessage(), e);
+        }
+    }
+
+    private static Set<Integer> eosIds(Path dir, JsonNode node) {
+        Set<Integer> ids = new LinkedHashSet<>();
+        if (node == null || node.isNull()) {
+            return ids;
+        }
+        if (node.isInt()) {
+            ids.add(node.intValue());
+            return ids;
+        }
+        if (node.isArray()) {
+            for (JsonNode id : node) {
+                if (!id.isInt()) {
+                    throw new GraphlaneException(dir.resolve(ModelConfig.FILE_NAME) + ": field 'eos_token_id' holds " + id
+                            + ", expected integer ids");
+                }
+                ids.add(id.intValue());
+            }
+            return ids;
+        }
+        throw new GraphlaneException(dir.resolve(ModelConfig.FILE_NAME) + ": field 'eos_token_id' is " + node
+                + ", expected an id or a list of ids");
+    }
+}

@@ -1,0 +1,79 @@
+package io.graphlane.inference.tokenizer;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.graphlane.core.GraphlaneException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * A Hugging Face {@code tokenizer.json} loaded offline through DJL's tokenizers binding:
+ * text to token ids and back. Thread-safe for encoding and decoding; close it to free the
+ * native tokenizer.
+ */
+public final class TextTokenizer implements AutoCloseable {
+    private final HuggingFaceTokenizer tokenizer;
+    private final Path file;
+
+    private TextTokenizer(HuggingFaceTokenizer tokenizer, Path file) {
+        this.tokenizer = tokenizer;
+        this.file = file;
+    }
+
+    /**
+     * Loads {@code tokenizer.json} (a file, or a model directory holding one).
+     *
+     * @param addSpecialTokens whether {@link #encode} adds the tokenizer's special tokens (such as a BOS id) as
+     *                         the Hugging Face default does
+     * @throws GraphlaneException naming the file if it is missing or not a tokenizer the library accepts
+     */
+    public static TextTokenizer load(Path path, boolean addSpecialTokens) {
+        Path file = Files.isDirectory(path) ? path.resolve("tokenizer.json") : path;
+        if (!Files.isRegularFile(file)) {
+            throw new GraphlaneException("tokenizer: " + file + " does not exist; a model directory needs its tokenizer.json");
+        }
+        try {
+            HuggingFaceTokenizer tokenizer = HuggingFaceTokenizer.newInstance(file,
+                    Map.of("addSpecialTokens", Boolean.toString(addSpecialTokens), "truncation", "false", "padding", "false"));
+            return new TextTokenizer(tokenizer, file);
+        } catch (IOException | RuntimeException e) {
+            throw new GraphlaneException("tokenizer: cannot load " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The ids of {@code text}. */
+    public int[] encode(String text) {
+        long[] ids = tokenizer.encode(text).getIds();
+        int[] result = new int[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            result[i] = Math.toIntExact(ids[i]);
+        }
+        return result;
+    }
+
+    /** The text of {@code ids}; bytes that do not form complete UTF-8 characters become U+FFFD. */
+    public String decode(int[] ids) {
+        long[] wide = new long[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            wide[i] = ids[i];
+        }
+        return tokenizer.decode(wide, false);
+    }
+
+    /** A decoder for one stream of generated tokens that only emits complete characters. */
+    public StreamingDecoder streamingDecoder() {
+        return new StreamingDecoder(this::decode);
+    }
+
+    /** The tokenizer.json this was loaded from. */
+    public Path file() {
+        return file;
+    }
+
+    /** Frees the native tokenizer. */
+    @Override
+    public void close() {
+        tokenizer.close();
+    }
+}

@@ -1,0 +1,7 @@
+/**
+ * Tokenizers: {@link io.graphlane.inference.tokenizer.TextTokenizer} loads a Hugging Face
+ * {@code tokenizer.json} offline through DJL's binding; {@link io.graphlane.inference.tokenizer.StreamingDecoder}
+ * emits generated text piece by piece. Guarantees: a stream never emits a partial UTF-8
+ * character and never fails on one. Refuses: a missing or unreadable tokenizer.json, named.
+ */
+package io.graphlane.inference.tokenizer;

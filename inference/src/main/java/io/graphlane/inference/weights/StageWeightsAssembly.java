@@ -1,0 +1,102 @@
+package io.graphlane.inference.weights;
+
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.llama.LayerWeights;
+import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.llama.LlamaTensors;
+import io.graphlane.inference.llama.LlamaTensors.Expected;
+import io.graphlane.inference.llama.StageWeights;
+import io.graphlane.inference.stage.StageSpec;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Set;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/** Builds a stage's {@link StageWeights} from a per-tensor source, checking every shape, all or nothing. */
+public final class StageWeightsAssembly {
+
+    /** Makes one backend tensor of the expected name and shape. */
+    @FunctionalInterface
+    public interface TensorSource<T> {
+        /** The tensor {@code expected} names, as a {@code rows × cols} backend tensor owned by the caller. */
+        T tensor(Expected expected);
+    }
+
+    private StageWeightsAssembly() {
+    }
+
+    /**
+     * Asks {@code source} for every tensor {@code stage} reads and assembles them. If a tensor is
+     * missing, misshapen or fails to load, the tensors already made are released (with
+     * {@code ops.release}) and the error names the tensor.
+     */
+    public static <T> StageWeights<T> assemble(LlamaConfig config, StageSpec stage, NeuralOps<T> ops, TensorSource<T> source) {
+        Map<String, T> made = new HashMap<>();
+        try {
+            for (Expected expected : LlamaTensors.forStage(config, stage)) {
+                T tensor = source.tensor(expected);
+                made.put(expected.name(), tensor);
+                if (ops.rows(tensor) != expected.rows() || ops.cols(tensor) != expected.cols()) {
+                    throw new GraphlaneException("tensor " + expected.name() + " should be " + expected.rows() + " x " + expected.cols()
+                            + " but is " + ops.rows(tensor) + " x " + ops.cols(tensor));
+                }
+            }
+        } catch (RuntimeException e) {
+            for (T tensor : made.values()) {
+                try {
+                    ops.release(tensor);
+                } catch (IllegalStateException notOwned) {
+                    e.addSuppressed(notOwned);
+                }
+            }
+            throw e;
+        }
+        List<LayerWeights<T>> layers = new ArrayList<>();
+        for (int l = stage.layers().start(); l < stage.layers().end(); l++) {
+            layers.add(layer(config, l, made));
+        }
+        T embedding = stage.isFirst() ? made.get(LlamaTensors.EMBEDDING) : null;
+        T finalNorm = stage.isLast() ? made.get(LlamaTensors.FINAL_NORM) : null;
+        T head = stage.isLast() ? made.get(config.tieWordEmbeddings() ? LlamaTensors.EMBEDDING : LlamaTensors.LM_HEAD) : null;
+        return new StageWeights<>(stage, embedding, layers, finalNorm, head);
+    }
+
+    /** Releases every tensor of {@code weights} once (a tied head shares the embedding's tensor). */
+    public static <T> void release(StageWeights<T> weights, NeuralOps<T> ops) {
+        Set<T> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
+        distinct.add(weights.embedding());
+        distinct.add(weights.finalNorm());
+        distinct.add(weights.lmHead());
+        for (LayerWeights<T> l : weights.layers()) {
+            distinct.addAll(Arrays.asList(l.attentionNorm(), l.wq(), l.wk(), l.wv(), l.wo(), l.bq(), l.bk(), l.bv(), l.bo(),
+                    l.ffnNorm(), l.wGate(), l.wUp(), l.wDown()));
+        }
+        distinct.remove(null);
+        for (T tensor : distinct) {
+            ops.release(tensor);
+        }
+    }
+
+    private static <T> LayerWeights<T> layer(LlamaConfig c, int l, Map<String, T> made) {
+        boolean bias = c.qkvBias();
+        return new LayerWeights<>(
+                made.get(LlamaTensors.layer(l, "input_layernorm.weight")),
+                made.get(LlamaTensors.layer(l, "self_attn.q_proj.weight")),
+                made.get(LlamaTensors.layer(l, "self_attn.k_proj.weight")),
+                made.get(LlamaTensors.layer(l, "self_attn.v_proj.weight")),
+                made.get(LlamaTensors.layer(l, "self_attn.o_proj.weight")),
+                bias ? made.get(LlamaTensors.layer(l, "self_attn.q_proj.bias")) : null,
+                bias ? made.get(LlamaTensors.layer(l, "self_attn.k_proj.bias")) : null,
+                bias ? made.get(LlamaTensors.layer(l, "self_attn.v_proj.bias")) : null,
+                c.outputBias() ? made.get(LlamaTensors.layer(l, "self_attn.o_proj.bias")) : null,
+                made.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")),
+                made.get(LlamaTensors.layer(l, "mlp.gate_proj.weight")),
+                made.get(LlamaTensors.layer(l, "mlp.up_proj.weight")),
+                made.get(LlamaTensors.layer(l, "mlp.down_proj.weight")));
+    }
+}

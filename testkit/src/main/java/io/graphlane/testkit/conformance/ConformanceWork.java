@@ -1,0 +1,61 @@
+package io.graphlane.testkit.conformance;
+
+/**
+ * The work a backend's conformance test makes for {@link SubmissionConformanceSuite}: four kinds
+ * that every backend can build from its own native work, so the same laws run on the CPU, the
+ * simulated device and a GPU. Each value may be submitted more than once.
+ *
+ * @param <W> the backend's native work item
+ */
+public interface ConformanceWork<W> {
+
+    /** Work that does nothing and succeeds. */
+    W noop();
+
+    /**
+     * Work whose submission fails with {@code cause}: the recorded failure is {@code cause} itself or
+     * a backend error that has {@code cause} in its chain.
+     */
+    W failing(RuntimeException cause);
+
+    /**
+     * Work that runs {@code onReached} on the host when its lane reaches it, in lane order, and then
+     * succeeds (on a GPU: a host function launched on the stream). The action is short and never blocks.
+     */
+    W marker(Runnable onReached);
+
+    /**
+     * A gate: work that, once reached, keeps its lane busy until the test opens the gate (on a CPU a
+     * latch the worker waits on; on a GPU a host-written flag the stream waits on, blocking no other stream).
+     */
+    Gate<W> gate(String name);
+
+    /**
+     * A gate made by {@link ConformanceWork#gate}.
+     *
+     * @param <W> the backend's native work item
+     */
+    interface Gate<W> {
+
+        /** The work that waits for this gate; it succeeds once the gate is open. */
+        W work();
+
+        /** Opens the gate; work waiting on it (now or later) goes on. Opening twice is harmless. */
+        void open();
+
+        /** A gate from its work and the action that opens it. */
+        static <W> Gate<W> of(W work, Runnable open) {
+            return new Gate<>() {
+                @Override
+                public W work() {
+                    return work;
+                }
+
+                @Override
+                public void open() {
+                    open.run();
+                }
+            };
+        }
+    }
+}
