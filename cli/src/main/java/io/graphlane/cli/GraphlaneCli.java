@@ -17,6 +17,7 @@ import picocli.CommandLine.Option;
         subcommands = {
             BenchCommand.class,
             InspectCommand.class,
+            NodeCommand.class,
             TraceHtmlCommand.class,
             CommandLine.HelpCommand.class,
         })
