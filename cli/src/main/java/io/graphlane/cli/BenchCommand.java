@@ -9,6 +9,7 @@ import picocli.CommandLine.Command;
         description = "Benchmarks; each measures graphlane against a named baseline in the same run.",
         subcommands = {
             io.graphlane.cli.bench.SchedulerBench.class,
+            io.graphlane.cli.bench.PipelineBench.class,
             io.graphlane.cli.bench.LoadBench.class,
         })
 public final class BenchCommand implements Runnable {

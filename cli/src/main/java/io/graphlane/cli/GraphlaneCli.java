@@ -15,6 +15,9 @@ import picocli.CommandLine.Option;
         versionProvider = GraphlaneCli.Version.class,
         description = "An actor-based scheduler for graph lane execution on the JVM.",
         subcommands = {
+            RunCommand.class,
+            ServeCommand.class,
+            LogitsCommand.class,
             BenchCommand.class,
             InspectCommand.class,
             NodeCommand.class,
@@ -34,6 +37,8 @@ public final class GraphlaneCli implements Runnable {
     CommandLine.Model.CommandSpec spec;
 
     public static void main(String[] args) {
+        // Initialize logging before any library thread logs, so nothing is queued and replayed at start-up.
+        org.slf4j.LoggerFactory.getILoggerFactory();
         System.exit(execute(args));
     }
 

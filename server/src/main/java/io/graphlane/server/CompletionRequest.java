@@ -3,7 +3,7 @@ package io.graphlane.server;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
-import io.graphlane.inference.api.SamplingParams;
+import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.api.TokenCodec;
 import java.util.ArrayList;
 import java.util.List;

@@ -10,6 +10,7 @@ import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.api.TextGenerator;
+import io.graphlane.inference.tokenizer.StreamingDecoder;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -149,11 +150,11 @@ public final class OpenAiServer extends AllDirectives {
         AtomicInteger open = new AtomicInteger(prompts);
         Object lock = new Object();
         List<Generation> started = submitAll(request, index -> new GenerationListener() {
-            private final IncrementalDecoder decoder = new IncrementalDecoder(generator.tokenizer());
+            private final StreamingDecoder decoder = generator.tokenizer().streamingDecoder();
 
             @Override
             public void onToken(int tokenId) {
-                String text = decoder.add(tokenId);
+                String text = decoder.next(tokenId);
                 send(chunk(id, created, index, text, List.of(tokenId), null));
             }
 

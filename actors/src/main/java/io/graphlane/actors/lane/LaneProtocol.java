@@ -47,11 +47,12 @@ public final class LaneProtocol {
     public record Submit<W>(CompletionHandle handle, W work, List<CompletionHandle> after, List<Object> retain, long requestId,
                             long deadlineNanos, int expectedConsumers, ActorRef<LaneReply> replyTo) implements Command {
         public Submit {
+            // Constant messages: this runs for every submission, so no string is built unless a check fails.
             Objects.requireNonNull(handle, "handle");
-            Objects.requireNonNull(work, "work of " + handle);
+            Objects.requireNonNull(work, "work");
             after = List.copyOf(after);
             retain = List.copyOf(retain);
-            Objects.requireNonNull(replyTo, "replyTo of " + handle);
+            Objects.requireNonNull(replyTo, "replyTo");
             if (expectedConsumers < 0) {
                 throw new IllegalArgumentException("expectedConsumers of " + handle + " must be >= 0, got " + expectedConsumers);
             }
@@ -111,7 +112,7 @@ public final class LaneProtocol {
     public record Resolved(CompletionHandle handle, Resolution resolution) implements Command {
         public Resolved {
             Objects.requireNonNull(handle, "handle");
-            Objects.requireNonNull(resolution, "resolution of " + handle);
+            Objects.requireNonNull(resolution, "resolution");
         }
     }
 

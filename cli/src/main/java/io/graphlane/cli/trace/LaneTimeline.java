@@ -44,6 +44,21 @@ public final class LaneTimeline {
         this.windowEndUs = intervals.isEmpty() ? 0 : end;
     }
 
+    /** The work intervals among {@code events} recorded by lane actors (times relative to the earliest event). */
+    public static LaneTimeline fromEvents(List<io.graphlane.core.trace.TraceEvent> events) {
+        long origin = Long.MAX_VALUE;
+        for (io.graphlane.core.trace.TraceEvent e : events) {
+            origin = Math.min(origin, e.startNanos());
+        }
+        List<Interval> intervals = new ArrayList<>();
+        for (io.graphlane.core.trace.TraceEvent e : events) {
+            if (e.kind() == io.graphlane.core.trace.TraceEvent.Kind.WORK) {
+                intervals.add(new Interval(e.lane(), e.handle(), (e.startNanos() - origin) / 1e3, (e.endNanos() - origin) / 1e3, e.ok()));
+            }
+        }
+        return new LaneTimeline(intervals);
+    }
+
     /**
      * Reads the work intervals of a Chrome trace-event JSON file written by graphlane's {@code --trace}.
      *

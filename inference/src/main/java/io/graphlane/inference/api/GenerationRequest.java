@@ -1,5 +1,6 @@
 package io.graphlane.inference.api;
 
+import io.graphlane.inference.sampling.SamplingParams;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;

@@ -1,5 +1,7 @@
 package io.graphlane.inference.api;
 
+import io.graphlane.inference.tokenizer.StreamingDecoder;
+import java.util.ArrayList;
 import java.util.List;
 
 /** Turns text into a model's token ids and back. */
@@ -12,4 +14,15 @@ public interface TokenCodec {
 
     /** The end-of-sequence token id, or -1 if the model has none. */
     int eosTokenId();
+
+    /** A decoder for one stream of generated tokens that emits only complete characters. */
+    default StreamingDecoder streamingDecoder() {
+        return new StreamingDecoder(ids -> {
+            List<Integer> list = new ArrayList<>(ids.length);
+            for (int id : ids) {
+                list.add(id);
+            }
+            return decode(list);
+        });
+    }
 }

@@ -39,7 +39,7 @@ import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
  * a failed ancestor as its root, every retained value is released exactly once and never before
  * its work ended, and the lanes hold nothing once the run is over.
  */
-class RandomGraphProperties {
+class RandomGraphPropertyTest {
     private static final ActorTestKit KIT = ActorTestKit.create();
 
     @AfterContainer

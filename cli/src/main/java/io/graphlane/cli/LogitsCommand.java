@@ -1,0 +1,81 @@
+package io.graphlane.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.inference.generate.StagedModel;
+import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.model.CpuModels;
+import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code graphlane logits}: the logits at the last position of a prompt, through the model split into stages. */
+@Command(name = "logits", mixinStandardHelpOptions = true,
+        description = "Print the logits at the last position of a prompt (token ids), computed through the model split into stages.")
+public final class LogitsCommand implements Callable<Integer> {
+
+    @Option(names = "--model", paramLabel = "DIR", required = true, description = "A Hugging Face model directory.")
+    Path model;
+
+    @Option(names = "--ids", paramLabel = "IDS", required = true, description = "The prompt as comma-separated token ids.")
+    String ids;
+
+    @Option(names = "--stages", paramLabel = "P", defaultValue = "1", description = "Pipeline stages (default ${DEFAULT-VALUE}).")
+    int stages;
+
+    @Option(names = "--json", description = "Print one JSON object: {\"ids\":[…],\"stages\":P,\"last_logits\":[…]}.")
+    boolean json;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        List<Integer> prompt = RunCommand.parseIds(ids);
+        ModelDirectory dir = ModelDirectory.open(model);
+        int vocab = dir.config().vocabSize();
+        for (int id : prompt) {
+            if (id >= vocab) {
+                throw new GraphlaneException("--ids: token id " + id + " is outside the vocabulary [0, " + vocab + ") of " + model);
+            }
+        }
+        if (stages < 1 || stages > dir.config().layerCount()) {
+            throw new GraphlaneException("--stages must be between 1 and the model's " + dir.config().layerCount() + " layers, got " + stages);
+        }
+        float[] logits;
+        try (StagedModel<CpuTensor> staged = CpuModels.staged(dir, stages)) {
+            int[] tokens = prompt.stream().mapToInt(Integer::intValue).toArray();
+            logits = staged.step(List.of(new Segment(1, 0, tokens.length)), tokens)[0];
+        }
+        var out = spec.commandLine().getOut();
+        if (json) {
+            ObjectNode o = new ObjectMapper().createObjectNode();
+            ArrayNode a = o.putArray("ids");
+            prompt.forEach(a::add);
+            o.put("stages", stages);
+            ArrayNode l = o.putArray("last_logits");
+            for (float v : logits) {
+                l.add(v);
+            }
+            out.println(o);
+        } else {
+            int best = 0;
+            for (int i = 1; i < logits.length; i++) {
+                if (logits[i] > logits[best]) {
+                    best = i;
+                }
+            }
+            out.printf(Locale.ROOT, "%d logits at position %d over %d stage(s); argmax %d (%.5f)%n", logits.length, prompt.size() - 1, stages, best, logits[best]);
+        }
+        out.flush();
+        return 0;
+    }
+}

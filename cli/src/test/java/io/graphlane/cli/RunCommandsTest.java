@@ -1,0 +1,124 @@
+package io.graphlane.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** {@code run}, {@code logits}, {@code bench pipeline} and {@code trace-html} run in-process on the fixture and the simulated backend. */
+class RunCommandsTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Path FIXTURE = Path.of("..", "checkpoint", "src", "test", "resources", "tiny-llama");
+
+    private record Run(int status, String out, String err) {
+    }
+
+    private static Run cli(String... args) {
+        CommandLine cli = GraphlaneCli.commandLine();
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        cli.setOut(new PrintWriter(out));
+        cli.setErr(new PrintWriter(err));
+        int status = cli.execute(args);
+        return new Run(status, out.toString(), err.toString());
+    }
+
+    private static JsonNode reference() throws Exception {
+        return JSON.readTree(FIXTURE.resolve("reference.json").toFile()).get("prompts");
+    }
+
+    private static String ids(JsonNode array) {
+        List<String> parts = new ArrayList<>();
+        array.forEach(n -> parts.add(n.asText()));
+        return String.join(",", parts);
+    }
+
+    @Test
+    void runJsonGivesTheReferenceGreedyTokensForEveryPrompt(@TempDir Path tmp) throws Exception {
+        JsonNode ref = reference();
+        List<String> args = new ArrayList<>(List.of("run", "--model", FIXTURE.toString(), "--stages", "3", "--max-new-tokens", "16",
+                "--temperature", "0", "--json", "--trace", tmp.resolve("t.json").toString(), "--trace-html", tmp.resolve("t.html").toString()));
+        for (JsonNode p : ref) {
+            args.add("--prompt-ids");
+            args.add(ids(p.get("ids")));
+        }
+        Run run = cli(args.toArray(String[]::new));
+        assertEquals(0, run.status(), run.err());
+        JsonNode out = JSON.readTree(run.out());
+        assertEquals(3, out.get("stages").asInt());
+        assertTrue(out.get("tokens_per_s").asDouble() > 0);
+        for (int i = 0; i < ref.size(); i++) {
+            assertEquals(ref.get(i).get("greedy_16"), out.get("requests").get(i).get("generated_ids"), "prompt " + i);
+            assertEquals(ref.get(i).get("ids"), out.get("requests").get(i).get("prompt_ids"));
+        }
+        // The trace has one track per stage, and the HTML timeline names every stage.
+        String trace = Files.readString(tmp.resolve("t.json"));
+        String html = Files.readString(tmp.resolve("t.html"));
+        for (int s = 0; s < 3; s++) {
+            assertTrue(trace.contains("\"lane stage-" + s + "\""), "trace track of stage " + s);
+            assertTrue(html.contains("stage-" + s), "timeline row of stage " + s);
+        }
+    }
+
+    @Test
+    void logitsMatchTheReferenceAtEveryStageCount() throws Exception {
+        JsonNode p = reference().get(0);
+        for (int stages = 1; stages <= 4; stages++) {
+            Run run = cli("logits", "--model", FIXTURE.toString(), "--ids", ids(p.get("ids")), "--stages", String.valueOf(stages), "--json");
+            assertEquals(0, run.status(), run.err());
+            JsonNode logits = JSON.readTree(run.out()).get("last_logits");
+            JsonNode expected = p.get("last_logits_f32");
+            assertEquals(expected.size(), logits.size());
+            for (int i = 0; i < expected.size(); i++) {
+                assertEquals(expected.get(i).asDouble(), logits.get(i).asDouble(), 1e-4, "logit " + i + " at " + stages + " stages");
+            }
+        }
+    }
+
+    @Test
+    void badOptionsEndWithOneLineAndStatusTwo() {
+        Run badIds = cli("logits", "--model", FIXTURE.toString(), "--ids", "1,x,3");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, badIds.status());
+        assertTrue(badIds.err().contains("'x' is not a non-negative token id"), badIds.err());
+        assertEquals(1, badIds.err().strip().lines().count(), badIds.err());
+        Run tooManyStages = cli("run", "--model", FIXTURE.toString(), "--stages", "9", "--json");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, tooManyStages.status());
+        assertTrue(tooManyStages.err().contains("--stages 9 is more than the model's 4 layers"), tooManyStages.err());
+        Run missing = cli("run", "--model", "/nonexistent/model", "--json");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, missing.status());
+        assertTrue(missing.err().contains("/nonexistent/model"), missing.err());
+    }
+
+    @Test
+    void simulatedPipelineBenchmarkPrintsItsObject() throws Exception {
+        Run run = cli("bench", "pipeline", "--backend", "sim", "--stages", "3", "--microbatches", "8", "--stage-ms", "1", "--runs", "1", "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode o = JSON.readTree(run.out());
+        assertEquals(3, o.get("stages").asInt());
+        assertEquals(8, o.get("microbatches").asInt());
+        assertEquals(10.0, o.get("ideal_ms").asDouble(), 1e-9);
+        // The makespan can never beat the ideal: each stage runs its 8 steps of 1 ms one after another.
+        assertTrue(o.get("makespan_ms").asDouble() >= 10.0, run.out());
+        assertEquals(o.get("ideal_ms").asDouble() / o.get("makespan_ms").asDouble(), o.get("efficiency").asDouble(), 1e-9);
+    }
+
+    @Test
+    void simulatedRunGeneratesTheRequestedTokens() throws Exception {
+        Run run = cli("run", "--backend", "sim", "--stages", "2", "--prompt", "ab", "--prompt-ids", "1,2,3", "--max-new-tokens", "5", "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode requests = JSON.readTree(run.out()).get("requests");
+        assertEquals(2, requests.size());
+        assertEquals(5, requests.get(0).get("generated_ids").size());
+        assertEquals(JSON.readTree("[97,98]"), requests.get(0).get("prompt_ids"));
+    }
+}

@@ -1,0 +1,94 @@
+package io.graphlane.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** {@code graphlane serve} on the fixture model, answered by the JDK's HTTP client: the reference's greedy tokens come back. */
+class ServeCommandTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Path FIXTURE = Path.of("..", "checkpoint", "src", "test", "resources", "tiny-llama");
+    private static ServeCommand.Running server;
+    private static JsonNode reference;
+
+    @BeforeAll
+    static void start() throws Exception {
+        ServeCommand command = new ServeCommand();
+        command.model = FIXTURE;
+        command.stages = 2;
+        command.host = "127.0.0.1";
+        command.port = 0;
+        server = command.start();
+        reference = JSON.readTree(FIXTURE.resolve("reference.json").toFile()).get("prompts");
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        server.close();
+    }
+
+    private static HttpResponse<String> post(String body) throws Exception {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/v1/completions"))
+                .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static List<Integer> ints(JsonNode a) {
+        List<Integer> out = new ArrayList<>();
+        a.forEach(n -> out.add(n.asInt()));
+        return out;
+    }
+
+    @Test
+    void completionsOfEveryReferencePromptAreTheReferenceGreedyTokens() throws Exception {
+        StringBuilder prompts = new StringBuilder("[");
+        for (int i = 0; i < reference.size(); i++) {
+            prompts.append(i == 0 ? "" : ",").append(reference.get(i).get("ids"));
+        }
+        prompts.append("]");
+        HttpResponse<String> r = post("{\"prompt\":" + prompts + ",\"max_tokens\":16,\"temperature\":0}");
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode choices = JSON.readTree(r.body()).get("choices");
+        for (int i = 0; i < reference.size(); i++) {
+            assertEquals(ints(reference.get(i).get("greedy_16")), ints(choices.get(i).get("token_ids")), "prompt " + i);
+        }
+    }
+
+    @Test
+    void streamingDeliversTheSameTokensOneEventEach() throws Exception {
+        JsonNode p = reference.get(reference.size() - 1);
+        HttpResponse<String> r = post("{\"prompt\":" + p.get("ids") + ",\"max_tokens\":16,\"temperature\":0,\"stream\":true}");
+        assertEquals(200, r.statusCode(), r.body());
+        List<Integer> streamed = new ArrayList<>();
+        int events = 0;
+        for (String line : r.body().split("\n")) {
+            if (line.startsWith("data: {")) {
+                events++;
+                streamed.addAll(ints(JSON.readTree(line.substring(6)).get("choices").get(0).get("token_ids")));
+            }
+        }
+        assertEquals(ints(p.get("greedy_16")), streamed);
+        assertEquals(17, events, "16 token events and the final one");
+        assertTrue(r.body().trim().endsWith("data: [DONE]"));
+    }
+
+    @Test
+    void theModelListsItselfAndHealthAnswers() throws Exception {
+        HttpResponse<String> models = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + server.port() + "/v1/models")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals("tiny-llama", JSON.readTree(models.body()).get("data").get(0).get("id").asText());
+    }
+}

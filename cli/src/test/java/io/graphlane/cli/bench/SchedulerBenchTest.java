@@ -1,0 +1,54 @@
+package io.graphlane.cli.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.cli.GraphlaneCli;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class SchedulerBenchTest {
+
+    private static final Pattern JSON = Pattern.compile("\\{\"lanes\":2,\"ops\":3000,"
+            + "\"independent\":\\{\"graphlane_ops_per_s\":[0-9.]+,\"baseline_ops_per_s\":[0-9.]+,\"ratio\":[0-9.]+},"
+            + "\"chain\":\\{\"graphlane_ops_per_s\":[0-9.]+,\"baseline_ops_per_s\":[0-9.]+,\"ratio\":[0-9.]+,"
+            + "\"handoff_p50_us\":-?[0-9.]+,\"handoff_p99_us\":-?[0-9.]+}}");
+
+    @Test
+    void printsTheJsonObjectAndWritesATraceWithLaneTracksAndHandoffArrows(@TempDir Path dir) throws Exception {
+        Path trace = dir.resolve("trace.json");
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cli = GraphlaneCli.commandLine();
+        cli.setOut(new PrintWriter(out));
+        cli.setErr(new PrintWriter(err));
+        int status = cli.execute("bench", "scheduler", "--lanes", "2", "--ops", "3000", "--rounds", "1", "--json",
+                "--trace", trace.toString());
+        assertEquals(0, status, err.toString());
+        String json = out.toString().trim();
+        assertTrue(JSON.matcher(json).matches(), json);
+
+        String t = Files.readString(trace);
+        assertTrue(t.startsWith("{\"displayTimeUnit\":\"ns\",\"traceEvents\":["), t.substring(0, 80));
+        assertTrue(t.contains("\"name\":\"lane lane-0\"") && t.contains("\"name\":\"lane lane-1\""), "one track per lane");
+        assertTrue(t.contains("\"cat\":\"work\",\"ph\":\"X\""), "work slices");
+        assertTrue(t.contains("\"ph\":\"s\"") && t.contains("\"ph\":\"f\",\"bp\":\"e\""), "flow arrows for cross-lane waits");
+        assertTrue(err.toString().contains("trace of the graphlane path written to " + trace), err.toString());
+    }
+
+    @Test
+    void refusesABadOptionWithOneLine() {
+        StringWriter err = new StringWriter();
+        CommandLine cli = GraphlaneCli.commandLine();
+        cli.setErr(new PrintWriter(err));
+        int status = cli.execute("bench", "scheduler", "--lanes", "0");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, status);
+        assertEquals("graphlane: --lanes must be >= 1, got 0", err.toString().trim());
+    }
+}

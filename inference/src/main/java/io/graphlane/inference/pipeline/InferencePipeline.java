@@ -1,0 +1,385 @@
+package io.graphlane.inference.pipeline;
+
+import io.graphlane.actors.lane.LaneGroup;
+import io.graphlane.actors.lane.WorkTracing;
+import io.graphlane.backend.cpu.CpuBackend;
+import io.graphlane.backend.cpu.CpuCompletion;
+import io.graphlane.backend.cpu.CpuExecutor;
+import io.graphlane.backend.cpu.CpuWork;
+import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.trace.TraceRecorder;
+import io.graphlane.inference.api.FinishReason;
+import io.graphlane.inference.api.Generation;
+import io.graphlane.inference.api.GenerationListener;
+import io.graphlane.inference.api.GenerationRefusedException;
+import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.api.TextGenerator;
+import io.graphlane.inference.api.TokenCodec;
+import io.graphlane.inference.demo.DemoModel;
+import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.llama.LlamaStage;
+import io.graphlane.inference.model.CpuModels;
+import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.sampling.Sampler;
+import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.inference.stage.StageSpec;
+import io.graphlane.inference.tokenizer.TextTokenizer;
+import io.graphlane.inference.weights.StageWeightsAssembly;
+import io.graphlane.inference.weights.StageWeightsLoader;
+import io.graphlane.scheduler.pipeline.Pipeline;
+import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
+import io.graphlane.scheduler.pipeline.PipelineRequest;
+import io.graphlane.scheduler.pipeline.PipelineSettings;
+import io.graphlane.scheduler.pipeline.TokenListener;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A Llama-family model served by pipeline-parallel inference inside a JVM: its layers split
+ * into stages, each stage a CPU lane owned by its lane actor, several requests moving through
+ * the stages at once. The embedding API:
+ *
+ * <pre>{@code
+ * try (InferencePipeline model = InferencePipeline.builder().model(dir).stages(2).build()) {
+ *     model.submit(GenerationRequest.greedy(model.tokenizer()..., 16), listener);
+ * }
+ * }</pre>
+ */
+public final class InferencePipeline implements TextGenerator {
+    private static final Logger LOG = LoggerFactory.getLogger(InferencePipeline.class);
+    private static final AtomicInteger INSTANCES = new AtomicInteger();
+
+    private final String name;
+    private final LlamaConfig config;
+    private final Set<Integer> eosTokenIds;
+    private final TextTokenizer tokenizer;
+    private final TokenCodec codec;
+    private final ActorSystem<?> system;
+    private final boolean ownsSystem;
+    private final CpuBackend backend;
+    private final LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes;
+    private final LlamaStageProgram<CpuTensor, CpuWork> program;
+    private final List<LlamaStage<CpuTensor>> stages;
+    private final CpuNeuralOps ops;
+    private final Pipeline<CpuWork, StageSlot<CpuTensor>> pipeline;
+    private volatile boolean closed;
+
+    private InferencePipeline(Builder b, ModelDirectory model) {
+        this.name = b.modelName != null ? b.modelName : model.name();
+        this.config = model.config();
+        this.eosTokenIds = model.eosTokenIds();
+        this.ownsSystem = b.system == null;
+        this.system = b.system != null ? b.system : ActorSystem.create(Behaviors.empty(), "graphlane");
+        this.ops = new CpuNeuralOps();
+        this.tokenizer = model.tokenizer();
+        this.codec = new Codec(tokenizer, eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next());
+        this.backend = new CpuBackend();
+        // Several lanes call OpenBLAS at once: its own idle threads would spin against the lanes' workers.
+        CpuNeuralBackend.setBlasThreads(1);
+        int stageCount = b.stages;
+        StagePlan plan = StagePlan.balanced(config.layerCount(), stageCount);
+        List<LlamaStage<CpuTensor>> loaded = new ArrayList<>();
+        try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
+            StageWeightsLoader<CpuTensor> loader = CpuModels.loader(model, source, ops);
+            for (StageSpec spec : plan.stages()) {
+                // Each stage gets its own ops: they keep scratch space and run on that stage's lane only.
+                loaded.add(new LlamaStage<>(config, loader.load(spec), new CpuNeuralOps()));
+                b.progress.accept(spec);
+            }
+        } catch (RuntimeException e) {
+            loaded.forEach(s -> StageWeightsAssembly.release(s.weights(), ops));
+            closeQuietly();
+            throw e;
+        }
+        this.stages = List.copyOf(loaded);
+        List<String> laneNames = new ArrayList<>();
+        for (int i = 0; i < stageCount; i++) {
+            laneNames.add("stage-" + i);
+        }
+        this.lanes = LaneGroup.builder(system, backend).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
+                .workTracing(b.workTracing).spawn();
+        this.program = new LlamaStageProgram<>(stages, body -> body::run);
+        PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(stageCount);
+        this.pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings,
+                "pipeline-" + INSTANCES.incrementAndGet());
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    @Override
+    public String modelName() {
+        return name;
+    }
+
+    @Override
+    public TokenCodec tokenizer() {
+        return codec;
+    }
+
+    /** The model's configuration. */
+    public LlamaConfig config() {
+        return config;
+    }
+
+    /** The number of pipeline stages. */
+    public int stageCount() {
+        return stages.size();
+    }
+
+    /** The lanes of the stages, in order (their trace tracks are named after them). */
+    public LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes() {
+        return lanes;
+    }
+
+    @Override
+    public int maxSequenceLength() {
+        return config.maxPositions();
+    }
+
+    @Override
+    public Generation submit(GenerationRequest request, GenerationListener listener) {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(listener, "listener");
+        if (closed) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, "model " + name + " is shut down");
+        }
+        int[] prompt = new int[request.promptIds().size()];
+        for (int i = 0; i < prompt.length; i++) {
+            int id = request.promptIds().get(i);
+            if (id < 0 || id >= config.vocabSize()) {
+                throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID,
+                        "prompt token " + i + " is id " + id + ", outside the vocabulary [0, " + config.vocabSize() + ")");
+            }
+            prompt[i] = id;
+        }
+        int total = prompt.length + request.maxNewTokens();
+        if (total > config.maxPositions()) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID, "prompt (" + prompt.length
+                    + " tokens) plus max new tokens (" + request.maxNewTokens() + ") is " + total
+                    + ", more than the model's maximum of " + config.maxPositions() + " positions");
+        }
+        long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
+        Tracked tracked = new Tracked(request.promptIds(), listener);
+        int eos = eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next();
+        long id;
+        try {
+            id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eos, deadline, new Sampler(request.sampling())), tracked);
+        } catch (PipelineOverloadedException e) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
+        }
+        tracked.id = id;
+        return tracked;
+    }
+
+    /** Generates for every request and waits for all: a convenience for batch callers and tests. */
+    public List<GenerationResult> generateAll(List<GenerationRequest> requests, Duration timeout) throws Exception {
+        List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
+        for (GenerationRequest r : requests) {
+            results.add(submit(r, new GenerationListener() { }).result().toCompletableFuture());
+        }
+        CompletableFuture.allOf(results.toArray(CompletableFuture[]::new)).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        List<GenerationResult> out = new ArrayList<>();
+        results.forEach(f -> out.add(f.join()));
+        return out;
+    }
+
+    /** Stops admitting, fails requests in flight, stops the lanes, frees weights and caches; idempotent. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            pipeline.stop(new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, "model " + name + " is shutting down"))
+                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
+            lanes.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            LOG.warn("stopping the pipeline of {} did not finish cleanly: {}", name, e.toString());
+        }
+        program.close();
+        stages.forEach(s -> StageWeightsAssembly.release(s.weights(), ops));
+        closeQuietly();
+    }
+
+    private void closeQuietly() {
+        backend.close();
+        tokenizer.close();
+        if (ownsSystem) {
+            system.terminate();
+        }
+    }
+
+    /** One request seen from the caller: forwards tokens and collects the result. */
+    private static final class Tracked implements TokenListener, Generation {
+        private final List<Integer> prompt;
+        private final GenerationListener listener;
+        private final List<Integer> generated = new ArrayList<>();
+        private final CompletableFuture<GenerationResult> result = new CompletableFuture<>();
+        private volatile long id;
+        private volatile Pipeline<?, ?> owner;
+
+        Tracked(List<Integer> prompt, GenerationListener listener) {
+            this.prompt = prompt;
+            this.listener = listener;
+        }
+
+        @Override
+        public void onToken(int tokenId) {
+            generated.add(tokenId);
+            listener.onToken(tokenId);
+        }
+
+        @Override
+        public void onFinished(StopReason reason) {
+            FinishReason r = reason == StopReason.END_OF_SEQUENCE ? FinishReason.STOP : FinishReason.LENGTH;
+            listener.onFinished(r);
+            result.complete(new GenerationResult(prompt, List.copyOf(generated), r));
+        }
+
+        @Override
+        public void onFailed(Throwable cause) {
+            listener.onFailed(cause);
+            result.completeExceptionally(cause);
+        }
+
+        @Override
+        public String id() {
+            return Long.toString(id);
+        }
+
+        @Override
+        public void cancel() {
+            Pipeline<?, ?> p = owner;
+            if (p != null) {
+                p.cancel(id);
+            }
+        }
+
+        @Override
+        public CompletionStage<GenerationResult> result() {
+            return result;
+        }
+    }
+
+    /** The tokenizer as the generation API sees it. */
+    private record Codec(TextTokenizer tokenizer, int eos) implements TokenCodec {
+        @Override
+        public int[] encode(String text) {
+            return tokenizer.encode(text);
+        }
+
+        @Override
+        public String decode(List<Integer> ids) {
+            int[] a = new int[ids.size()];
+            for (int i = 0; i < a.length; i++) {
+                a[i] = ids.get(i);
+            }
+            return tokenizer.decode(a);
+        }
+
+        @Override
+        public int eosTokenId() {
+            return eos;
+        }
+    }
+
+    /** What {@link #build()} needs. */
+    public static final class Builder {
+        private Path model;
+        private String modelName;
+        private int stages = 1;
+        private ActorSystem<?> system;
+        private PipelineSettings settings;
+        private TraceRecorder trace = TraceRecorder.DISABLED;
+        private WorkTracing<CpuWork> workTracing = WorkTracing.none();
+        private Consumer<StageSpec> progress = s -> { };
+
+        /** A Hugging Face model directory (config.json, tokenizer.json, safetensors). */
+        public Builder model(Path dir) {
+            this.model = dir;
+            return this;
+        }
+
+        /** The built-in demo model (written to its cache directory on first use). */
+        public Builder demoModel() {
+            this.model = null;
+            this.modelName = "graphlane-demo";
+            return this;
+        }
+
+        /** The number of pipeline stages (default 1). */
+        public Builder stages(int count) {
+            this.stages = count;
+            return this;
+        }
+
+        /** Runs in an existing actor system instead of creating one. */
+        public Builder actorSystem(ActorSystem<?> existing) {
+            this.system = existing;
+            return this;
+        }
+
+        /** Bounds of the pipeline engine (default {@link PipelineSettings#defaults}). */
+        public Builder settings(PipelineSettings pipelineSettings) {
+            this.settings = pipelineSettings;
+            return this;
+        }
+
+        /** Records the lanes' events into {@code recorder}. */
+        public Builder trace(TraceRecorder recorder) {
+            this.trace = Objects.requireNonNull(recorder, "recorder");
+            return this;
+        }
+
+        /** How stage work is instrumented so the trace shows when it really started on its lane. */
+        public Builder workTracing(WorkTracing<CpuWork> tracing) {
+            this.workTracing = Objects.requireNonNull(tracing, "tracing");
+            return this;
+        }
+
+        /** Called once each stage's weights are loaded. */
+        public Builder onStageLoaded(Consumer<StageSpec> listener) {
+            this.progress = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        /**
+         * Loads the model and starts the stages.
+         *
+         * @throws GraphlaneException naming the file, field or option at fault
+         */
+        public InferencePipeline build() {
+            if (stages < 1) {
+                throw new GraphlaneException("--stages must be >= 1, got " + stages);
+            }
+            Path dir = model != null ? model : DemoModel.ensure();
+            ModelDirectory md = ModelDirectory.open(dir);
+            if (stages > md.config().layerCount()) {
+                throw new GraphlaneException("--stages " + stages + " is more than the model's " + md.config().layerCount()
+                        + " layers (num_hidden_layers in " + dir.resolve("config.json") + ")");
+            }
+            return new InferencePipeline(this, md);
+        }
+    }
+}

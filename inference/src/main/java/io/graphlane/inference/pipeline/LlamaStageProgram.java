@@ -1,0 +1,132 @@
+package io.graphlane.inference.pipeline;
+
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.llama.LlamaStage;
+import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.llama.StageInput;
+import io.graphlane.inference.llama.StageOutput;
+import io.graphlane.inference.sampling.Sampler;
+import io.graphlane.scheduler.pipeline.MicroBatch;
+import io.graphlane.scheduler.pipeline.StageProgram;
+import io.graphlane.scheduler.pipeline.StageStep;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Function;
+
+/**
+ * The Llama family as a {@link StageProgram}: stage k's work runs {@link LlamaStage#forward} of
+ * stage k on its lane, reading the activation stage k−1 left in its slot; the last stage also
+ * samples each request's next token with the request's {@link Sampler}. Everything that touches
+ * a stage (its forward, its KV caches) runs on that stage's lane: the caches of ended requests
+ * are dropped by the next work on the lane, or when the program is closed.
+ *
+ * @param <T> the backend tensor
+ * @param <W> backend-native work
+ */
+public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<T>>, AutoCloseable {
+    private final List<LlamaStage<T>> stages;
+    private final Function<Runnable, W> asWork;
+    private final List<Queue<Long>> ended = new ArrayList<>();
+
+    /**
+     * A program over {@code stages} (in pipeline order, stage k run only by lane k's work);
+     * {@code asWork} turns a body into the backend's work item (on the CPU, a {@code CpuWork}).
+     */
+    public LlamaStageProgram(List<LlamaStage<T>> stages, Function<Runnable, W> asWork) {
+        if (stages.isEmpty()) {
+            throw new IllegalArgumentException("a pipeline needs at least one stage");
+        }
+        this.stages = List.copyOf(stages);
+        this.asWork = asWork;
+        for (int i = 0; i < stages.size(); i++) {
+            ended.add(new ConcurrentLinkedQueue<>());
+        }
+    }
+
+    @Override
+    public int stageCount() {
+        return stages.size();
+    }
+
+    @Override
+    public StageStep<W, StageSlot<T>> plan(int stage, MicroBatch batch, StageSlot<T> input) {
+        LlamaStage<T> llama = stages.get(stage);
+        List<Segment> segments = new ArrayList<>(batch.entries().size());
+        for (MicroBatch.Entry e : batch.entries()) {
+            segments.add(new Segment(e.requestId(), e.startPosition(), e.tokens().length));
+        }
+        StageSlot<T> out = new StageSlot<>(llama.ops());
+        boolean last = stage == stages.size() - 1;
+        Runnable body = () -> {
+            dropEndedRequests(stage);
+            StageInput<T> in = stage == 0
+                    ? new StageInput.Tokens<>(segments, concatTokens(batch))
+                    : new StageInput.Hidden<>(segments, input.output().tensor());
+            StageOutput<T> produced = llama.forward(in);
+            out.fill(produced);
+            if (last) {
+                out.sampled(sample(llama.ops(), produced.tensor(), batch));
+            }
+        };
+        return new StageStep<>(asWork.apply(body), out);
+    }
+
+    @Override
+    public int[] sampledTokens(MicroBatch batch, StageSlot<T> lastOutput) {
+        return lastOutput.sampled();
+    }
+
+    @Override
+    public void release(StageSlot<T> output) {
+        output.release();
+    }
+
+    @Override
+    public void forget(long requestId) {
+        for (Queue<Long> q : ended) {
+            q.add(requestId);
+        }
+    }
+
+    /** Frees every stage's KV caches; call once no work runs on the stage lanes any more. */
+    @Override
+    public void close() {
+        for (int s = 0; s < stages.size(); s++) {
+            dropEndedRequests(s);
+            stages.get(s).close();
+        }
+    }
+
+    private void dropEndedRequests(int stage) {
+        Queue<Long> q = ended.get(stage);
+        for (Long id = q.poll(); id != null; id = q.poll()) {
+            stages.get(stage).endRequest(id);
+        }
+    }
+
+    private static int[] concatTokens(MicroBatch batch) {
+        int[] all = new int[batch.positionCount()];
+        int at = 0;
+        for (MicroBatch.Entry e : batch.entries()) {
+            System.arraycopy(e.tokens(), 0, all, at, e.tokens().length);
+            at += e.tokens().length;
+        }
+        return all;
+    }
+
+    private static <T> int[] sample(NeuralOps<T> ops, T logits, MicroBatch batch) {
+        int rows = ops.rows(logits);
+        int vocab = ops.cols(logits);
+        float[] all = new float[rows * vocab];
+        ops.toHost(logits, all);
+        int[] tokens = new int[rows];
+        float[] row = new float[vocab];
+        for (int i = 0; i < rows; i++) {
+            System.arraycopy(all, i * vocab, row, 0, vocab);
+            tokens[i] = ((Sampler) batch.entries().get(i).sampling()).sample(row);
+        }
+        return tokens;
+    }
+}

@@ -1,0 +1,123 @@
+package io.graphlane.inference.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.inference.api.FinishReason;
+import io.graphlane.inference.api.GenerationListener;
+import io.graphlane.inference.api.GenerationRefusedException;
+import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.model.Fixture;
+import io.graphlane.inference.sampling.SamplingParams;
+import io.graphlane.scheduler.pipeline.PipelineSettings;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The pipelined model against the fixture's independent reference: whatever the split into
+ * stages and however many requests are in flight, not a single greedy token changes.
+ */
+class InferencePipelineTest {
+    private static final ActorTestKit TESTKIT = ActorTestKit.create();
+
+    @AfterAll
+    static void shutdown() {
+        TESTKIT.shutdownTestKit();
+    }
+
+    private static List<Integer> list(int[] a) {
+        List<Integer> l = new ArrayList<>();
+        for (int v : a) {
+            l.add(v);
+        }
+        return l;
+    }
+
+    @ParameterizedTest(name = "{0} stages, layout ''{1}''")
+    @CsvSource({"1,''", "2,''", "3,''", "4,''", "2,sharded", "3,sharded"})
+    void allPromptsInFlightAtOnceGiveTheReferenceGreedyTokens(int stages, String layout) throws Exception {
+        List<Fixture.Prompt> prompts = Fixture.prompts();
+        try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir(layout)).stages(stages)
+                .actorSystem(TESTKIT.system()).build()) {
+            List<GenerationRequest> requests = new ArrayList<>();
+            for (Fixture.Prompt p : prompts) {
+                requests.add(GenerationRequest.greedy(list(p.ids()), 16));
+            }
+            List<GenerationResult> results = model.generateAll(requests, Duration.ofSeconds(60));
+            for (int i = 0; i < prompts.size(); i++) {
+                assertEquals(list(prompts.get(i).greedy16()), results.get(i).generatedIds(), "prompt " + i + " at " + stages + " stages");
+                assertEquals(FinishReason.LENGTH, results.get(i).finishReason());
+            }
+        }
+    }
+
+    @Test
+    void tokensStreamInOrderAndMatchTheResult() throws Exception {
+        Fixture.Prompt p = Fixture.prompts().get(0);
+        try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(2).actorSystem(TESTKIT.system()).build()) {
+            List<Integer> streamed = new CopyOnWriteArrayList<>();
+            GenerationResult r = model.submit(GenerationRequest.greedy(list(p.ids()), 16), new GenerationListener() {
+                @Override
+                public void onToken(int tokenId) {
+                    streamed.add(tokenId);
+                }
+            }).result().toCompletableFuture().get();
+            assertEquals(r.generatedIds(), streamed);
+        }
+    }
+
+    @Test
+    void seededSamplingIsReproducibleAcrossStageSplits() throws Exception {
+        Fixture.Prompt p = Fixture.prompts().get(1);
+        GenerationRequest sampled = new GenerationRequest(list(p.ids()), 12, new SamplingParams(0.8, 0.9, 42), Optional.empty());
+        List<Integer> one;
+        try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(1).actorSystem(TESTKIT.system()).build()) {
+            one = model.generateAll(List.of(sampled), Duration.ofSeconds(60)).get(0).generatedIds();
+        }
+        try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(3).actorSystem(TESTKIT.system()).build()) {
+            assertEquals(one, model.generateAll(List.of(sampled), Duration.ofSeconds(60)).get(0).generatedIds());
+        }
+    }
+
+    @Test
+    void invalidAndExcessRequestsAreRefusedAtOnce() throws Exception {
+        try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(2)
+                .settings(PipelineSettings.defaults(2).withRequestLimits(1, 1)).actorSystem(TESTKIT.system()).build()) {
+            GenerationRefusedException outside = assertThrows(GenerationRefusedException.class,
+                    () -> model.submit(GenerationRequest.greedy(List.of(1, 99999), 4), new GenerationListener() { }));
+            assertEquals(GenerationRefusedException.Reason.INVALID, outside.reason());
+            assertTrue(outside.getMessage().contains("99999"), outside.getMessage());
+            GenerationRefusedException tooLong = assertThrows(GenerationRefusedException.class,
+                    () -> model.submit(GenerationRequest.greedy(List.of(1), model.maxSequenceLength()), new GenerationListener() { }));
+            assertEquals(GenerationRefusedException.Reason.INVALID, tooLong.reason());
+            // One active and one queued fit; the third is refused as overload.
+            model.submit(GenerationRequest.greedy(List.of(1, 2), 8), new GenerationListener() { });
+            model.submit(GenerationRequest.greedy(List.of(3, 4), 8), new GenerationListener() { });
+            GenerationRefusedException full = assertThrows(GenerationRefusedException.class,
+                    () -> model.submit(GenerationRequest.greedy(List.of(5), 8), new GenerationListener() { }));
+            assertEquals(GenerationRefusedException.Reason.OVERLOADED, full.reason());
+        }
+    }
+
+    @Test
+    void closingFailsRequestsStillInFlight() throws Exception {
+        InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(2).actorSystem(TESTKIT.system()).build();
+        var generation = model.submit(GenerationRequest.greedy(List.of(1, 2, 3), 200), new GenerationListener() { });
+        model.close();
+        var e = assertThrows(java.util.concurrent.ExecutionException.class, () -> generation.result().toCompletableFuture().get());
+        assertInstanceOf(GenerationRefusedException.class, e.getCause());
+        assertArrayEquals(new int[0], new int[0]);
+    }
+}

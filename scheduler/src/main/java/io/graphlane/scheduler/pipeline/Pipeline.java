@@ -1,0 +1,83 @@
+package io.graphlane.scheduler.pipeline;
+
+import io.graphlane.actors.lane.LaneRegistry;
+import io.graphlane.core.graph.LaneId;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+
+/**
+ * A running pipeline engine seen from outside the actor system: thread-safe admission
+ * ({@link #submit} refuses at once beyond the settings' bounds, never queues without bound)
+ * and cancellation. Tokens go to each request's {@link TokenListener}.
+ */
+public final class Pipeline<W, A> {
+    private final ActorSystem<?> system;
+    private final ActorRef<PipelineEngine.Command> engine;
+    private final LaneRegistry registry;
+    private final PipelineSettings settings;
+    private final AtomicInteger held = new AtomicInteger();
+
+    private Pipeline(ActorSystem<?> system, LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
+                     PipelineSettings settings, String name) {
+        this.system = system;
+        this.registry = registry;
+        this.settings = settings;
+        this.engine = system.systemActorOf(PipelineEngine.create(registry, stageLanes, program, settings, held), name, Props.empty());
+    }
+
+    /**
+     * Starts an engine in {@code system} over the stage lanes {@code stageLanes} (stage k on lane k,
+     * found in {@code registry}). {@code name} must be unique in the system.
+     */
+    public static <W, A> Pipeline<W, A> start(ActorSystem<?> system, LaneRegistry registry, List<LaneId> stageLanes,
+                                              StageProgram<W, A> program, PipelineSettings settings, String name) {
+        Objects.requireNonNull(program, "program");
+        return new Pipeline<>(system, registry, stageLanes, program, settings, name);
+    }
+
+    /**
+     * Admits {@code request}; its tokens go to {@code listener}. Returns the request id.
+     *
+     * @throws PipelineOverloadedException at once if active plus queued requests are at their bounds
+     */
+    public long submit(PipelineRequest request, TokenListener listener) {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(listener, "listener");
+        int limit = settings.maxActiveRequests() + settings.maxQueuedRequests();
+        int now = held.incrementAndGet();
+        if (now > limit) {
+            held.decrementAndGet();
+            throw new PipelineOverloadedException(now - 1, settings.maxActiveRequests(), settings.maxQueuedRequests());
+        }
+        long id = registry.newRequestId();
+        engine.tell(new PipelineEngine.Admit(id, request, listener));
+        return id;
+    }
+
+    /** Cancels request {@code id}: it ends with a {@link RequestCancelledException}; unknown or ended ids are ignored. */
+    public void cancel(long id) {
+        engine.tell(new PipelineEngine.Cancel(id));
+    }
+
+    /** Requests held now (active and queued), as admission counts them. */
+    public int heldRequests() {
+        return held.get();
+    }
+
+    /** The engine's counters. */
+    public CompletionStage<PipelineEngine.Stats> stats() {
+        return AskPattern.ask(engine, PipelineEngine.GetStats::new, Duration.ofSeconds(10), system.scheduler());
+    }
+
+    /** Fails every request still held with {@code cause} and stops the engine; the lanes belong to the caller. */
+    public CompletionStage<PipelineEngine.Stopped> stop(Throwable cause) {
+        return AskPattern.ask(engine, replyTo -> new PipelineEngine.Stop(cause, replyTo), Duration.ofSeconds(30), system.scheduler());
+    }
+}

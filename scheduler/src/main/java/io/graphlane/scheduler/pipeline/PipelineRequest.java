@@ -1,0 +1,22 @@
+package io.graphlane.scheduler.pipeline;
+
+import java.util.Objects;
+
+/**
+ * One generation for the engine: the prompt, at most {@code maxNewTokens} tokens to generate,
+ * the token that ends it early ({@code -1} for none), an absolute deadline in
+ * {@link System#nanoTime()} terms ({@link Long#MAX_VALUE} for none), and opaque sampling state
+ * that the stage program reads.
+ */
+public record PipelineRequest(int[] promptIds, int maxNewTokens, int endOfSequenceToken, long deadlineNanos, Object sampling) {
+    public PipelineRequest {
+        Objects.requireNonNull(promptIds, "promptIds");
+        if (promptIds.length == 0) {
+            throw new IllegalArgumentException("the prompt must have at least one token");
+        }
+        if (maxNewTokens < 1) {
+            throw new IllegalArgumentException("max new tokens must be >= 1, got " + maxNewTokens);
+        }
+        promptIds = promptIds.clone();
+    }
+}

@@ -1,0 +1,36 @@
+package io.graphlane.scheduler.pipeline;
+
+/**
+ * What each pipeline stage computes for one micro-batch step, as backend-native work. The
+ * engine plans every stage of a step at once (each stage reading the previous stage's output)
+ * and sends the work to the stage lanes, which order each stage after the one before on the
+ * device side. Implementations keep per-request state (KV caches) per stage; a request has
+ * at most one step in flight, and its steps on one stage run in order (one lane per stage).
+ *
+ * @param <W> backend-native work
+ * @param <A> a stage's output: an activation, or on the last stage the sampled tokens
+ */
+public interface StageProgram<W, A> {
+
+    /** The number of stages. */
+    int stageCount();
+
+    /**
+     * Plans stage {@code stage}'s work for {@code batch}: work that reads {@code input} (the previous
+     * stage's output; null on stage 0) and fills the returned output. Called on the engine's thread;
+     * must not run the work nor wait for anything.
+     */
+    StageStep<W, A> plan(int stage, MicroBatch batch, A input);
+
+    /**
+     * The token sampled for each entry of {@code batch}, in entry order, read from the last stage's
+     * output after that stage's work completed successfully.
+     */
+    int[] sampledTokens(MicroBatch batch, A lastOutput);
+
+    /** Frees an output once no work reads or writes it any more; called exactly once per output. */
+    void release(A output);
+
+    /** Drops the per-request state of {@code requestId} on every stage; called once no work of it is in flight. */
+    void forget(long requestId);
+}

@@ -1,0 +1,14 @@
+/**
+ * The pipeline-parallel engine. A model split into stages runs as a {@link io.graphlane.scheduler.pipeline.StageProgram}
+ * over one lane per stage; the {@link io.graphlane.scheduler.pipeline.PipelineEngine} actor owns each request's
+ * lifecycle (admitted → queued → active → finished | cancelled | deadline-exceeded | failed), forms micro-batches
+ * and sends every stage of a step to the stage lanes at once, chained by completion handles, so stage k+1 orders
+ * after stage k on the device side and several micro-batches occupy different stages at the same time.
+ *
+ * <p>Guarantees: a request's tokens reach its listener in order, followed by exactly one end; admission is bounded
+ * ({@link io.graphlane.scheduler.pipeline.PipelineOverloadedException} beyond it); a stage output is freed exactly once,
+ * after both the work that fills it and the work that reads it have completed; a cancelled request's step in flight
+ * finishes unobserved; deadlines are checked before a step is submitted, never after; a failed step fails the
+ * requests of its micro-batch only.
+ */
+package io.graphlane.scheduler.pipeline;

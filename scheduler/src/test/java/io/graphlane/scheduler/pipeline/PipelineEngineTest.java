@@ -1,0 +1,238 @@
+package io.graphlane.scheduler.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.actors.lane.LaneGroup;
+import io.graphlane.core.completion.PoisonedPreconditionException;
+import io.graphlane.testkit.sim.SimBackend;
+import io.graphlane.testkit.sim.SimCompletion;
+import io.graphlane.testkit.sim.SimExecutor;
+import io.graphlane.testkit.sim.SimWork;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class PipelineEngineTest {
+    private static final ActorTestKit TESTKIT = ActorTestKit.create();
+    private static final AtomicInteger NAMES = new AtomicInteger();
+
+    private SimBackend backend;
+    private LaneGroup<SimExecutor, SimCompletion, SimWork> lanes;
+    private ScriptedProgram program;
+
+    @BeforeEach
+    void start() {
+        backend = SimBackend.create();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (lanes != null) {
+            lanes.stop().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        }
+        backend.close();
+    }
+
+    @AfterAll
+    static void shutdown() {
+        TESTKIT.shutdownTestKit();
+    }
+
+    private Pipeline<SimWork, ScriptedProgram.Slot> pipeline(int stages, PipelineSettings settings) {
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < stages; i++) {
+            names.add("stage-" + i);
+        }
+        lanes = LaneGroup.builder(TESTKIT.system(), backend).lanes(names.toArray(String[]::new)).spawn();
+        program = new ScriptedProgram(stages);
+        return Pipeline.start(TESTKIT.system(), lanes.registry(), lanes.laneIds(), program, settings, "engine-" + NAMES.incrementAndGet());
+    }
+
+    private static PipelineRequest request(int[] prompt, int maxNew) {
+        return new PipelineRequest(prompt, maxNew, -1, Long.MAX_VALUE, null);
+    }
+
+    @Test
+    void everyRequestGetsItsTokensInOrderThroughEveryStage() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(3, PipelineSettings.defaults(3));
+        List<RecordingListener> listeners = new ArrayList<>();
+        List<int[]> prompts = new ArrayList<>();
+        for (int r = 0; r < 6; r++) {
+            int[] prompt = {r + 1, r + 2};
+            prompts.add(prompt);
+            RecordingListener l = new RecordingListener();
+            listeners.add(l);
+            p.submit(request(prompt, 5), l);
+        }
+        for (int r = 0; r < 6; r++) {
+            assertEquals(TokenListener.StopReason.LENGTH, listeners.get(r).ended.get(30, TimeUnit.SECONDS));
+            assertEquals(ScriptedProgram.expected(prompts.get(r), 5), listeners.get(r).tokens);
+            assertEquals(1, listeners.get(r).ends.get());
+        }
+        // Each step ran stage 0, 1, 2 in that order.
+        List<String> ran = new ArrayList<>(program.ran);
+        for (String entry : ran) {
+            int stage = Integer.parseInt(entry.split("/")[0]);
+            String batch = entry.split("/")[1];
+            for (int earlier = 0; earlier < stage; earlier++) {
+                assertTrue(ran.indexOf(earlier + "/" + batch) < ran.indexOf(entry), "stage " + earlier + " before " + entry + ": " + ran);
+            }
+        }
+        assertEquals(0, p.heldRequests());
+        awaitAllOutputsReleasedOnce();
+        assertEquals(6, program.forgotten.size());
+    }
+
+    @Test
+    void differentMicroBatchesOccupyDifferentStagesAtTheSameTime() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2).withMaxBatchSize(1));
+        List<Long> firstBatch = new ArrayList<>();
+        // Stage 1 of the first micro-batch holds until released.
+        program.override = (stage, batch) -> {
+            synchronized (firstBatch) {
+                if (firstBatch.isEmpty()) {
+                    firstBatch.add(batch.id());
+                }
+                return stage == 1 && batch.id() == firstBatch.get(0) ? SimWork.held("first-at-stage-1") : null;
+            }
+        };
+        RecordingListener a = new RecordingListener();
+        RecordingListener b = new RecordingListener();
+        p.submit(request(new int[] {1}, 1), a);
+        p.submit(request(new int[] {2}, 1), b);
+        backend.whenStarted("first-at-stage-1").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        // While the first micro-batch occupies stage 1, the second one passes stage 0.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (program.ran.stream().noneMatch(s -> s.startsWith("0/")) && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertTrue(program.ran.stream().anyMatch(s -> s.startsWith("0/")), "stage 0 ran another micro-batch while stage 1 held the first");
+        assertFalse(a.ended.isDone());
+        backend.release("first-at-stage-1");
+        a.ended.get(30, TimeUnit.SECONDS);
+        b.ended.get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void aFailingStageFailsOnlyTheRequestsOfItsMicroBatch() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(3, PipelineSettings.defaults(3).withMaxBatchSize(1));
+        RuntimeException boom = new RuntimeException("stage 1 exploded");
+        RecordingListener bad = new RecordingListener();
+        RecordingListener good = new RecordingListener();
+        List<Long> badBatch = new java.util.concurrent.CopyOnWriteArrayList<>();
+        program.override = (stage, batch) -> {
+            if (stage == 1 && batch.entries().get(0).tokens()[0] == 666) {
+                badBatch.add(batch.id());
+                return SimWork.failing(boom);
+            }
+            return null;
+        };
+        p.submit(request(new int[] {666}, 3), bad);
+        p.submit(request(new int[] {5}, 3), good);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> bad.ended.get(30, TimeUnit.SECONDS));
+        // The last stage never ran on bad input: it was poisoned by stage 1, and the cause names the root.
+        PoisonedPreconditionException poisoned = assertInstanceOf(PoisonedPreconditionException.class, e.getCause());
+        assertEquals(boom, poisoned.rootCause());
+        assertTrue(poisoned.getMessage().contains("did not run because"), poisoned.getMessage());
+        assertFalse(program.ran.contains("2/" + badBatch.get(0)), "the last stage never ran on the failed stage's output");
+        assertEquals(TokenListener.StopReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(ScriptedProgram.expected(new int[] {5}, 3), good.tokens);
+        awaitAllOutputsReleasedOnce();
+    }
+
+    @Test
+    void cancellingWhileAStepIsInFlightEndsTheRequestAndPublishesNothingMore() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
+        program.override = (stage, batch) -> stage == 0 ? SimWork.held("step") : null;
+        RecordingListener l = new RecordingListener();
+        long id = p.submit(request(new int[] {9}, 4), l);
+        backend.whenStarted("step").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        p.cancel(id);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> l.ended.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(RequestCancelledException.class, e.getCause());
+        // The held work still owns its outputs: nothing is freed before its exact completion.
+        assertTrue(program.outputs.stream().allMatch(o -> o.releases.get() == 0), "no output released while its work runs");
+        program.override = (stage, batch) -> null;
+        backend.release("step");
+        awaitAllOutputsReleasedOnce();
+        assertEquals(List.of(), l.tokens);
+        assertEquals(1, l.ends.get());
+        awaitHeld(p, 0);
+    }
+
+    @Test
+    void aRequestPastItsDeadlineIsNeverSubmitted() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
+        RecordingListener l = new RecordingListener();
+        p.submit(new PipelineRequest(new int[] {3}, 4, -1, System.nanoTime() - 1, null), l);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> l.ended.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(RequestDeadlineExceededException.class, e.getCause());
+        assertTrue(program.outputs.isEmpty(), "nothing was planned for an expired request");
+    }
+
+    @Test
+    void theEndOfSequenceTokenStopsARequest() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1));
+        RecordingListener l = new RecordingListener();
+        int[] prompt = {4};
+        int eos = ScriptedProgram.expected(prompt, 2).get(1);
+        p.submit(new PipelineRequest(prompt, 10, eos, Long.MAX_VALUE, null), l);
+        assertEquals(TokenListener.StopReason.END_OF_SEQUENCE, l.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(ScriptedProgram.expected(prompt, 2), l.tokens);
+    }
+
+    @Test
+    void admissionBeyondActivePlusQueuedIsRefusedAtOnce() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1).withRequestLimits(1, 1));
+        program.override = (stage, batch) -> SimWork.held("only");
+        RecordingListener first = new RecordingListener();
+        RecordingListener second = new RecordingListener();
+        p.submit(request(new int[] {1}, 1), first);
+        p.submit(request(new int[] {2}, 1), second);
+        PipelineOverloadedException e = assertThrows(PipelineOverloadedException.class,
+                () -> p.submit(request(new int[] {3}, 1), new RecordingListener()));
+        assertTrue(e.getMessage().contains("max-active-requests 1"), e.getMessage());
+        program.override = (stage, batch) -> null;
+        backend.whenStarted("only").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        backend.release("only");
+        first.ended.get(30, TimeUnit.SECONDS);
+        second.ended.get(30, TimeUnit.SECONDS);
+        awaitHeld(p, 0);
+        RecordingListener third = new RecordingListener();
+        p.submit(request(new int[] {3}, 1), third);
+        third.ended.get(30, TimeUnit.SECONDS);
+    }
+
+    private void awaitAllOutputsReleasedOnce() throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline) {
+            if (program.outputs.stream().allMatch(o -> o.releases.get() >= 1)) {
+                break;
+            }
+            Thread.onSpinWait();
+        }
+        for (ScriptedProgram.Slot o : program.outputs) {
+            assertEquals(1, o.releases.get(), "output of stage " + o.stage + " of batch " + o.batch + " released exactly once");
+        }
+    }
+
+    private static void awaitHeld(Pipeline<?, ?> p, int expected) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (p.heldRequests() != expected && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertEquals(expected, p.heldRequests());
+    }
+}

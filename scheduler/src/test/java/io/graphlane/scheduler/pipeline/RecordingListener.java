@@ -1,0 +1,33 @@
+package io.graphlane.scheduler.pipeline;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** Collects one request's tokens and its single end. */
+final class RecordingListener implements TokenListener {
+    final List<Integer> tokens = new CopyOnWriteArrayList<>();
+    final CompletableFuture<StopReason> ended = new CompletableFuture<>();
+    final AtomicInteger ends = new AtomicInteger();
+
+    @Override
+    public void onToken(int tokenId) {
+        if (ended.isDone()) {
+            throw new AssertionError("token " + tokenId + " after the request ended");
+        }
+        tokens.add(tokenId);
+    }
+
+    @Override
+    public void onFinished(StopReason reason) {
+        ends.incrementAndGet();
+        ended.complete(reason);
+    }
+
+    @Override
+    public void onFailed(Throwable cause) {
+        ends.incrementAndGet();
+        ended.completeExceptionally(cause);
+    }
+}

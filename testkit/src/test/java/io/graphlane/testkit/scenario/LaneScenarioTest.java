@@ -1,0 +1,75 @@
+package io.graphlane.testkit.scenario;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.core.completion.Outcome;
+import io.graphlane.core.completion.PoisonedPreconditionException;
+import io.graphlane.core.graph.GraphNode;
+import io.graphlane.core.graph.LaneGraph;
+import io.graphlane.core.graph.LaneId;
+import io.graphlane.testkit.sim.SimBackend;
+import io.graphlane.testkit.sim.SimWork;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+class LaneScenarioTest {
+    private static final ActorTestKit KIT = ActorTestKit.create();
+
+    @AfterAll
+    static void shutdown() {
+        KIT.shutdownTestKit();
+    }
+
+    @Test
+    void crossLaneGraphOnTheSimulatedDeviceFinishesWithACleanLedger() {
+        try (var s = LaneScenario.onSim(KIT, SimBackend.builder().seed(7), "a", "b")) {
+            var weights = s.retained("weights");
+            LaneGraph<SimWork> graph = s.graph()
+                    .node(new GraphNode<>("load", LaneId.of("a"), SimWork.lasting(Duration.ofMillis(2)), List.of(), List.of(weights)))
+                    .node("use", "b", SimWork.lasting(Duration.ofMillis(1)), "load")
+                    .node("after", "a", SimWork.NOOP, "use")
+                    .build();
+            Map<String, Outcome> outcomes = s.submit(graph).awaitOutcomes();
+            assertEquals(Map.of("load", Outcome.SUCCESS, "use", Outcome.SUCCESS, "after", Outcome.SUCCESS), outcomes);
+            s.assertClean();
+            assertEquals(1, weights.releaseCount());
+        }
+    }
+
+    @Test
+    void heldProducerThatFailsPoisonsItsConsumerAndTheLedgerStaysClean() {
+        try (var s = LaneScenario.onSim(KIT, SimBackend.builder(), "a", "b")) {
+            var buffer = s.retained("activation");
+            LaneGraph<SimWork> graph = s.graph()
+                    .node("produce", "a", SimWork.held("produce"))
+                    .node(new GraphNode<>("consume", LaneId.of("b"), SimWork.NOOP, List.of("produce"), List.of(buffer)))
+                    .build();
+            LaneScenario.Submission run = s.submit(graph);
+            SimBackend sim = (SimBackend) s.backend();
+            sim.whenStarted("produce").toCompletableFuture().join();
+            sim.fail("produce", new IllegalStateException("device fault"));
+            Map<String, Outcome> outcomes = run.awaitOutcomes();
+            Outcome.Failed consumed = assertInstanceOf(Outcome.Failed.class, outcomes.get("consume"));
+            PoisonedPreconditionException poisoned = assertInstanceOf(PoisonedPreconditionException.class, consumed.cause());
+            assertTrue(poisoned.getMessage().contains("device fault"), poisoned.getMessage());
+            s.assertClean();
+        }
+    }
+
+    @Test
+    void aValueReleasedTwiceMakesTheLedgerAssertionFail() throws Exception {
+        try (var s = LaneScenario.onSim(KIT, SimBackend.builder(), "a")) {
+            var value = s.retained("twice");
+            value.close();
+            value.close();
+            assertThrows(AssertionError.class, s::assertClean);
+        }
+    }
+}
