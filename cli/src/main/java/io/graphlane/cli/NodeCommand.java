@@ -84,8 +84,9 @@ public final class NodeCommand implements Callable<Integer> {
         int stageCount = stages == null ? nodes : stages;
         StagePlacement.stagesOf(0, nodes, stageCount);
         if (model != null) {
-            throw new ClusterConfigException("--model " + model + ": hosting model weights on a cluster node needs the"
-                    + " pipeline inference engine, which this build does not include; run the node without --model");
+            throw new ClusterConfigException("--model " + model + ": a cluster node does not host model weights yet (it"
+                    + " hosts its stage lanes only); serve a model on one machine with 'graphlane serve', or run the node"
+                    + " without --model");
         }
         if (Boolean.TRUE.equals(serve)) {
             throw new ClusterConfigException("--serve needs --model: a node serves the model it hosts");
