@@ -20,6 +20,7 @@ import picocli.CommandLine.Option;
             LogitsCommand.class,
             BenchCommand.class,
             InspectCommand.class,
+            NodeCommand.class,
             TraceHtmlCommand.class,
             CommandLine.HelpCommand.class,
         })

@@ -1,0 +1,46 @@
+package io.graphlane.actors.wire;
+
+import io.graphlane.actors.lane.LaneProtocol;
+import java.util.Arrays;
+import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.serialization.JSerializer;
+
+/**
+ * Stands in for {@link KryoWireSerializer} on a sending node in tests (same identifier): frames like it, but
+ * sends {@code Cancel(-1)} truncated and {@code Cancel(-2)} as a frame naming a class id no node registers.
+ */
+public final class CorruptingWireSerializer extends JSerializer {
+    private final KryoWireSerializer real;
+
+    /** Pekko constructs it from pekko.actor.serializers. */
+    public CorruptingWireSerializer(ExtendedActorSystem system) {
+        this.real = new KryoWireSerializer(system);
+    }
+
+    @Override
+    public int identifier() {
+        return KryoWireSerializer.IDENTIFIER;
+    }
+
+    @Override
+    public boolean includeManifest() {
+        return false;
+    }
+
+    @Override
+    public byte[] toBinary(Object o) {
+        byte[] bytes = real.toBinary(o);
+        if (o instanceof LaneProtocol.Cancel c && c.requestId() == -1) {
+            return Arrays.copyOf(bytes, bytes.length - 1);
+        }
+        if (o instanceof LaneProtocol.Cancel c && c.requestId() == -2) {
+            return new byte[] {(byte) 0xE9, 0x07, 0x01};
+        }
+        return bytes;
+    }
+
+    @Override
+    public Object fromBinaryJava(byte[] bytes, Class<?> manifest) {
+        return real.fromBinaryJava(bytes, manifest);
+    }
+}

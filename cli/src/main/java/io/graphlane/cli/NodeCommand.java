@@ -1,0 +1,126 @@
+package io.graphlane.cli;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.graphlane.backend.cpu.CpuBackend;
+import io.graphlane.cluster.ClusterConfigException;
+import io.graphlane.cluster.ClusterProfile;
+import io.graphlane.cluster.GraphlaneNode;
+import io.graphlane.cluster.LaneStageHosting;
+import io.graphlane.cluster.NodeIdentity;
+import io.graphlane.cluster.NodeSettings;
+import io.graphlane.cluster.StagePlacement;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalInt;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code graphlane node}: runs one cluster member until it is stopped. It joins through its profile, takes its
+ * rank (given, or derived from membership), hosts the lanes of stage i on rank i mod N, registers them with the
+ * Receptionist and reports readiness on Pekko Management ({@code /ready}, {@code /alive}, {@code /cluster/members}).
+ */
+@Command(name = "node",
+        mixinStandardHelpOptions = true,
+        description = "Run one graphlane cluster member (Pekko Cluster, Management and Bootstrap) until stopped.")
+public final class NodeCommand implements Callable<Integer> {
+
+    @Option(names = "--profile", description = "How members find each other: local, static or kubernetes (default: ${DEFAULT-VALUE}).",
+            defaultValue = "local")
+    String profile;
+
+    @Option(names = "--rank", description = "This node's rank in [0, N); derived from membership when absent"
+            + " (required by the local profile, whose ports follow the rank).")
+    Integer rank;
+
+    @Option(names = "--nodes", description = "How many members the complete cluster has (default: ${DEFAULT-VALUE}).",
+            defaultValue = "1")
+    int nodes;
+
+    @Option(names = "--stages", description = "Pipeline stages over the cluster; stage i runs on rank i mod N (default: --nodes).")
+    Integer stages;
+
+    @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory to host and serve.")
+    Path model;
+
+    @Option(names = "--serve", negatable = true, description = "Run the OpenAI-compatible server on this node"
+            + " (default: on for rank 0 when a model is hosted).")
+    Boolean serve;
+
+    @Option(names = "--port", description = "The serving HTTP port (default: ${DEFAULT-VALUE}).", defaultValue = "8000")
+    int port;
+
+    @Option(names = "--seed", paramLabel = "HOST:PORT", description = "A seed node's Artery address (static profile; repeatable).")
+    List<String> seeds = new ArrayList<>();
+
+    @Option(names = "--host", description = "The address to bind and advertise (static and kubernetes profiles; default: ${DEFAULT-VALUE}).",
+            defaultValue = "127.0.0.1")
+    String host;
+
+    @Option(names = "--artery-port", description = "The Artery port (static and kubernetes profiles; default: ${DEFAULT-VALUE}).",
+            defaultValue = "2551")
+    int arteryPort;
+
+    @Option(names = "--management-port", description = "The Management HTTP port (static and kubernetes profiles;"
+            + " default: ${DEFAULT-VALUE}).", defaultValue = "8558")
+    int managementPort;
+
+    @Option(names = "--tls", description = "Run Artery over TLS (graphlane.cluster.profiles.tls; key and trust stores from"
+            + " GRAPHLANE_TLS_* or application.conf).")
+    boolean tls;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws Exception {
+        Config base = ConfigFactory.load();
+        NodeSettings settings = settings(base);
+        int stageCount = stages == null ? nodes : stages;
+        StagePlacement.stagesOf(0, nodes, stageCount);
+        if (model != null) {
+            throw new ClusterConfigException("--model " + model + ": a cluster node does not host model weights yet (it"
+                    + " hosts its stage lanes only); serve a model on one machine with 'graphlane serve', or run the node"
+                    + " without --model");
+        }
+        if (Boolean.TRUE.equals(serve)) {
+            throw new ClusterConfigException("--serve needs --model: a node serves the model it hosts");
+        }
+        GraphlaneNode node = GraphlaneNode.start(settings, base, stageCount, new LaneStageHosting<>(new CpuBackend()));
+        PrintWriter out = spec.commandLine().getOut();
+        out.println("graphlane node: profile " + settings.profile().configName() + ", management http://" + settings.host()
+                + ":" + settings.managementPort() + " (GET /cluster/members, /ready, /alive)");
+        out.flush();
+        node.hosted().whenComplete((NodeIdentity id, Throwable error) -> {
+            if (error == null) {
+                out.println("graphlane node " + id.address() + ": rank " + id.rank() + " of " + id.nodes() + ", stages "
+                        + id.stages() + " of " + stageCount + " up");
+                out.flush();
+            }
+        });
+        node.system().getWhenTerminated().toCompletableFuture().join();
+        return node.readiness().isAlive() ? 0 : 1;
+    }
+
+    private NodeSettings settings(Config base) {
+        ClusterProfile p = ClusterProfile.parse(profile);
+        if (p == ClusterProfile.LOCAL) {
+            if (rank == null) {
+                throw new ClusterConfigException("--rank is required by the local profile: node R listens on ports 2551+R and"
+                        + " 8558+R");
+            }
+            if (rank < 0 || rank >= nodes) {
+                throw new ClusterConfigException("--rank must be in [0, " + nodes + ") for --nodes " + nodes + ", got " + rank);
+            }
+            return NodeSettings.local(base, rank, nodes).withTls(tls);
+        }
+        String bind = p == ClusterProfile.KUBERNETES && System.getenv("POD_IP") != null ? System.getenv("POD_IP") : host;
+        return new NodeSettings(p, nodes, rank == null ? OptionalInt.empty() : OptionalInt.of(rank), bind, arteryPort,
+                managementPort, List.of(), seeds, tls);
+    }
+}

@@ -1,0 +1,208 @@
+package io.graphlane.cluster;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.apache.pekko.cluster.ClusterEvent;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.UniqueAddress;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Subscribe;
+
+/**
+ * The guardian of a graphlane node: waits for membership, takes the node's rank (given, or derived from the
+ * Up members once all {@code nodes} are Up), starts the lanes of the stages that rank hosts, registers each
+ * with the Receptionist under {@link StageKeys#stage}, and flips {@link NodeReadiness} as lanes come up and
+ * weights are bound. A node that cannot take a rank, or whose cluster does not form in time, records a fatal
+ * failure (not ready, not alive) instead of stopping.
+ */
+public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
+
+    /** What the guardian is told. */
+    public sealed interface Command permits MembershipChanged, FormationTimedOut, StagesHosted, HostingFailed, WeightsBound,
+            WeightsFailed {
+    }
+
+    /** A member event of this node's cluster. */
+    record MembershipChanged(ClusterEvent.MemberEvent event) implements Command {
+    }
+
+    /** The formation timeout passed before the node took its rank. */
+    record FormationTimedOut() implements Command {
+    }
+
+    /** The stage lanes are up. */
+    record StagesHosted(NodeIdentity identity, HostedStages stages) implements Command {
+    }
+
+    /** Starting the stage lanes failed. */
+    record HostingFailed(Throwable cause) implements Command {
+    }
+
+    /** The weights of every hosted stage are bound. */
+    record WeightsBound() implements Command {
+    }
+
+    /** Binding the weights failed. */
+    record WeightsFailed(Throwable cause) implements Command {
+    }
+
+    private final int nodes;
+    private final OptionalInt givenRank;
+    private final int stages;
+    private final StageHosting hosting;
+    private final CompletableFuture<NodeIdentity> hosted;
+    private final NodeReadiness readiness;
+    private final Cluster cluster;
+    private final TimerScheduler<Command> timers;
+    /** The Up members as this node's member events tell them (the cluster's state snapshot may lag behind). */
+    private final Map<UniqueAddress, Member> up = new HashMap<>();
+    private boolean rankTaken;
+    private HostedStages running;
+
+    private NodeGuardian(ActorContext<Command> context, TimerScheduler<Command> timers, int nodes, OptionalInt givenRank,
+                         int stages, StageHosting hosting, Duration formationTimeout, CompletableFuture<NodeIdentity> hosted) {
+        super(context);
+        this.timers = timers;
+        this.nodes = nodes;
+        this.givenRank = givenRank;
+        this.stages = stages;
+        this.hosting = hosting;
+        this.hosted = hosted;
+        this.readiness = NodeReadiness.get(context.getSystem());
+        this.cluster = Cluster.get(context.getSystem());
+        cluster.subscriptions().tell(Subscribe.create(
+                context.messageAdapter(ClusterEvent.MemberEvent.class, MembershipChanged::new), ClusterEvent.MemberEvent.class));
+        timers.startSingleTimer(new FormationTimedOut(), formationTimeout);
+    }
+
+    /**
+     * The guardian of a node of {@code nodes} members hosting its share of {@code stages} stages through
+     * {@code hosting}; {@code hosted} completes with the node's identity once its lanes are up and registered.
+     */
+    public static Behavior<Command> create(int nodes, OptionalInt givenRank, int stages, StageHosting hosting,
+                                           Duration formationTimeout, CompletableFuture<NodeIdentity> hosted) {
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers ->
+                new NodeGuardian(ctx, timers, nodes, givenRank, stages, hosting, formationTimeout, hosted)));
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(MembershipChanged.class, this::onMembershipChanged)
+                .onMessage(FormationTimedOut.class, this::onFormationTimedOut)
+                .onMessage(StagesHosted.class, this::onStagesHosted)
+                .onMessage(HostingFailed.class, this::onHostingFailed)
+                .onMessage(WeightsBound.class, this::onWeightsBound)
+                .onMessage(WeightsFailed.class, this::onWeightsFailed)
+                .build();
+    }
+
+    private Behavior<Command> onMembershipChanged(MembershipChanged changed) {
+        Member member = changed.event().member();
+        if (changed.event() instanceof ClusterEvent.MemberUp) {
+            up.put(member.uniqueAddress(), member);
+        } else if (!(changed.event() instanceof ClusterEvent.MemberJoined)
+                && !(changed.event() instanceof ClusterEvent.MemberWeaklyUp)) {
+            up.remove(member.uniqueAddress());
+        }
+        if (rankTaken || !up.containsKey(cluster.selfMember().uniqueAddress())) {
+            return this;
+        }
+        if (givenRank.isPresent()) {
+            takeRank(givenRank.getAsInt());
+        } else if (up.size() >= nodes) {
+            try {
+                takeRank(derivedRank(List.copyOf(up.values())));
+            } catch (ClusterConfigException e) {
+                fail("cannot derive this node's rank", e);
+            }
+        }
+        return this;
+    }
+
+    private int derivedRank(List<Member> up) {
+        List<RankAssignment.Candidate> candidates = new ArrayList<>();
+        for (Member m : up) {
+            candidates.add(new RankAssignment.Candidate(m.address().getHost().orElse(""), m.address().getPort().orElse(0),
+                    claimedRank(m)));
+        }
+        Map<String, Integer> ranks = RankAssignment.assign(candidates, nodes);
+        org.apache.pekko.actor.Address self = cluster.selfMember().address();
+        return ranks.get(self.getHost().orElse("") + ":" + self.getPort().orElse(0));
+    }
+
+    private static OptionalInt claimedRank(Member m) {
+        for (String role : m.getRoles()) {
+            if (role.startsWith(NodeConfig.RANK_ROLE_PREFIX)) {
+                return OptionalInt.of(Integer.parseInt(role.substring(NodeConfig.RANK_ROLE_PREFIX.length())));
+            }
+        }
+        return OptionalInt.empty();
+    }
+
+    private void takeRank(int rank) {
+        rankTaken = true;
+        timers.cancel(new FormationTimedOut());
+        List<Integer> mine = StagePlacement.stagesOf(rank, nodes, stages);
+        NodeIdentity identity = new NodeIdentity(rank, nodes, mine, cluster.selfMember().address().toString());
+        getContext().getLog().info("node {} takes rank {} of {} and hosts stages {} of {}", identity.address(), rank, nodes,
+                mine, stages);
+        getContext().pipeToSelf(hosting.host(getContext().getSystem(), rank, mine),
+                (stagesUp, error) -> error == null ? new StagesHosted(identity, stagesUp) : new HostingFailed(error));
+    }
+
+    private Behavior<Command> onFormationTimedOut(FormationTimedOut timeout) {
+        if (!rankTaken) {
+            fail("the cluster did not form", new ClusterConfigException("node " + cluster.selfMember().address()
+                    + " saw no " + nodes + " members Up before graphlane.cluster.formation-timeout (self is "
+                    + cluster.selfMember().status() + ", members " + cluster.state().getMembers() + ")"));
+        }
+        return this;
+    }
+
+    private Behavior<Command> onStagesHosted(StagesHosted up) {
+        running = up.stages();
+        up.stages().lanes().forEach((stage, lane) ->
+                getContext().getSystem().receptionist().tell(Receptionist.register(StageKeys.stage(stage), lane)));
+        readiness.markLanesUp();
+        hosted.complete(up.identity());
+        getContext().pipeToSelf(up.stages().weightsBound(),
+                (ok, error) -> error == null ? new WeightsBound() : new WeightsFailed(error));
+        return this;
+    }
+
+    private Behavior<Command> onHostingFailed(HostingFailed failed) {
+        fail("starting the stage lanes failed", failed.cause());
+        return this;
+    }
+
+    private Behavior<Command> onWeightsBound(WeightsBound bound) {
+        readiness.markWeightsBound();
+        getContext().getLog().info("node {} is ready: lanes of stages {} up, weights bound", cluster.selfMember().address(),
+                running.lanes().keySet());
+        return this;
+    }
+
+    private Behavior<Command> onWeightsFailed(WeightsFailed failed) {
+        fail("binding the stage weights failed", failed.cause());
+        return this;
+    }
+
+    private void fail(String what, Throwable cause) {
+        getContext().getLog().error("graphlane node {}: {}: {}", cluster.selfMember().address(), what, cause.getMessage(), cause);
+        readiness.markFailed(cause);
+        hosted.completeExceptionally(cause);
+    }
+}

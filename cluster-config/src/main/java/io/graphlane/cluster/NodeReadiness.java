@@ -1,0 +1,76 @@
+package io.graphlane.cluster;
+
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.AbstractExtensionId;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.Extension;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+
+/**
+ * The readiness state of one node (one per actor system), flipped by the node and read by
+ * {@link NodeReadinessCheck} and {@link NodeLivenessCheck}: ready once the node's stage lanes are up and
+ * their weights are bound, alive until a fatal failure is recorded. Thread-safe.
+ */
+public final class NodeReadiness implements Extension {
+    private static final Id ID = new Id();
+
+    private final AtomicBoolean lanesUp = new AtomicBoolean();
+    private final AtomicBoolean weightsBound = new AtomicBoolean();
+    private final AtomicReference<Throwable> fatal = new AtomicReference<>();
+
+    /** The readiness state of {@code system}. */
+    public static NodeReadiness get(ActorSystem system) {
+        return ID.get(system);
+    }
+
+    /** The readiness state of {@code system}. */
+    public static NodeReadiness get(org.apache.pekko.actor.typed.ActorSystem<?> system) {
+        return ID.get(Adapter.toClassic(system));
+    }
+
+    /** Records that every stage lane this node hosts is up and registered. */
+    public void markLanesUp() {
+        lanesUp.set(true);
+    }
+
+    /** Records that the weights of every hosted stage are bound. */
+    public void markWeightsBound() {
+        weightsBound.set(true);
+    }
+
+    /** Records that the node can no longer serve: it turns not ready and not alive, for good. */
+    public void markFailed(Throwable cause) {
+        fatal.compareAndSet(null, cause);
+    }
+
+    /** Whether the node's lanes are up, their weights bound, and no fatal failure was recorded. */
+    public boolean isReady() {
+        return lanesUp.get() && weightsBound.get() && fatal.get() == null;
+    }
+
+    /** Whether no fatal failure was recorded. */
+    public boolean isAlive() {
+        return fatal.get() == null;
+    }
+
+    /** The fatal failure recorded, if any. */
+    public Optional<Throwable> failure() {
+        return Optional.ofNullable(fatal.get());
+    }
+
+    @Override
+    public String toString() {
+        return "NodeReadiness(lanesUp=" + lanesUp.get() + ", weightsBound=" + weightsBound.get() + ", failure="
+                + fatal.get() + ")";
+    }
+
+    private static final class Id extends AbstractExtensionId<NodeReadiness> {
+        @Override
+        public NodeReadiness createExtension(ExtendedActorSystem system) {
+            return new NodeReadiness();
+        }
+    }
+}
