@@ -37,8 +37,9 @@ import picocli.CommandLine.Option;
  * pipeline stages on CPU lanes and generates for every prompt at once, streaming the text.
  */
 @Command(name = "run", mixinStandardHelpOptions = true,
-        description = {"Generate with pipeline-parallel inference: the model's layers split into stages, each stage a lane owned by its actor,",
-            "all prompts in flight at once. Without --model it uses the built-in demo model (random weights: its text is not meaningful)."})
+        description = {"Generate with pipeline-parallel inference, all prompts in flight at once.",
+            "The model's layers split into stages, each stage a lane owned by its actor. Without --model it uses the built-in",
+            "demo model (random weights: its text is not meaningful)."})
 public final class RunCommand implements Callable<Integer> {
     static final List<String> DEFAULT_PROMPTS = List.of(
             "The quick brown fox", "Once upon a time", "Pipelines keep every stage busy", "Hello from the JVM");
