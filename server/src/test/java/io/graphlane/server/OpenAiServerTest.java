@@ -143,9 +143,20 @@ class OpenAiServerTest {
 
     @Test
     void overloadAnswers429() throws Exception {
-        // Capacity is 2 generations: a request for three prompts is refused whole, and nothing keeps running.
-        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":[[5],[6],[7]],\"max_tokens\":2}");
+        // Capacity is 2 generations, held running by a gate: a request for three prompts is refused whole,
+        // and the two it had started are cancelled, freeing their slots.
+        java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+        generator.gate = gate;
+        int cancelledBefore = generator.cancelled.get();
+        HttpResponse<String> r;
+        try {
+            r = post("/v1/completions", "{\"prompt\":[[5],[6],[7]],\"max_tokens\":2}");
+        } finally {
+            generator.gate = null;
+            gate.countDown();
+        }
         assertError(r, 429, null, "too many requests");
+        assertEquals(2, generator.cancelled.get() - cancelledBefore, "the two generations already started were cancelled");
         HttpResponse<String> after = post("/v1/completions", "{\"prompt\":[[5],[6]],\"max_tokens\":2}");
         assertEquals(200, after.statusCode(), after.body());
     }

@@ -30,6 +30,8 @@ final class ScriptedGenerator implements TextGenerator {
     private final AtomicInteger running = new AtomicInteger();
     private final int capacity;
     volatile Throwable failWith;
+    /** While set, generations wait for it before producing tokens (so they hold their slots). */
+    volatile java.util.concurrent.CountDownLatch gate;
     final AtomicInteger cancelled = new AtomicInteger();
 
     ScriptedGenerator(int capacity) {
@@ -114,8 +116,12 @@ final class ScriptedGenerator implements TextGenerator {
                 running.decrementAndGet();
             }
         };
+        java.util.concurrent.CountDownLatch waitFor = gate;
         worker.execute(() -> {
             try {
+                if (waitFor != null) {
+                    waitFor.await();
+                }
                 if (failWith != null) {
                     listener.onFailed(failWith);
                     result.completeExceptionally(failWith);
@@ -131,6 +137,8 @@ final class ScriptedGenerator implements TextGenerator {
                 FinishReason reason = out.get(out.size() - 1) == EOS ? FinishReason.STOP : FinishReason.LENGTH;
                 listener.onFinished(reason);
                 result.complete(new GenerationResult(request.promptIds(), out, reason));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             } finally {
                 releaseSlot.run();
             }

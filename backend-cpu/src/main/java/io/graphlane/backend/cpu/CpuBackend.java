@@ -48,8 +48,9 @@ public final class CpuBackend implements SubmissionBackend<CpuExecutor, CpuCompl
         return root;
     }
 
+    /** {@inheritDoc} Serialized with {@link #shutdown()}, so no executor is forked after shutdown has closed the others. */
     @Override
-    public List<CpuExecutor> forkExecutors(CpuExecutor executor, int count) {
+    public synchronized List<CpuExecutor> forkExecutors(CpuExecutor executor, int count) {
         checkOwned(executor, "forkExecutors");
         if (count < 0) {
             throw new IllegalArgumentException("forkExecutors: count must be >= 0, got " + count);

@@ -98,10 +98,28 @@ public final class CpuExecutor {
                 run(task);
             }
         } catch (InterruptedException e) {
-            LOG.log(System.Logger.Level.WARNING, "worker of lane " + name + " was interrupted; queued work is abandoned");
+            LOG.log(System.Logger.Level.WARNING, "worker of lane " + name + " was interrupted; the lane is closed and its queued work fails");
+            failQueuedAfterInterrupt();
             Thread.currentThread().interrupt();
         } finally {
             stopped.succeed();
+        }
+    }
+
+    /**
+     * The worker is gone, so nothing queued can ever run: close the lane (later calls are refused) and fail
+     * what is queued. None of it started, so failing it (and releasing what it retained) frees nothing in use.
+     */
+    private void failQueuedAfterInterrupt() {
+        List<Task> abandoned = new ArrayList<>();
+        synchronized (submitLock) {
+            closed = true;
+            queue.drainTo(abandoned);
+        }
+        for (Task task : abandoned) {
+            if (task != STOP) {
+                task.completion().fail(new ExecutorClosedException(name, "running " + task.completion().label()));
+            }
         }
     }
 

@@ -1,0 +1,292 @@
+package io.graphlane.backend.gpu.nn;
+
+import io.graphlane.backend.gpu.CudaLibraries;
+import io.graphlane.backend.gpu.CudaLibrary;
+import io.graphlane.backend.gpu.DeviceBuffer;
+import io.graphlane.backend.gpu.GpuBackend;
+import io.graphlane.backend.gpu.GpuStream;
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.ShapeMismatchException;
+import java.util.Objects;
+import jcuda.Pointer;
+import jcuda.driver.CUresult;
+import jcuda.driver.JCudaDriver;
+import jcuda.jcublas.JCublas2;
+import jcuda.jcublas.cublasHandle;
+import jcuda.jcublas.cublasOperation;
+import jcuda.jcublas.cublasStatus;
+import jcuda.runtime.cudaStream_t;
+
+/**
+ * {@link NeuralOps} on one CUDA stream: projections through cuBLAS ({@code cublasSgemm}, one
+ * row {@code cublasSgemv}), every other operation a kernel of {@link KernelSources}. Every
+ * operation only enqueues; {@link #toHost} and {@link #argmax} synchronize the stream before
+ * they return. Freed tensors and per-call scratch (token ids, positions) are released at the
+ * exact completion of the work enqueued before the release, never earlier.
+ */
+public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
+    private static final int BLOCK = KernelSources.BLOCK;
+    /** Shared memory a block may use without opting in: the attention kernel's scores must fit in it. */
+    private static final int DEFAULT_SHARED_LIMIT = 48 * 1024 - BLOCK * Float.BYTES;
+
+    private final GpuStream stream;
+    private final GpuBackend device;
+    private final GpuKernels kernels;
+    private final cublasHandle blas = new cublasHandle();
+
+    /** Ops on {@code stream} with kernels compiled for its device; needs libcublas.so.12. */
+    public GpuNeuralOps(GpuStream stream, GpuKernels kernels) {
+        this.stream = Objects.requireNonNull(stream, "stream");
+        this.device = stream.backend();
+        this.kernels = Objects.requireNonNull(kernels, "kernels");
+        if (kernels.device() != device) {
+            throw new IllegalArgumentException("kernels of " + kernels.device().deviceName() + " cannot run on " + stream.name());
+        }
+        CudaLibraries.require(CudaLibrary.CUBLAS);
+        device.makeCurrent();
+        checkBlas(JCublas2.cublasCreate(blas), "cublasCreate");
+        checkBlas(JCublas2.cublasSetStream(blas, new cudaStream_t(stream.cuStream())), "cublasSetStream");
+    }
+
+    @Override
+    public GpuMatrix allocate(int rows, int cols) {
+        GpuMatrix m = newMatrix(rows, cols);
+        check(JCudaDriver.cuMemsetD32Async(m.pointer(), 0, m.elements(), stream.cuStream()), "cuMemsetD32Async");
+        return m;
+    }
+
+    @Override
+    public GpuMatrix fromHost(float[] data, int rows, int cols) {
+        Objects.requireNonNull(data, "data");
+        if ((long) rows * cols != data.length) {
+            throw new ShapeMismatchException("fromHost", "data", rows * (long) cols + " floats (" + rows + " x " + cols + ")",
+                    data.length + " floats");
+        }
+        GpuMatrix m = newMatrix(rows, cols);
+        // A synchronous copy from pageable memory: complete when it returns, and the fresh buffer has no earlier readers.
+        check(JCudaDriver.cuMemcpyHtoD(m.pointer(), Pointer.to(data), (long) data.length * Float.BYTES), "cuMemcpyHtoD");
+        return m;
+    }
+
+    @Override
+    public void toHost(GpuMatrix tensor, float[] out) {
+        if (out.length != tensor.elements()) {
+            throw new ShapeMismatchException("toHost", "out", tensor.elements() + " floats for " + tensor, out.length + " floats");
+        }
+        device.makeCurrent();
+        stream.synchronize();
+        check(JCudaDriver.cuMemcpyDtoH(Pointer.to(out), tensor.pointer(), (long) out.length * Float.BYTES), "cuMemcpyDtoH");
+    }
+
+    @Override
+    public int rows(GpuMatrix tensor) {
+        return tensor.rows();
+    }
+
+    @Override
+    public int cols(GpuMatrix tensor) {
+        return tensor.cols();
+    }
+
+    @Override
+    public GpuMatrix rowSlice(GpuMatrix tensor, int fromRow, int toRow) {
+        return tensor.rowSlice(fromRow, toRow);
+    }
+
+    @Override
+    public void release(GpuMatrix tensor) {
+        if (tensor.isView()) {
+            throw new IllegalStateException("release: " + tensor + " is a view; release the tensor it was sliced from");
+        }
+        if (tensor.storage().isFreed()) {
+            throw new IllegalStateException("release: " + tensor + " was already released");
+        }
+        releaseAfterEnqueuedWork(tensor.storage(), "release");
+    }
+
+    @Override
+    public void copy(GpuMatrix source, GpuMatrix out) {
+        OpShapes.requireSame("copy", "out", source.rows(), source.cols(), out.rows(), out.cols());
+        device.makeCurrent();
+        check(JCudaDriver.cuMemcpyDtoDAsync(out.pointer(), source.pointer(), source.elements() * Float.BYTES, stream.cuStream()),
+                "cuMemcpyDtoDAsync");
+    }
+
+    @Override
+    public void embedding(GpuMatrix table, int[] tokenIds, GpuMatrix out) {
+        ShapeMismatchException.require("embedding", "out", "rows (one per token id)", tokenIds.length, out.rows());
+        ShapeMismatchException.require("embedding", "out", "cols (embedding width)", table.cols(), out.cols());
+        OpShapes.requireIds(tokenIds, table.rows());
+        if (tokenIds.length == 0) {
+            return;
+        }
+        DeviceBuffer ids = uploadInts(tokenIds);
+        kernels.launch(stream, "gl_embedding", tokenIds.length, BLOCK, 0,
+                Pointer.to(table.pointer()), Pointer.to(ids.pointer()), Pointer.to(out.pointer()),
+                Pointer.to(new int[] {tokenIds.length}), Pointer.to(new int[] {table.cols()}));
+        releaseAfterEnqueuedWork(ids, "embedding ids");
+    }
+
+    @Override
+    public void rmsNorm(GpuMatrix x, GpuMatrix weight, float eps, GpuMatrix out) {
+        OpShapes.requireVector("rmsNorm", "weight", x.cols(), weight.rows(), weight.cols());
+        OpShapes.requireSame("rmsNorm", "out", x.rows(), x.cols(), out.rows(), out.cols());
+        if (x.rows() == 0) {
+            return;
+        }
+        kernels.launch(stream, "gl_rms_norm", x.rows(), BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(weight.pointer()), Pointer.to(out.pointer()),
+                Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}), Pointer.to(new float[] {eps}));
+    }
+
+    @Override
+    public void linear(GpuMatrix x, GpuMatrix weight, GpuMatrix out) {
+        int n = x.rows();
+        int k = x.cols();
+        int m = weight.rows();
+        OpShapes.requireLinear(n, k, m, weight.cols(), out.rows(), out.cols());
+        if (n == 0 || m == 0) {
+            return;
+        }
+        device.makeCurrent();
+        Pointer one = Pointer.to(new float[] {1f});
+        Pointer zero = Pointer.to(new float[] {0f});
+        if (n == 1) {
+            // Column-major, the row-major weight m x k is a k x m matrix W'; out = W'^T x.
+            checkBlas(JCublas2.cublasSgemv(blas, cublasOperation.CUBLAS_OP_T, k, m, one, weight.pointer(), k,
+                    x.pointer(), 1, zero, out.pointer(), 1), "cublasSgemv");
+        } else {
+            // Row-major out (n x m) is column-major out' (m x n) = W'^T (m x k) . x' (k x n).
+            checkBlas(JCublas2.cublasSgemm(blas, cublasOperation.CUBLAS_OP_T, cublasOperation.CUBLAS_OP_N, m, n, k, one,
+                    weight.pointer(), k, x.pointer(), k, zero, out.pointer(), m), "cublasSgemm");
+        }
+    }
+
+    @Override
+    public void addBias(GpuMatrix x, GpuMatrix bias) {
+        OpShapes.requireVector("addBias", "bias", x.cols(), bias.rows(), bias.cols());
+        if (x.elements() == 0) {
+            return;
+        }
+        kernels.launch(stream, "gl_add_bias", LaunchGeometry.elementwiseGrid(x.elements(), BLOCK), BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(bias.pointer()), Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}));
+    }
+
+    @Override
+    public void rope(GpuMatrix x, int[] positions, int headDim, float theta) {
+        OpShapes.requireRope(x.cols(), headDim);
+        ShapeMismatchException.require("rope", "positions", "length (rows of x)", x.rows(), positions.length);
+        if (x.elements() == 0) {
+            return;
+        }
+        DeviceBuffer pos = uploadInts(positions);
+        long pairs = x.elements() / 2;
+        kernels.launch(stream, "gl_rope", LaunchGeometry.elementwiseGrid(pairs, BLOCK), BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(pos.pointer()), Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}),
+                Pointer.to(new int[] {headDim}), Pointer.to(new float[] {theta}));
+        releaseAfterEnqueuedWork(pos, "rope positions");
+    }
+
+    @Override
+    public void attention(GpuMatrix q, GpuMatrix keys, GpuMatrix values, int[] positions, int headCount, int kvHeadCount, int headDim,
+                          GpuMatrix out) {
+        int maxPosition = OpShapes.requireAttention(q.rows(), q.cols(), keys.rows(), keys.cols(), values.rows(), values.cols(),
+                positions, headCount, kvHeadCount, headDim, out.rows(), out.cols());
+        if (q.rows() == 0) {
+            return;
+        }
+        int shared = LaunchGeometry.attentionSharedBytes(maxPosition, DEFAULT_SHARED_LIMIT);
+        DeviceBuffer pos = uploadInts(positions);
+        kernels.launch(stream, "gl_attention", q.rows() * headCount, BLOCK, shared,
+                Pointer.to(q.pointer()), Pointer.to(keys.pointer()), Pointer.to(values.pointer()), Pointer.to(pos.pointer()),
+                Pointer.to(out.pointer()), Pointer.to(new int[] {q.rows()}), Pointer.to(new int[] {headCount}),
+                Pointer.to(new int[] {kvHeadCount}), Pointer.to(new int[] {headDim}),
+                Pointer.to(new float[] {(float) (1.0 / Math.sqrt(headDim))}));
+        releaseAfterEnqueuedWork(pos, "attention positions");
+    }
+
+    @Override
+    public void siluMul(GpuMatrix gate, GpuMatrix up, GpuMatrix out) {
+        OpShapes.requireSame("siluMul", "up", gate.rows(), gate.cols(), up.rows(), up.cols());
+        OpShapes.requireSame("siluMul", "out", gate.rows(), gate.cols(), out.rows(), out.cols());
+        elementwise("gl_silu_mul", gate, up, out);
+    }
+
+    @Override
+    public void add(GpuMatrix a, GpuMatrix b, GpuMatrix out) {
+        OpShapes.requireSame("add", "b", a.rows(), a.cols(), b.rows(), b.cols());
+        OpShapes.requireSame("add", "out", a.rows(), a.cols(), out.rows(), out.cols());
+        elementwise("gl_add", a, b, out);
+    }
+
+    @Override
+    public void softmax(GpuMatrix x) {
+        if (x.elements() == 0) {
+            return;
+        }
+        kernels.launch(stream, "gl_softmax_rows", x.rows(), BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}));
+    }
+
+    @Override
+    public int[] argmax(GpuMatrix x) {
+        int[] result = new int[x.rows()];
+        if (x.rows() == 0) {
+            return result;
+        }
+        DeviceBuffer out = DeviceBuffer.allocate(device, (long) x.rows() * Integer.BYTES);
+        try {
+            kernels.launch(stream, "gl_argmax_rows", x.rows(), BLOCK, 0,
+                    Pointer.to(x.pointer()), Pointer.to(out.pointer()), Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}));
+            stream.synchronize();
+            check(JCudaDriver.cuMemcpyDtoH(Pointer.to(result), out.pointer(), (long) result.length * Integer.BYTES), "cuMemcpyDtoH");
+        } finally {
+            out.close(); // the stream was synchronized: nothing reads it any more
+        }
+        return result;
+    }
+
+    /** Destroys the cuBLAS handle once the work enqueued so far has finished. */
+    public void close() {
+        stream.synchronize();
+        checkBlas(JCublas2.cublasDestroy(blas), "cublasDestroy");
+    }
+
+    private void elementwise(String kernel, GpuMatrix a, GpuMatrix b, GpuMatrix out) {
+        if (a.elements() == 0) {
+            return;
+        }
+        kernels.launch(stream, kernel, LaunchGeometry.elementwiseGrid(a.elements(), BLOCK), BLOCK, 0,
+                Pointer.to(a.pointer()), Pointer.to(b.pointer()), Pointer.to(out.pointer()), Pointer.to(new long[] {a.elements()}));
+    }
+
+    private GpuMatrix newMatrix(int rows, int cols) {
+        if (rows < 0 || cols < 0) {
+            throw new ShapeMismatchException("allocate", "shape", "non-negative rows and cols", rows + " x " + cols);
+        }
+        return new GpuMatrix(DeviceBuffer.allocate(device, (long) rows * cols * Float.BYTES), 0, rows, cols, false);
+    }
+
+    private DeviceBuffer uploadInts(int[] values) {
+        DeviceBuffer buffer = DeviceBuffer.allocate(device, (long) values.length * Integer.BYTES);
+        check(JCudaDriver.cuMemcpyHtoD(buffer.pointer(), Pointer.to(values), (long) values.length * Integer.BYTES), "cuMemcpyHtoD");
+        return buffer;
+    }
+
+    private void releaseAfterEnqueuedWork(DeviceBuffer buffer, String what) {
+        device.retainUntilComplete(stream, stream.marker(what), buffer);
+    }
+
+    private void check(int result, String call) {
+        if (result != CUresult.CUDA_SUCCESS) {
+            throw new GraphlaneException(call + " failed on " + stream.name() + ": " + CUresult.stringFor(result) + " (" + result + ")");
+        }
+    }
+
+    private void checkBlas(int status, String call) {
+        if (status != cublasStatus.CUBLAS_STATUS_SUCCESS) {
+            throw new GraphlaneException(call + " failed on " + stream.name() + ": " + cublasStatus.stringFor(status) + " (" + status + ")");
+        }
+    }
+}

@@ -1,0 +1,272 @@
+package io.graphlane.backend.gpu.nn;
+
+import java.util.List;
+
+/**
+ * The CUDA C source of the backend's small kernels (everything that is not a GEMM/GEMV), compiled
+ * at run time by NVRTC for the device's own architecture. Kept as plain text so a GPU host needs
+ * only the driver, libnvrtc.so.12 and libcublas.so.12: no nvcc, no prebuilt PTX to match the driver.
+ * Every kernel is {@code extern "C"} so its name is not mangled; F32 throughout, with no fast-math,
+ * so results stay within 1e-3 of the PyTorch reference.
+ */
+public final class KernelSources {
+    /** Threads per block of every row-wise kernel; a power of two for the tree reductions. */
+    public static final int BLOCK = 256;
+
+    /** The names of the kernels {@link #llama()} defines, in the order they appear. */
+    public static final List<String> KERNELS = List.of(
+            "gl_embedding", "gl_rms_norm", "gl_rope", "gl_silu_mul", "gl_add", "gl_add_bias",
+            "gl_softmax_rows", "gl_attention", "gl_argmax_rows", "gl_f16_to_f32", "gl_bf16_to_f32");
+
+    private KernelSources() {
+    }
+
+    /** The NVRTC options for a device of compute capability {@code major.minor}. */
+    public static List<String> compileOptions(int major, int minor) {
+        if (major < 5) {
+            throw new IllegalArgumentException("compute capability " + major + "." + minor + " is older than 5.0, which CUDA 12 dropped");
+        }
+        return List.of("--gpu-architecture=sm_" + major + minor, "--std=c++17", "-DGL_BLOCK=" + BLOCK);
+    }
+
+    /** The whole translation unit. */
+    public static String llama() {
+        return """
+            // graphlane Llama-family kernels (F32). Compiled by NVRTC at run time.
+            #ifndef GL_BLOCK
+            #define GL_BLOCK 256
+            #endif
+            #define GL_NEG_INF __int_as_float(0xff800000)
+
+            __device__ float gl_block_sum(float v, float* shared) {
+                int t = threadIdx.x;
+                shared[t] = v;
+                __syncthreads();
+                for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+                    if (t < s) shared[t] += shared[t + s];
+                    __syncthreads();
+                }
+                float r = shared[0];
+                __syncthreads();
+                return r;
+            }
+
+            __device__ float gl_block_max(float v, float* shared) {
+                int t = threadIdx.x;
+                shared[t] = v;
+                __syncthreads();
+                for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+                    if (t < s) shared[t] = fmaxf(shared[t], shared[t + s]);
+                    __syncthreads();
+                }
+                float r = shared[0];
+                __syncthreads();
+                return r;
+            }
+
+            extern "C" __global__ void gl_embedding(const float* table, const int* ids, float* out, int rows, int cols) {
+                int r = blockIdx.x;
+                if (r >= rows) return;
+                const float* src = table + (long long) ids[r] * cols;
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long) r * cols + c] = src[c];
+            }
+
+            extern "C" __global__ void gl_rms_norm(const float* x, const float* w, float* out, int rows, int cols, float eps) {
+                __shared__ float shared[GL_BLOCK];
+                int r = blockIdx.x;
+                if (r >= rows) return;
+                const float* row = x + (long long) r * cols;
+                float ss = 0.0f;
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) ss += row[c] * row[c];
+                float inv = rsqrtf(gl_block_sum(ss, shared) / cols + eps);
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long) r * cols + c] = row[c] * inv * w[c];
+            }
+
+            // Rotate-half RoPE: in each head the pair (i, i + headDim/2) turns by pos * theta^(-2i/headDim).
+            extern "C" __global__ void gl_rope(float* x, const int* pos, int rows, int cols, int headDim, float theta) {
+                int half = headDim / 2;
+                long long pairs = (long long) rows * (cols / headDim) * half;
+                for (long long p = blockIdx.x * (long long) blockDim.x + threadIdx.x; p < pairs; p += (long long) gridDim.x * blockDim.x) {
+                    int i = (int) (p % half);
+                    long long headIndex = p / half;
+                    int headsPerRow = cols / headDim;
+                    int r = (int) (headIndex / headsPerRow);
+                    int h = (int) (headIndex % headsPerRow);
+                    float invFreq = 1.0f / powf(theta, (float) (2 * i) / (float) headDim);
+                    float angle = (float) pos[r] * invFreq;
+                    float c = cosf(angle), s = sinf(angle);
+                    float* head = x + (long long) r * cols + (long long) h * headDim;
+                    float a = head[i], b = head[i + half];
+                    head[i] = a * c - b * s;
+                    head[i + half] = b * c + a * s;
+                }
+            }
+
+            extern "C" __global__ void gl_silu_mul(const float* gate, const float* up, float* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    float g = gate[i];
+                    out[i] = g / (1.0f + expf(-g)) * up[i];
+                }
+            }
+
+            extern "C" __global__ void gl_add(const float* a, const float* b, float* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    out[i] = a[i] + b[i];
+                }
+            }
+
+            extern "C" __global__ void gl_add_bias(float* x, const float* bias, int rows, int cols) {
+                long long n = (long long) rows * cols;
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    x[i] += bias[i % cols];
+                }
+            }
+
+            extern "C" __global__ void gl_softmax_rows(float* x, int rows, int cols) {
+                __shared__ float shared[GL_BLOCK];
+                int r = blockIdx.x;
+                if (r >= rows) return;
+                float* row = x + (long long) r * cols;
+                float m = GL_NEG_INF;
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c]);
+                m = gl_block_max(m, shared);
+                float sum = 0.0f;
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+                    float e = expf(row[c] - m);
+                    row[c] = e;
+                    sum += e;
+                }
+                float inv = 1.0f / gl_block_sum(sum, shared);
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) row[c] *= inv;
+            }
+
+            // One block per (query row, head). Scores live in dynamic shared memory: (maxPosition + 1) floats.
+            extern "C" __global__ void gl_attention(const float* q, const float* keys, const float* values, const int* pos,
+                                                   float* out, int rows, int heads, int kvHeads, int headDim, float scale) {
+                extern __shared__ float scores[];
+                __shared__ float shared[GL_BLOCK];
+                int r = blockIdx.x / heads;
+                int h = blockIdx.x % heads;
+                if (r >= rows) return;
+                int kvh = h / (heads / kvHeads);
+                int qStride = heads * headDim, kvStride = kvHeads * headDim;
+                const float* qh = q + (long long) r * qStride + (long long) h * headDim;
+                int last = pos[r];
+                float m = GL_NEG_INF;
+                for (int t = threadIdx.x; t <= last; t += blockDim.x) {
+                    const float* k = keys + (long long) t * kvStride + (long long) kvh * headDim;
+                    float dot = 0.0f;
+                    for (int d = 0; d < headDim; d++) dot += qh[d] * k[d];
+                    dot *= scale;
+                    scores[t] = dot;
+                    m = fmaxf(m, dot);
+                }
+                m = gl_block_max(m, shared);
+                float sum = 0.0f;
+                for (int t = threadIdx.x; t <= last; t += blockDim.x) {
+                    float e = expf(scores[t] - m);
+                    scores[t] = e;
+                    sum += e;
+                }
+                float inv = 1.0f / gl_block_sum(sum, shared);
+                float* o = out + (long long) r * qStride + (long long) h * headDim;
+                for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+                    float acc = 0.0f;
+                    for (int t = 0; t <= last; t++) acc += scores[t] * values[(long long) t * kvStride + (long long) kvh * headDim + d];
+                    o[d] = acc * inv;
+                }
+            }
+
+            extern "C" __global__ void gl_argmax_rows(const float* x, int* out, int rows, int cols) {
+                __shared__ float bestValue[GL_BLOCK];
+                __shared__ int bestIndex[GL_BLOCK];
+                int r = blockIdx.x;
+                if (r >= rows) return;
+                const float* row = x + (long long) r * cols;
+                float v = GL_NEG_INF;
+                int idx = cols;
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+                    if (row[c] > v || (row[c] == v && c < idx)) { v = row[c]; idx = c; }
+                }
+                int t = threadIdx.x;
+                bestValue[t] = v;
+                bestIndex[t] = idx;
+                __syncthreads();
+                for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+                    if (t < s) {
+                        float ov = bestValue[t + s];
+                        int oi = bestIndex[t + s];
+                        if (ov > bestValue[t] || (ov == bestValue[t] && oi < bestIndex[t])) { bestValue[t] = ov; bestIndex[t] = oi; }
+                    }
+                    __syncthreads();
+                }
+                if (t == 0) out[r] = bestIndex[0] == cols ? 0 : bestIndex[0];
+            }
+
+            // IEEE half to float by bits, so no cuda_fp16.h include path is needed.
+            __device__ float gl_half_bits_to_float(unsigned short h) {
+                unsigned int sign = (h & 0x8000u) << 16;
+                unsigned int exponent = (h >> 10) & 0x1fu;
+                unsigned int mantissa = h & 0x3ffu;
+                unsigned int bits;
+                if (exponent == 0) {
+                    if (mantissa == 0) {
+                        bits = sign;
+                    } else {
+                        exponent = 127 - 15 + 1;
+                        while ((mantissa & 0x400u) == 0) { mantissa <<= 1; exponent--; }
+                        mantissa &= 0x3ffu;
+                        bits = sign | (exponent << 23) | (mantissa << 13);
+                    }
+                } else if (exponent == 0x1f) {
+                    bits = sign | 0x7f800000u | (mantissa << 13);
+                } else {
+                    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+                }
+                return __uint_as_float(bits);
+            }
+
+            extern "C" __global__ void gl_f16_to_f32(const unsigned short* in, float* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    out[i] = gl_half_bits_to_float(in[i]);
+                }
+            }
+
+            extern "C" __global__ void gl_bf16_to_f32(const unsigned short* in, float* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    out[i] = __uint_as_float(((unsigned int) in[i]) << 16);
+                }
+            }
+            """;
+    }
+
+    /**
+     * The same half-to-float conversion as the device's {@code gl_half_bits_to_float}, on the host:
+     * the tests hold it against {@link Float#float16ToFloat}-equivalent arithmetic for every bit pattern.
+     */
+    public static float halfBitsToFloat(short half) {
+        int h = half & 0xffff;
+        int sign = (h & 0x8000) << 16;
+        int exponent = (h >>> 10) & 0x1f;
+        int mantissa = h & 0x3ff;
+        int bits;
+        if (exponent == 0) {
+            if (mantissa == 0) {
+                bits = sign;
+            } else {
+                exponent = 127 - 15 + 1;
+                while ((mantissa & 0x400) == 0) {
+                    mantissa <<= 1;
+                    exponent--;
+                }
+                mantissa &= 0x3ff;
+                bits = sign | (exponent << 23) | (mantissa << 13);
+            }
+        } else if (exponent == 0x1f) {
+            bits = sign | 0x7f800000 | (mantissa << 13);
+        } else {
+            bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+        }
+        return Float.intBitsToFloat(bits);
+    }
+}

@@ -1,0 +1,21 @@
+/**
+ * The GPU backend: one {@link io.graphlane.backend.gpu.GpuBackend} per CUDA device, lanes that
+ * are non-blocking CUDA streams, completions that are CUDA events settled by one poller thread
+ * per device, ordering by {@code cuStreamWaitEvent}, device and pinned memory released exactly
+ * once after the exact completion of the work that used it.
+ *
+ * <p>Owns: CUDA library loading ({@link io.graphlane.backend.gpu.CudaLibraries}) and device
+ * selection ({@link io.graphlane.backend.gpu.GpuDevices}, {@code --device N}; the driver applies
+ * {@code CUDA_VISIBLE_DEVICES}, so N counts only the devices it lists).
+ *
+ * <p>Guarantees: without a driver, a device or a CUDA library every entry point throws one
+ * {@link io.graphlane.backend.gpu.GpuUnavailableException} naming what is missing and suggesting
+ * {@code --backend cpu}, with the first loading failure as its cause on every later touch. A
+ * producer that fails poisons the next submission ordered after it; an asynchronous CUDA error is
+ * attached to the completion whose event reported it. Memory retained by work that lost the CUDA
+ * context is leaked on purpose and reported, never freed under work that may still run.
+ *
+ * <p>Refuses: ordering across devices (or across two backends), calls on a shut executor.
+ * Never imports Pekko.
+ */
+package io.graphlane.backend.gpu;

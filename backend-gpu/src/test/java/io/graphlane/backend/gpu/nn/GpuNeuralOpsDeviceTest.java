@@ -1,0 +1,156 @@
+package io.graphlane.backend.gpu.nn;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.backend.gpu.CudaLibraries;
+import io.graphlane.backend.gpu.CudaLibrary;
+import io.graphlane.backend.gpu.GpuBackend;
+import io.graphlane.core.nn.NeuralOps;
+import java.util.Random;
+import java.util.function.BiConsumer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every GPU neural op against the CPU implementation on the same random operands. Skipped, with
+ * the reason, where the CUDA driver, NVRTC or cuBLAS is missing.
+ */
+class GpuNeuralOpsDeviceTest {
+    private static final float TOLERANCE = 1e-4f;
+    private static GpuBackend device;
+    private static GpuNeuralBackend neural;
+    private static NeuralOps<GpuMatrix> gpu;
+    private final CpuNeuralOps cpu = new CpuNeuralOps();
+    private final Random random = new Random(42);
+
+    @BeforeEach
+    void open() {
+        for (CudaLibrary library : new CudaLibrary[] {CudaLibrary.DRIVER, CudaLibrary.NVRTC, CudaLibrary.CUBLAS}) {
+            assumeTrue(CudaLibraries.isAvailable(library), () -> "GPU neural ops need " + library.sharedObject() + ": "
+                    + CudaLibraries.unavailableReason(library).orElse(""));
+        }
+        if (device == null) {
+            device = GpuBackend.open(Integer.getInteger("graphlane.gpu.test-device", 0));
+            neural = GpuNeuralBackend.create(device);
+            gpu = neural.ops(device.rootExecutor());
+        }
+    }
+
+    @AfterAll
+    static void close() {
+        if (neural != null) {
+            neural.close();
+        }
+        if (device != null) {
+            device.close();
+        }
+    }
+
+    @Test
+    void linearMatchesTheCpuForOneRowAndForMany() {
+        for (int n : new int[] {1, 7, 33}) {
+            float[] x = randoms(n * 96);
+            float[] w = randoms(80 * 96);
+            GpuMatrix out = gpu.allocate(n, 80);
+            gpu.linear(gpu.fromHost(x, n, 96), gpu.fromHost(w, 80, 96), out);
+            CpuTensor expected = cpu.allocate(n, 80);
+            cpu.linear(cpu.fromHost(x, n, 96), cpu.fromHost(w, 80, 96), expected);
+            assertClose(read(cpu, expected), read(gpu, out));
+        }
+    }
+
+    @Test
+    void normRopeSiluAddSoftmaxMatchTheCpu() {
+        float[] x = randoms(5 * 64);
+        float[] w = randoms(64);
+        int[] positions = {0, 1, 2, 17, 300};
+        compare(5, 64, (ops, t) -> ops.rmsNorm(t.x, t.w, 1e-5f, t.x), x, w);
+        compare(5, 64, (ops, t) -> ops.rope(t.x, positions, 16, 10000f), x, w);
+        compare(5, 64, (ops, t) -> ops.siluMul(t.x, t.x, t.x), x, w);
+        compare(5, 64, (ops, t) -> ops.add(t.x, t.x, t.x), x, w);
+        compare(5, 64, (ops, t) -> ops.softmax(t.x), x, w);
+        compare(5, 64, (ops, t) -> ops.addBias(t.x, t.w), x, w);
+    }
+
+    @Test
+    void attentionOverACacheAndArgmaxMatchTheCpu() {
+        int heads = 4;
+        int kvHeads = 2;
+        int headDim = 16;
+        int cache = 40;
+        float[] q = randoms(3 * heads * headDim);
+        float[] k = randoms(cache * kvHeads * headDim);
+        float[] v = randoms(cache * kvHeads * headDim);
+        int[] positions = {5, 6, 39};
+        GpuMatrix gOut = gpu.allocate(3, heads * headDim);
+        gpu.attention(gpu.fromHost(q, 3, heads * headDim), gpu.fromHost(k, cache, kvHeads * headDim),
+                gpu.fromHost(v, cache, kvHeads * headDim), positions, heads, kvHeads, headDim, gOut);
+        CpuTensor cOut = cpu.allocate(3, heads * headDim);
+        cpu.attention(cpu.fromHost(q, 3, heads * headDim), cpu.fromHost(k, cache, kvHeads * headDim),
+                cpu.fromHost(v, cache, kvHeads * headDim), positions, heads, kvHeads, headDim, cOut);
+        assertClose(read(cpu, cOut), read(gpu, gOut));
+        assertArrayEquals(cpu.argmax(cOut), gpu.argmax(gOut));
+    }
+
+    @Test
+    void embeddingGathersRowsAndCopyOfASliceWritesThrough() {
+        float[] table = randoms(10 * 8);
+        GpuMatrix out = gpu.allocate(3, 8);
+        gpu.embedding(gpu.fromHost(table, 10, 8), new int[] {9, 0, 4}, out);
+        float[] found = read(gpu, out);
+        for (int c = 0; c < 8; c++) {
+            assertEquals(table[9 * 8 + c], found[c]);
+            assertEquals(table[4 * 8 + c], found[16 + c]);
+        }
+        GpuMatrix target = gpu.allocate(6, 8);
+        gpu.copy(out, gpu.rowSlice(target, 2, 5));
+        float[] t = read(gpu, target);
+        assertEquals(0f, t[0]);
+        assertEquals(table[9 * 8], t[16]);
+    }
+
+    /** Two operands x (rows × cols) and w (1 × cols) on one backend. */
+    private record Operands<T>(T x, T w) {
+    }
+
+    private void compare(int rows, int cols, BiConsumer<NeuralOps<Object>, Operands<Object>> op, float[] x, float[] w) {
+        assertClose(run(cpu, rows, cols, op, x, w), run(gpu, rows, cols, op, x, w));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> float[] run(NeuralOps<T> ops, int rows, int cols, BiConsumer<NeuralOps<Object>, Operands<Object>> op, float[] x, float[] w) {
+        T tx = ops.fromHost(x, rows, cols);
+        T tw = ops.fromHost(w, 1, cols);
+        op.accept((NeuralOps<Object>) ops, new Operands<>(tx, tw));
+        return read(ops, tx);
+    }
+
+    private static <T> float[] read(NeuralOps<T> ops, T t) {
+        float[] out = new float[ops.rows(t) * ops.cols(t)];
+        ops.toHost(t, out);
+        return out;
+    }
+
+    private float[] randoms(int n) {
+        float[] a = new float[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = (float) random.nextGaussian();
+        }
+        return a;
+    }
+
+    private static void assertClose(float[] expected, float[] found) {
+        assertEquals(expected.length, found.length);
+        for (int i = 0; i < expected.length; i++) {
+            float scale = Math.max(1f, Math.abs(expected[i]));
+            if (Math.abs(expected[i] - found[i]) > TOLERANCE * scale) {
+                throw new AssertionError("element " + i + ": expected " + expected[i] + " but GPU gave " + found[i]);
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+package io.graphlane.inference.model;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.core.GraphlaneException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Opening model directories: what config.json fields become, and what is refused with a named field. */
+class ModelDirectoryTest {
+
+    @Test
+    void theFixtureOpensWithItsConfiguration() {
+        ModelDirectory model = ModelDirectory.open(Fixture.dir("sharded"));
+        assertEquals(64, model.config().hiddenSize());
+        assertEquals(2, model.config().kvHeadCount());
+        assertEquals(16, model.config().headDim());
+        assertEquals(Set.of(), model.eosTokenIds());
+        assertEquals("sharded", model.name());
+    }
+
+    @Test
+    void eosIdsAreReadAsOneIdOrAList(@TempDir Path tmp) throws IOException {
+        assertEquals(Set.of(7), ModelDirectory.open(withConfig(tmp.resolve("one"), "\"eos_token_id\": null", "\"eos_token_id\": 7")).eosTokenIds());
+        assertEquals(Set.of(1, 2), ModelDirectory.open(withConfig(tmp.resolve("two"), "\"eos_token_id\": null", "\"eos_token_id\": [1, 2]")).eosTokenIds());
+    }
+
+    @Test
+    void ropeScalingIsRefusedNamingTheField(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp, "\"eos_token_id\": null", "\"eos_token_id\": null, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}");
+        GraphlaneException e = assertThrows(GraphlaneException.class, () -> ModelDirectory.open(dir));
+        assertTrue(e.getMessage().contains("config.json: field 'rope_scaling'"), e.getMessage());
+    }
+
+    @Test
+    void aSlidingWindowCapsTheSequenceLength(@TempDir Path tmp) throws IOException {
+        assertEquals(32, ModelDirectory.open(withConfig(tmp.resolve("on"), "\"eos_token_id\": null",
+                "\"eos_token_id\": null, \"sliding_window\": 32")).config().maxPositions());
+        assertEquals(256, ModelDirectory.open(withConfig(tmp.resolve("off"), "\"eos_token_id\": null",
+                "\"eos_token_id\": null, \"sliding_window\": 32, \"use_sliding_window\": false")).config().maxPositions());
+    }
+
+    @Test
+    void aMissingDirectoryIsNamed(@TempDir Path tmp) {
+        GraphlaneException e = assertThrows(GraphlaneException.class, () -> ModelDirectory.open(tmp.resolve("nowhere")));
+        assertTrue(e.getMessage().contains("nowhere") && e.getMessage().contains("--model"), e.getMessage());
+    }
+
+    /** A copy of the F32 fixture whose config.json has {@code from} replaced by {@code to}. */
+    private static Path withConfig(Path dir, String from, String to) throws IOException {
+        Files.createDirectories(dir);
+        try (Stream<Path> files = Files.list(Fixture.dir(""))) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                Files.copy(f, dir.resolve(f.getFileName()));
+            }
+        }
+        String config = Files.readString(dir.resolve("config.json"));
+        assertTrue(config.contains(from), "fixture config holds " + from);
+        Files.writeString(dir.resolve("config.json"), config.replace(from, to));
+        return dir;
+    }
+}

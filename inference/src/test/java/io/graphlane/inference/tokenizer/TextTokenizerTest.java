@@ -1,0 +1,98 @@
+package io.graphlane.inference.tokenizer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.inference.model.Fixture;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The fixture's and the demo's byte-level tokenizers through DJL, and streaming decoding of partial UTF-8. */
+class TextTokenizerTest {
+    private static final String MIXED = "naïve café — 😀 ok";
+
+    @Test
+    void fixtureTokenizerMapsEachByteToItsOwnId() {
+        try (TextTokenizer tokenizer = TextTokenizer.load(Fixture.dir(""), false)) {
+            int[] ids = tokenizer.encode("The quick brown fox");
+            assertArrayEquals(new int[] {84, 104, 101, 32, 113, 117, 105, 99, 107, 32, 98, 114, 111, 119, 110, 32, 102, 111, 120}, ids);
+            assertEquals("The quick brown fox", tokenizer.decode(ids));
+            assertArrayEquals(unsignedBytes(MIXED), tokenizer.encode(MIXED));
+            assertEquals(MIXED, tokenizer.decode(tokenizer.encode(MIXED)));
+        }
+    }
+
+    @Test
+    void generatedByteLevelTokenizerBehavesLikeTheFixtures(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("tokenizer.json");
+        Files.writeString(file, ByteLevelTokenizerJson.render());
+        try (TextTokenizer generated = TextTokenizer.load(file, true); TextTokenizer fixture = TextTokenizer.load(Fixture.dir(""), true)) {
+            int[] all = new int[256];
+            for (int b = 0; b < 256; b++) {
+                all[b] = b;
+            }
+            assertEquals(fixture.decode(all), generated.decode(all));
+            assertArrayEquals(unsignedBytes(MIXED), generated.encode(MIXED));
+            assertArrayEquals(fixture.encode("\u0000\t\n\u00ff"), generated.encode("\u0000\t\n\u00ff"));
+        }
+    }
+
+    @Test
+    void streamingNeverEmitsAPartialCharacterAndAddsUpToTheWholeText() {
+        try (TextTokenizer tokenizer = TextTokenizer.load(Fixture.dir(""), false)) {
+            StreamingDecoder stream = tokenizer.streamingDecoder();
+            StringBuilder text = new StringBuilder();
+            int emptyPieces = 0;
+            for (int id : tokenizer.encode(MIXED)) {
+                String piece = stream.next(id);
+                assertFalse(piece.contains("\uFFFD"), "piece '" + piece + "' holds a partial character");
+                emptyPieces += piece.isEmpty() ? 1 : 0;
+                text.append(piece);
+            }
+            text.append(stream.flush());
+            assertEquals(MIXED, text.toString());
+            // ï and é are 2 bytes, — is 3, 😀 is 4: each holds back all but its last byte
+            assertEquals(1 + 1 + 2 + 3, emptyPieces, "bytes held back until their character completed");
+        }
+    }
+
+    @Test
+    void aStreamEndingInsideACharacterFlushesAReplacementInsteadOfFailing() {
+        try (TextTokenizer tokenizer = TextTokenizer.load(Fixture.dir(""), false)) {
+            StreamingDecoder stream = tokenizer.streamingDecoder();
+            assertEquals("a", stream.next('a'));
+            assertEquals("", stream.next(0xF0));
+            assertEquals("", stream.next(0x9F));
+            assertEquals("\uFFFD", stream.flush().replaceAll("\uFFFD+", "\uFFFD"));
+        }
+    }
+
+    @Test
+    void aMissingTokenizerIsNamed(@TempDir Path dir) {
+        GraphlaneException e = assertThrows(GraphlaneException.class, () -> TextTokenizer.load(dir, true));
+        assertTrue(e.getMessage().contains(dir.resolve("tokenizer.json").toString()), e.getMessage());
+    }
+
+    @Test
+    void anUnreadableTokenizerIsNamed(@TempDir Path dir) throws Exception {
+        Files.writeString(dir.resolve("tokenizer.json"), "{not json");
+        GraphlaneException e = assertThrows(GraphlaneException.class, () -> TextTokenizer.load(dir, true));
+        assertTrue(e.getMessage().startsWith("tokenizer: cannot load " + dir.resolve("tokenizer.json")), e.getMessage());
+    }
+
+    private static int[] unsignedBytes(String text) {
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        int[] ids = new int[bytes.length];
+        for (int i = 0; i < bytes.length; i++) {
+            ids[i] = bytes[i] & 0xFF;
+        }
+        return ids;
+    }
+}
