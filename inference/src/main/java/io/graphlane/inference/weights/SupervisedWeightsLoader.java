@@ -29,6 +29,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -50,12 +51,15 @@ import org.slf4j.LoggerFactory;
  */
 public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTensor>, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SupervisedWeightsLoader.class);
+    /** How long after the caller stopped waiting a stage's answer is still awaited, so that late weights get closed. */
+    private static final Duration LATE_ANSWER_GRACE = Duration.ofDays(1);
 
     private final ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor;
     private final Scheduler scheduler;
     private final CheckpointSource source;
     private final LlamaConfig config;
     private final Duration timeout;
+    private final Function<Expected, CpuParameter> slots;
     private final Map<StageWeights<CpuTensor>, List<CpuParameter>> held = new IdentityHashMap<>();
     private boolean closed;
 
@@ -65,6 +69,14 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
      */
     public SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor, Scheduler scheduler,
                                    CheckpointSource source, LlamaConfig config, Duration timeout) {
+        this(supervisor, scheduler, source, config, timeout,
+                e -> new CpuParameter(e.name(), new TensorSpec(DType.F32, Shape.of(e.checkpointShape()))));
+    }
+
+    /** As the public constructor, with the parameter slot of each expected tensor made by {@code slots} (tests watch them). */
+    SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor, Scheduler scheduler,
+                            CheckpointSource source, LlamaConfig config, Duration timeout, Function<Expected, CpuParameter> slots) {
+        this.slots = Objects.requireNonNull(slots, "slots");
         this.supervisor = Objects.requireNonNull(supervisor, "supervisor");
         this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
         this.source = Objects.requireNonNull(source, "source");
@@ -178,32 +190,38 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
                         + e.name() + " failed: " + ex.getMessage(), ex);
             }
             taken.add(lease);
-            CpuParameter parameter = new CpuParameter(e.name(), new TensorSpec(DType.F32, Shape.of(e.checkpointShape())));
+            CpuParameter parameter = slots.apply(e);
             parameters.add(parameter);
             requests.add(new WeightRequest<>(e.name(), parameter, new WeightSource.FromLease(lease)));
         }
         return requests;
     }
 
-    /** Hands the unit (and with it every lease) to the supervisor and waits for its one answer. */
+    /**
+     * Hands the unit (and with it every lease) to the supervisor and waits up to the timeout for its one
+     * answer. If the wait ends first, the answer is still awaited in the background: its parameters are
+     * closed when it comes, so weights bound late are closed exactly once too.
+     */
     private UnitReply materialize(StageSpec stage, List<WeightRequest<CpuParameter>> requests, List<CpuParameter> parameters) {
         String unit = "checkpoint " + source.catalog().dir().getFileName() + " " + stage;
         CompletableFuture<UnitReply> reply = AskPattern.<MaterializationSupervisor.Command<CpuParameter>, UnitReply>ask(supervisor,
-                replyTo -> new MaterializationSupervisor.MaterializeUnit<>(unit, requests, replyTo), timeout, scheduler)
-                .toCompletableFuture();
+                replyTo -> new MaterializationSupervisor.MaterializeUnit<>(unit, requests, replyTo), timeout.plus(LATE_ANSWER_GRACE),
+                scheduler).toCompletableFuture();
         try {
-            return reply.get(timeout.toMillis() + 1_000, TimeUnit.MILLISECONDS);
+            return reply.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            closeAll(parameters);
+            reply.whenComplete((late, error) -> closeAll(parameters));
             throw new GraphlaneException("interrupted while " + stage + " of checkpoint " + source.catalog().dir()
-                    + " was loading; the supervisor releases its leases as its materializations complete", e);
-        } catch (ExecutionException | TimeoutException e) {
-            // A late answer would find these slots closed; the supervisor still releases every lease after its completion.
+                    + " was loading; its weights are closed when the supervisor answers", e);
+        } catch (TimeoutException e) {
+            reply.whenComplete((late, error) -> closeAll(parameters));
+            throw new GraphlaneException(stage + " of checkpoint " + source.catalog().dir() + " was not loaded within " + timeout
+                    + "; the supervisor keeps its leases until their materializations complete, and its weights are closed then", e);
+        } catch (ExecutionException e) {
             closeAll(parameters);
-            Throwable cause = e instanceof ExecutionException ? e.getCause() : e;
             throw new GraphlaneException(stage + " of checkpoint " + source.catalog().dir()
-                    + ": the materialization supervisor did not answer within " + timeout + " (" + cause + ")", cause);
+                    + ": the materialization supervisor did not answer: " + e.getCause(), e.getCause());
         }
     }
 
