@@ -204,8 +204,10 @@ class PipelineEngineTest {
         PipelineOverloadedException e = assertThrows(PipelineOverloadedException.class,
                 () -> p.submit(request(new int[] {3}, 1), new RecordingListener()));
         assertTrue(e.getMessage().contains("max-active-requests 1"), e.getMessage());
-        program.override = (stage, batch) -> null;
+        // The engine builds the first request's work on its own thread: reset the override only once that work
+        // has started, or the work may be built without the hold and "only" never starts.
         backend.whenStarted("only").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        program.override = (stage, batch) -> null;
         backend.release("only");
         first.ended.get(30, TimeUnit.SECONDS);
         second.ended.get(30, TimeUnit.SECONDS);
