@@ -21,6 +21,7 @@ import io.graphlane.inference.weights.CorruptCheckpoints;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.junit.jupiter.api.AfterAll;
@@ -37,11 +38,7 @@ class PipelineWeightsTest {
     }
 
     private static List<Integer> list(int[] a) {
-        List<Integer> l = new ArrayList<>();
-        for (int v : a) {
-            l.add(v);
-        }
-        return l;
+        return Arrays.stream(a).boxed().toList();
     }
 
     @Test
