@@ -1,6 +1,8 @@
 package io.graphlane.inference.pipeline;
 
 import io.graphlane.actors.lane.LaneGroup;
+import io.graphlane.actors.materialize.MaterializationSettings;
+import io.graphlane.actors.materialize.MaterializationSupervisor;
 import io.graphlane.actors.lane.WorkTracing;
 import io.graphlane.backend.cpu.CpuBackend;
 import io.graphlane.backend.cpu.CpuCompletion;
@@ -9,6 +11,8 @@ import io.graphlane.backend.cpu.CpuWork;
 import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.backend.cpu.param.CpuParameter;
+import io.graphlane.backend.cpu.param.CpuParameterBackend;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.trace.TraceRecorder;
@@ -23,14 +27,12 @@ import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.demo.DemoModel;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
-import io.graphlane.inference.model.CpuModels;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.tokenizer.TextTokenizer;
-import io.graphlane.inference.weights.StageWeightsAssembly;
-import io.graphlane.inference.weights.StageWeightsLoader;
+import io.graphlane.inference.weights.SupervisedWeightsLoader;
 import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
@@ -47,7 +49,9 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,7 +59,10 @@ import org.slf4j.LoggerFactory;
 /**
  * A Llama-family model served by pipeline-parallel inference inside a JVM: its layers split
  * into stages, each stage a CPU lane owned by its lane actor, several requests moving through
- * the stages at once. The embedding API:
+ * the stages at once. Each stage's weights are loaded as one atomic unit through a
+ * {@link MaterializationSupervisor} on a dedicated loading lane (settings under
+ * {@code graphlane.materialization}), and released at close once the lanes have stopped. The
+ * embedding API:
  *
  * <pre>{@code
  * try (InferencePipeline model = InferencePipeline.builder().model(dir).stages(2).build()) {
@@ -78,7 +85,8 @@ public final class InferencePipeline implements TextGenerator {
     private final LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes;
     private final LlamaStageProgram<CpuTensor, CpuWork> program;
     private final List<LlamaStage<CpuTensor>> stages;
-    private final CpuNeuralOps ops;
+    private final ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor;
+    private final SupervisedWeightsLoader weights;
     private final Pipeline<CpuWork, StageSlot<CpuTensor>> pipeline;
     private volatile boolean closed;
 
@@ -88,24 +96,33 @@ public final class InferencePipeline implements TextGenerator {
         this.eosTokenIds = model.eosTokenIds();
         this.ownsSystem = b.system == null;
         this.system = b.system != null ? b.system : ActorSystem.create(Behaviors.empty(), "graphlane");
-        this.ops = new CpuNeuralOps();
         this.tokenizer = model.tokenizer();
         this.codec = new Codec(tokenizer, eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next());
         this.backend = new CpuBackend();
         // Several lanes call OpenBLAS at once: its own idle threads would spin against the lanes' workers.
         CpuNeuralBackend.setBlasThreads(1);
         int stageCount = b.stages;
+        int instance = INSTANCES.incrementAndGet();
+        CpuExecutor loadingLane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
+        this.supervisor = system.systemActorOf(MaterializationSupervisor.create(new CpuParameterBackend(backend), loadingLane,
+                MaterializationSettings.fromConfig(system.settings().config())), "graphlane-materialization-" + instance, Props.empty());
         StagePlan plan = StagePlan.balanced(config.layerCount(), stageCount);
         List<LlamaStage<CpuTensor>> loaded = new ArrayList<>();
-        try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
-            StageWeightsLoader<CpuTensor> loader = CpuModels.loader(model, source, ops);
-            for (StageSpec spec : plan.stages()) {
-                // Each stage gets its own ops: they keep scratch space and run on that stage's lane only.
-                loaded.add(new LlamaStage<>(config, loader.load(spec), new CpuNeuralOps()));
-                b.progress.accept(spec);
+        // A stage's leases are all taken at once, so every shard may be pinned together.
+        int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
+        try (CheckpointSource source = model.openSource(shards)) {
+            this.weights = new SupervisedWeightsLoader(supervisor, system.scheduler(), source, config, b.loadTimeout);
+            try {
+                for (StageSpec spec : plan.stages()) {
+                    // Each stage gets its own ops: they keep scratch space and run on that stage's lane only.
+                    loaded.add(new LlamaStage<>(config, weights.load(spec), new CpuNeuralOps()));
+                    b.progress.accept(spec);
+                }
+            } catch (RuntimeException e) {
+                weights.close();
+                throw e;
             }
         } catch (RuntimeException e) {
-            loaded.forEach(s -> StageWeightsAssembly.release(s.weights(), ops));
             closeQuietly();
             throw e;
         }
@@ -118,8 +135,7 @@ public final class InferencePipeline implements TextGenerator {
                 .workTracing(b.workTracing).spawn();
         this.program = new LlamaStageProgram<>(stages, body -> body::run);
         PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(stageCount);
-        this.pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings,
-                "pipeline-" + INSTANCES.incrementAndGet());
+        this.pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings, "pipeline-" + instance);
     }
 
     public static Builder builder() {
@@ -218,11 +234,12 @@ public final class InferencePipeline implements TextGenerator {
             LOG.warn("stopping the pipeline of {} did not finish cleanly: {}", name, e.toString());
         }
         program.close();
-        stages.forEach(s -> StageWeightsAssembly.release(s.weights(), ops));
+        weights.close(); // after the lanes stopped: no work reads the weights any more
         closeQuietly();
     }
 
     private void closeQuietly() {
+        supervisor.tell(new MaterializationSupervisor.Stop<>());
         backend.close();
         tokenizer.close();
         if (ownsSystem) {
@@ -314,6 +331,7 @@ public final class InferencePipeline implements TextGenerator {
         private TraceRecorder trace = TraceRecorder.DISABLED;
         private WorkTracing<CpuWork> workTracing = WorkTracing.none();
         private Consumer<StageSpec> progress = s -> { };
+        private Duration loadTimeout = Duration.ofMinutes(10);
 
         /** A Hugging Face model directory (config.json, tokenizer.json, safetensors). */
         public Builder model(Path dir) {
@@ -355,6 +373,16 @@ public final class InferencePipeline implements TextGenerator {
         /** How stage work is instrumented so the trace shows when it really started on its lane. */
         public Builder workTracing(WorkTracing<CpuWork> tracing) {
             this.workTracing = Objects.requireNonNull(tracing, "tracing");
+            return this;
+        }
+
+        /** How long the build waits for one stage's weights to be materialized and bound (default 10 minutes). */
+        public Builder loadTimeout(Duration timeout) {
+            Objects.requireNonNull(timeout, "timeout");
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new GraphlaneException("the load timeout must be positive, got " + timeout);
+            }
+            this.loadTimeout = timeout;
             return this;
         }
 
