@@ -116,6 +116,19 @@ public final class LlamaStage<T> implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Forgets the positions of {@code requestId} from {@code position} on, so a step that failed on a later
+     * stage can be run again from there; false if the stage holds no cache for the request.
+     */
+    public boolean rewind(long requestId, int position) {
+        KvCache<T> cache = caches.get(requestId);
+        if (cache == null) {
+            return false;
+        }
+        cache.truncate(position);
+        return true;
+    }
+
     /** The requests this stage holds KV caches for. */
     public Set<Long> cachedRequests() {
         return Set.copyOf(caches.keySet());

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -20,7 +21,8 @@ import java.util.function.Function;
  * stage k on its lane, reading the activation stage k−1 left in its slot; the last stage also
  * samples each request's next token with the request's {@link Sampler}. Everything that touches
  * a stage (its forward, its KV caches) runs on that stage's lane: the caches of ended requests
- * are dropped by the next work on the lane, or when the program is closed.
+ * are dropped, and those of failed steps rewound, by the next work on the lane (in order, before
+ * it reads them), or when the program is closed.
  *
  * @param <T> the backend tensor
  * @param <W> backend-native work
@@ -28,7 +30,8 @@ import java.util.function.Function;
 public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<T>>, AutoCloseable {
     private final List<LlamaStage<T>> stages;
     private final Function<Runnable, W> asWork;
-    private final List<Queue<Long>> ended = new ArrayList<>();
+    /** Per stage, changes to its request state asked for on the engine's thread, applied by the stage's next work on its lane. */
+    private final List<Queue<Consumer<LlamaStage<T>>>> pending = new ArrayList<>();
 
     /**
      * A program over {@code stages} (in pipeline order, stage k run only by lane k's work);
@@ -41,7 +44,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         this.stages = List.copyOf(stages);
         this.asWork = asWork;
         for (int i = 0; i < stages.size(); i++) {
-            ended.add(new ConcurrentLinkedQueue<>());
+            pending.add(new ConcurrentLinkedQueue<>());
         }
     }
 
@@ -60,7 +63,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         StageSlot<T> out = new StageSlot<>(llama.ops());
         boolean last = stage == stages.size() - 1;
         Runnable body = () -> {
-            dropEndedRequests(stage);
+            applyPending(stage);
             StageInput<T> in = stage == 0
                     ? new StageInput.Tokens<>(segments, concatTokens(batch))
                     : new StageInput.Hidden<>(segments, input.output().tensor());
@@ -85,8 +88,15 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
 
     @Override
     public void forget(long requestId) {
-        for (Queue<Long> q : ended) {
-            q.add(requestId);
+        for (Queue<Consumer<LlamaStage<T>>> q : pending) {
+            q.add(stage -> stage.endRequest(requestId));
+        }
+    }
+
+    @Override
+    public void rewind(long requestId, int position) {
+        for (Queue<Consumer<LlamaStage<T>>> q : pending) {
+            q.add(stage -> stage.rewind(requestId, position));
         }
     }
 
@@ -94,15 +104,15 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
     @Override
     public void close() {
         for (int s = 0; s < stages.size(); s++) {
-            dropEndedRequests(s);
+            applyPending(s);
             stages.get(s).close();
         }
     }
 
-    private void dropEndedRequests(int stage) {
-        Queue<Long> q = ended.get(stage);
-        for (Long id = q.poll(); id != null; id = q.poll()) {
-            stages.get(stage).endRequest(id);
+    private void applyPending(int stage) {
+        Queue<Consumer<LlamaStage<T>>> q = pending.get(stage);
+        for (Consumer<LlamaStage<T>> change = q.poll(); change != null; change = q.poll()) {
+            change.accept(stages.get(stage));
         }
     }
 
