@@ -30,7 +30,7 @@ import java.util.Set;
  *
  * @param <T> the backend tensor
  */
-public final class LlamaStage<T> implements AutoCloseable {
+public final class LlamaStage<T> implements StageForward<T> {
     private final LlamaConfig config;
     private final StageWeights<T> weights;
     private final NeuralOps<T> ops;
@@ -59,6 +59,7 @@ public final class LlamaStage<T> implements AutoCloseable {
     }
 
     /** The operations this stage issues its work through. */
+    @Override
     public NeuralOps<T> ops() {
         return ops;
     }
@@ -69,6 +70,7 @@ public final class LlamaStage<T> implements AutoCloseable {
      * freed. Every request's positions must continue where its cache ends; if the step fails,
      * no cache advances.
      */
+    @Override
     public StageOutput<T> forward(StageInput<T> input) {
         List<Segment> segments = input.segments();
         requireInputMatchesStage(input);
@@ -107,6 +109,7 @@ public final class LlamaStage<T> implements AutoCloseable {
     }
 
     /** Frees the KV cache of {@code requestId} (finished, cancelled or failed); false if the stage holds none. */
+    @Override
     public boolean endRequest(long requestId) {
         KvCache<T> cache = caches.remove(requestId);
         if (cache == null) {

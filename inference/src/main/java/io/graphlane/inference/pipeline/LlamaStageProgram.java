@@ -1,8 +1,8 @@
 package io.graphlane.inference.pipeline;
 
 import io.graphlane.core.nn.NeuralOps;
-import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
 import io.graphlane.inference.sampling.Sampler;
@@ -16,17 +16,18 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Function;
 
 /**
- * The Llama family as a {@link StageProgram}: stage k's work runs {@link LlamaStage#forward} of
+ * The Llama family as a {@link StageProgram}: stage k's work runs {@link StageForward#forward} of
  * stage k on its lane, reading the activation stage k−1 left in its slot; the last stage also
  * samples each request's next token with the request's {@link Sampler}. Everything that touches
- * a stage (its forward, its KV caches) runs on that stage's lane: the caches of ended requests
+ * a stage (its forward, its KV caches) runs on that stage's lane (a tensor-parallel stage fans out
+ * from there to its shard lanes): the caches of ended requests
  * are dropped by the next work on the lane, or when the program is closed.
  *
  * @param <T> the backend tensor
  * @param <W> backend-native work
  */
 public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<T>>, AutoCloseable {
-    private final List<LlamaStage<T>> stages;
+    private final List<StageForward<T>> stages;
     private final Function<Runnable, W> asWork;
     private final List<Queue<Long>> ended = new ArrayList<>();
 
@@ -34,7 +35,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
      * A program over {@code stages} (in pipeline order, stage k run only by lane k's work);
      * {@code asWork} turns a body into the backend's work item (on the CPU, a {@code CpuWork}).
      */
-    public LlamaStageProgram(List<LlamaStage<T>> stages, Function<Runnable, W> asWork) {
+    public LlamaStageProgram(List<? extends StageForward<T>> stages, Function<Runnable, W> asWork) {
         if (stages.isEmpty()) {
             throw new IllegalArgumentException("a pipeline needs at least one stage");
         }
@@ -52,7 +53,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
 
     @Override
     public StageStep<W, StageSlot<T>> plan(int stage, MicroBatch batch, StageSlot<T> input) {
-        LlamaStage<T> llama = stages.get(stage);
+        StageForward<T> llama = stages.get(stage);
         List<Segment> segments = new ArrayList<>(batch.entries().size());
         for (MicroBatch.Entry e : batch.entries()) {
             segments.add(new Segment(e.requestId(), e.startPosition(), e.tokens().length));
