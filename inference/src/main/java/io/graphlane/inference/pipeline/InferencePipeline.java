@@ -8,6 +8,7 @@ import io.graphlane.backend.cpu.CpuBackend;
 import io.graphlane.backend.cpu.CpuCompletion;
 import io.graphlane.backend.cpu.CpuExecutor;
 import io.graphlane.backend.cpu.CpuWork;
+import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
@@ -31,6 +32,9 @@ import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
+import io.graphlane.inference.tensorparallel.TensorParallelStage;
+import io.graphlane.inference.tensorparallel.TensorParallelStages;
+import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.tokenizer.TextTokenizer;
 import io.graphlane.inference.weights.SupervisedWeightsLoader;
 import io.graphlane.scheduler.pipeline.Pipeline;
@@ -86,7 +90,9 @@ public final class InferencePipeline implements TextGenerator {
     private final LlamaStageProgram<CpuTensor, CpuWork> program;
     private final List<LlamaStage<CpuTensor>> stages;
     private final ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor;
+    /** The supervised weights of single-lane stages; null when the stages are tensor-parallel (they own their shards). */
     private final SupervisedWeightsLoader weights;
+    private final List<TensorParallelStage> tensorParallelStages;
     private final Pipeline<CpuWork, StageSlot<CpuTensor>> pipeline;
     private volatile boolean closed;
 
@@ -108,24 +114,29 @@ public final class InferencePipeline implements TextGenerator {
                 MaterializationSettings.fromConfig(system.settings().config())), "graphlane-materialization-" + instance, Props.empty());
         StagePlan plan = StagePlan.balanced(config.layerCount(), stageCount);
         List<LlamaStage<CpuTensor>> loaded = new ArrayList<>();
-        // A stage's leases are all taken at once, so every shard may be pinned together.
-        int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
-        try (CheckpointSource source = model.openSource(shards)) {
-            this.weights = new SupervisedWeightsLoader(supervisor, system.scheduler(), source, config, b.loadTimeout);
-            try {
-                for (StageSpec spec : plan.stages()) {
-                    // Each stage gets its own ops: they keep scratch space and run on that stage's lane only.
-                    loaded.add(new LlamaStage<>(config, weights.load(spec), new CpuNeuralOps()));
-                    b.progress.accept(spec);
+        this.tensorParallelStages = b.tensorParallel > 1 ? loadTensorParallel(b, model, plan) : List.of();
+        SupervisedWeightsLoader supervised = null;
+        if (tensorParallelStages.isEmpty()) {
+            // A stage's leases are all taken at once, so every shard may be pinned together.
+            int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
+            try (CheckpointSource source = model.openSource(shards)) {
+                supervised = new SupervisedWeightsLoader(supervisor, system.scheduler(), source, config, b.loadTimeout);
+                try {
+                    for (StageSpec spec : plan.stages()) {
+                        // Each stage gets its own ops: they keep scratch space and run on that stage's lane only.
+                        loaded.add(new LlamaStage<>(config, supervised.load(spec), new CpuNeuralOps()));
+                        b.progress.accept(spec);
+                    }
+                } catch (RuntimeException e) {
+                    supervised.close();
+                    throw e;
                 }
             } catch (RuntimeException e) {
-                weights.close();
+                closeQuietly();
                 throw e;
             }
-        } catch (RuntimeException e) {
-            closeQuietly();
-            throw e;
         }
+        this.weights = supervised;
         this.stages = List.copyOf(loaded);
         List<String> laneNames = new ArrayList<>();
         for (int i = 0; i < stageCount; i++) {
@@ -133,7 +144,7 @@ public final class InferencePipeline implements TextGenerator {
         }
         this.lanes = LaneGroup.builder(system, backend).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
                 .workTracing(b.workTracing).spawn();
-        this.program = new LlamaStageProgram<>(stages, body -> body::run);
+        this.program = new LlamaStageProgram<>(tensorParallelStages.isEmpty() ? stages : tensorParallelStages, body -> body::run);
         PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(stageCount);
         this.pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings, "pipeline-" + instance);
     }
@@ -159,7 +170,7 @@ public final class InferencePipeline implements TextGenerator {
 
     /** The number of pipeline stages. */
     public int stageCount() {
-        return stages.size();
+        return lanes.laneIds().size();
     }
 
     /** The lanes of the stages, in order (their trace tracks are named after them). */
@@ -234,8 +245,20 @@ public final class InferencePipeline implements TextGenerator {
             LOG.warn("stopping the pipeline of {} did not finish cleanly: {}", name, e.toString());
         }
         program.close();
-        weights.close(); // after the lanes stopped: no work reads the weights any more
+        if (weights != null) {
+            weights.close(); // after the lanes stopped: no work reads the weights any more
+        }
         closeQuietly();
+    }
+
+    /** Loads every stage as {@code b.tensorParallel} shards on their own lanes (see the tensorparallel package). */
+    private List<TensorParallelStage> loadTensorParallel(Builder b, ModelDirectory model, StagePlan plan) {
+        try {
+            return TensorParallelStages.load(model, plan, b.tensorParallel, backend, b.collectiveSettings, b.progress);
+        } catch (RuntimeException e) {
+            closeQuietly();
+            throw e;
+        }
     }
 
     private void closeQuietly() {
@@ -326,6 +349,8 @@ public final class InferencePipeline implements TextGenerator {
         private Path model;
         private String modelName;
         private int stages = 1;
+        private int tensorParallel = 1;
+        private CollectiveSettings collectiveSettings = CollectiveSettings.defaults();
         private ActorSystem<?> system;
         private PipelineSettings settings;
         private TraceRecorder trace = TraceRecorder.DISABLED;
@@ -349,6 +374,22 @@ public final class InferencePipeline implements TextGenerator {
         /** The number of pipeline stages (default 1). */
         public Builder stages(int count) {
             this.stages = count;
+            return this;
+        }
+
+        /**
+         * Tensor-parallel degree (default 1): each stage's layers split over {@code degree} shard lanes
+         * that all-reduce after attention and after the MLP. It must divide the model's heads, kv heads
+         * and intermediate width.
+         */
+        public Builder tensorParallel(int degree) {
+            this.tensorParallel = degree;
+            return this;
+        }
+
+        /** How the shards of a tensor-parallel stage wait for each other (default {@link CollectiveSettings#defaults()}). */
+        public Builder collectiveSettings(CollectiveSettings settings) {
+            this.collectiveSettings = Objects.requireNonNull(settings, "settings");
             return this;
         }
 
@@ -401,8 +442,12 @@ public final class InferencePipeline implements TextGenerator {
             if (stages < 1) {
                 throw new GraphlaneException("--stages must be >= 1, got " + stages);
             }
+            if (tensorParallel < 1) {
+                throw new GraphlaneException("--tensor-parallel must be >= 1, got " + tensorParallel);
+            }
             Path dir = model != null ? model : DemoModel.ensure();
             ModelDirectory md = ModelDirectory.open(dir);
+            new TensorParallelism(md.config(), tensorParallel);
             if (stages > md.config().layerCount()) {
                 throw new GraphlaneException("--stages " + stages + " is more than the model's " + md.config().layerCount()
                         + " layers (num_hidden_layers in " + dir.resolve("config.json") + ")");
