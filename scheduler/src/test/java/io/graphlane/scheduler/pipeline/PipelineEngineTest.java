@@ -157,21 +157,29 @@ class PipelineEngineTest {
         // One micro-batch in flight at a time, up to two requests per batch: the second step holds both requests.
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(3, new PipelineSettings(4, 4, 2, 1));
         RuntimeException boom = new RuntimeException("token 666 is poison");
-        program.override = (stage, batch) -> stage == 1 && batch.entries().stream().anyMatch(e -> e.tokens()[0] == 666)
-                ? SimWork.failing(boom) : null;
+        program.override = (stage, batch) -> {
+            if (stage == 0 && batch.entries().size() == 1 && batch.entries().get(0).tokens()[0] == 5) {
+                return SimWork.held("healthy-first-step");
+            }
+            return stage == 1 && batch.entries().stream().anyMatch(e -> e.tokens()[0] == 666) ? SimWork.failing(boom) : null;
+        };
         RecordingListener good = new RecordingListener();
         RecordingListener bad = new RecordingListener();
-        p.submit(request(new int[] {5}, 4), good);
-        p.submit(request(new int[] {666}, 4), bad);
+        long goodId = p.submit(request(new int[] {5}, 4), good);
+        backend.whenStarted("healthy-first-step").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        long badId = p.submit(request(new int[] {666}, 4), bad);
+        // The engine takes the second admission before the first step's end (the hold is released after it was
+        // sent), so the healthy request's next step and the poisoned request's first share one micro-batch.
+        backend.release("healthy-first-step");
         ExecutionException e = assertThrows(ExecutionException.class, () -> bad.ended.get(30, TimeUnit.SECONDS));
         assertEquals(boom, ((PoisonedPreconditionException) e.getCause()).rootCause());
         assertEquals(TokenListener.StopReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
         assertEquals(ScriptedProgram.expected(new int[] {5}, 4), good.tokens, "the healthy request's tokens are untouched");
-        // Both requests of the failed micro-batch were rewound to where that step began before running alone.
-        assertTrue(program.rewound.contains("" + program.rewound.get(0)), program.rewound.toString());
+        // Both requests of the failed micro-batch were rewound to where that step began before running alone:
+        // the healthy one after its first position, the poisoned one to its start.
+        assertTrue(program.rewound.contains(badId + "@0"), program.rewound.toString());
+        assertTrue(program.rewound.contains(goodId + "@1"), program.rewound.toString());
         assertEquals(2, program.rewound.size(), program.rewound.toString());
-        assertTrue(program.rewound.stream().anyMatch(r -> r.endsWith("@1")), "the first request had one position: " + program.rewound);
-        assertTrue(program.rewound.stream().anyMatch(r -> r.endsWith("@0")), "the second request had none: " + program.rewound);
         awaitAllOutputsReleasedOnce();
     }
 
