@@ -55,9 +55,13 @@ class TlsFormationTest {
                 assertTrue(members.contains(a), a + " in " + members);
             }
         } finally {
+            // Leave together: a node leaving alone waits for the other's acknowledgement, which a loaded machine delays.
+            java.util.List<java.util.concurrent.CompletableFuture<?>> leaving = new java.util.ArrayList<>();
             for (GraphlaneNode n : nodes) {
-                n.shutdown().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                leaving.add(n.shutdown().toCompletableFuture());
             }
+            java.util.concurrent.CompletableFuture.allOf(leaving.toArray(java.util.concurrent.CompletableFuture[]::new))
+                    .get(90, TimeUnit.SECONDS);
         }
     }
 }

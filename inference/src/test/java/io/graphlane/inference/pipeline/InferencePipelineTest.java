@@ -102,9 +102,11 @@ class InferencePipelineTest {
             GenerationRefusedException tooLong = assertThrows(GenerationRefusedException.class,
                     () -> model.submit(GenerationRequest.greedy(List.of(1), model.maxSequenceLength()), new GenerationListener() { }));
             assertEquals(GenerationRefusedException.Reason.INVALID, tooLong.reason());
-            // One active and one queued fit; the third is refused as overload.
-            model.submit(GenerationRequest.greedy(List.of(1, 2), 8), new GenerationListener() { });
-            model.submit(GenerationRequest.greedy(List.of(3, 4), 8), new GenerationListener() { });
+            // One active and one queued fit; the third is refused as overload. The first two generate as long as
+            // the model allows, so neither can have ended by the time the third is submitted.
+            int longest = model.maxSequenceLength() - 2;
+            model.submit(GenerationRequest.greedy(List.of(1, 2), longest), new GenerationListener() { });
+            model.submit(GenerationRequest.greedy(List.of(3, 4), longest), new GenerationListener() { });
             GenerationRefusedException full = assertThrows(GenerationRefusedException.class,
                     () -> model.submit(GenerationRequest.greedy(List.of(5), 8), new GenerationListener() { }));
             assertEquals(GenerationRefusedException.Reason.OVERLOADED, full.reason());
