@@ -11,6 +11,7 @@ import picocli.CommandLine.Command;
             io.graphlane.cli.bench.SchedulerBench.class,
             io.graphlane.cli.bench.PipelineBench.class,
             io.graphlane.cli.bench.LoadBench.class,
+            io.graphlane.cli.bench.CollectiveBench.class,
         })
 public final class BenchCommand implements Runnable {
     @CommandLine.Spec

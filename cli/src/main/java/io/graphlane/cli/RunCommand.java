@@ -37,8 +37,9 @@ import picocli.CommandLine.Option;
  * pipeline stages on CPU lanes and generates for every prompt at once, streaming the text.
  */
 @Command(name = "run", mixinStandardHelpOptions = true,
-        description = {"Generate with pipeline-parallel inference: the model's layers split into stages, each stage a lane owned by its actor,",
-            "all prompts in flight at once. Without --model it uses the built-in demo model (random weights: its text is not meaningful)."})
+        description = {"Generate with pipeline-parallel inference, all prompts in flight at once.",
+            "The model's layers split into stages, each stage a lane owned by its actor. Without --model it uses the built-in",
+            "demo model (random weights: its text is not meaningful)."})
 public final class RunCommand implements Callable<Integer> {
     static final List<String> DEFAULT_PROMPTS = List.of(
             "The quick brown fox", "Once upon a time", "Pipelines keep every stage busy", "Hello from the JVM");
@@ -66,6 +67,10 @@ public final class RunCommand implements Callable<Integer> {
 
     @Option(names = "--stages", paramLabel = "P", defaultValue = "2", description = "Pipeline stages (default ${DEFAULT-VALUE}); at most the model's layers.")
     int stages;
+
+    @Option(names = "--tensor-parallel", paramLabel = "T", defaultValue = "1",
+            description = "Shard lanes per stage (default ${DEFAULT-VALUE}); must divide the model's heads, kv heads and intermediate size.")
+    int tensorParallel;
 
     @Option(names = "--backend", paramLabel = "cpu|sim|gpu", defaultValue = "cpu",
             description = "cpu (default) computes the model; sim runs the same pipeline on the simulated device (timing only, placeholder tokens); "
@@ -105,6 +110,9 @@ public final class RunCommand implements Callable<Integer> {
         if (stages < 1) {
             throw new GraphlaneException("--stages must be >= 1, got " + stages);
         }
+        if (!backend.equals("cpu") && tensorParallel != 1) {
+            throw new GraphlaneException("--tensor-parallel " + tensorParallel + " needs --backend cpu (the " + backend + " run has no shards)");
+        }
         switch (backend) {
             case "cpu":
                 return runCpu();
@@ -129,7 +137,7 @@ public final class RunCommand implements Callable<Integer> {
             out.println("graphlane: demo model (Llama architecture, random weights from a fixed seed): its tokens are not meaningful text.");
             out.println("           Use --model DIR with a Hugging Face Llama, Mistral or Qwen2 directory for real output.");
         }
-        InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).trace(recorder)
+        InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).trace(recorder)
                 .workTracing(TraceOptions.cpuWorkTracing());
         builder = demo ? builder.demoModel() : builder.model(model);
         InferencePipeline pipeline;
@@ -307,6 +315,7 @@ public final class RunCommand implements Callable<Integer> {
         ObjectNode root = m.createObjectNode();
         root.put("model", p.modelName());
         root.put("stages", stages);
+        root.put("tensor_parallel", tensorParallel);
         ArrayNode reqs = root.putArray("requests");
         for (GenerationResult r : results) {
             ObjectNode o = reqs.addObject();

@@ -44,7 +44,7 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
         extends AbstractBehavior<MaterializationSupervisor.Command<P>> {
 
     /** What the supervisor is told. */
-    public sealed interface Command<P> permits MaterializeUnit, UnitSettled, CleanupEnded { }
+    public sealed interface Command<P> permits MaterializeUnit, Stop, UnitSettled, CleanupEnded { }
 
     /**
      * Materialize and bind {@code requests} as one atomic unit and answer {@code replyTo} once. From
@@ -58,6 +58,13 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
             Objects.requireNonNull(replyTo, "replyTo");
         }
     }
+
+    /**
+     * Stop: units still queued are refused, units in progress are answered as failed, and their leases
+     * are released as their materializations complete (see {@link UnitReply.Failed}). Weights already
+     * bound stay with their parameter slots.
+     */
+    public record Stop<P>() implements Command<P> { }
 
     /** A unit's worker finished with {@code reply}. */
     record UnitSettled<P>(long unitId, UnitReply reply) implements Command<P> { }
@@ -112,6 +119,7 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
     public Receive<Command<P>> createReceive() {
         return newReceiveBuilder()
                 .onMessage(MaterializationSupervisor.<MaterializeUnit<P>>typed(MaterializeUnit.class), this::onMaterializeUnit)
+                .onMessage(MaterializationSupervisor.<Stop<P>>typed(Stop.class), stop -> Behaviors.stopped())
                 .onMessage(MaterializationSupervisor.<UnitSettled<P>>typed(UnitSettled.class), this::onUnitSettled)
                 .onMessage(MaterializationSupervisor.<CleanupEnded<P>>typed(CleanupEnded.class), this::onCleanupEnded)
                 .onSignal(ChildFailed.class, this::onChildFailed)

@@ -2,7 +2,7 @@
  * The materialization supervisor: checkpoint leases and recipes to bound parameters, one atomic unit at a time.
  *
  * <p>Owns: {@link io.graphlane.actors.materialize.MaterializationSupervisor} (the protocol: {@code MaterializeUnit}
- * in, one {@link io.graphlane.actors.materialize.UnitReply} out), its per-unit workers and the per-unit ledger of
+ * in, one {@link io.graphlane.actors.materialize.UnitReply} out; {@code Stop} from its owner), its per-unit workers and the per-unit ledger of
  * what each unit owns.
  *
  * <p>Guarantees: every lease of a unit is held until the exact completion of the materialization that reads it

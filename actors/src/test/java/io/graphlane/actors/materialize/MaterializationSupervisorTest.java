@@ -255,6 +255,29 @@ class MaterializationSupervisorTest {
     }
 
     @Test
+    void stopRefusesQueuedUnitsFailsActiveOnesAndReleasesInFlightLeasesOnlyAfterTheirCompletion() {
+        backend.holdNames.add("a");
+        TestProbe<UnitReply> active = KIT.createTestProbe();
+        TestProbe<UnitReply> waiting = KIT.createTestProbe();
+        ActorRef<MaterializationSupervisor.Command<Slot>> supervisor = supervisor(new MaterializationSettings(1, 1));
+        supervisor.tell(new MaterializationSupervisor.MaterializeUnit<>("s1", unit("a", "b"), active.getRef()));
+        supervisor.tell(new MaterializationSupervisor.MaterializeUnit<>("s2", unit("c"), waiting.getRef()));
+        eventually(active, () -> assertEquals(1, backend.held.size()));
+
+        supervisor.tell(new MaterializationSupervisor.Stop<>());
+        active.expectTerminated(supervisor, Duration.ofSeconds(5));
+        assertTrue(expectFailed(waiting).describe().contains("stopped before unit s2 started"));
+        assertTrue(expectFailed(active).describe().contains("stopped before unit s1 was bound"));
+        assertEquals(1, leases.get(2).releases.get(), "the queued unit's lease is released at once");
+        assertFalse(leases.get(0).isReleased(), "a is still being realized: its lease must be held");
+
+        backend.complete("a");
+        eventually(active, () -> assertEquals(1, leases.get(0).releases.get()));
+        assertNothingBound();
+        assertLedgerClean();
+    }
+
+    @Test
     void recipeSourcesAreLeasedAtStartAndReleasedAfterTheirCompletion() {
         backend.holdNames.add("qkv");
         LedgerLease q = new LedgerLease("q", SPEC);

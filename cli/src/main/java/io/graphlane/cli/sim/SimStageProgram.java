@@ -61,4 +61,9 @@ public final class SimStageProgram implements StageProgram<SimWork, Object> {
     public void forget(long requestId) {
         // No per-request state.
     }
+
+    @Override
+    public void rewind(long requestId, int position) {
+        // No per-request state.
+    }
 }

@@ -30,4 +30,14 @@ public interface CollectiveBackend<E, T, G> {
 
     /** Sends the i-th partition of {@code value} to member i and gathers what every member sent here. */
     Result<T> allToAll(T value, G group, E executor);
+
+    /**
+     * Sends the next {@code sendCounts[i]} rows of {@code value} (in member order) to member i and
+     * gathers, in member order, the rows every member sent here; a count may be zero, and a member
+     * with no rows at all still takes part. A backend without variable counts throws
+     * {@link AbsentCapabilityException} before anything is queued.
+     */
+    default Result<T> allToAll(T value, int[] sendCounts, G group, E executor) {
+        throw new AbsentCapabilityException(getClass().getSimpleName(), "all-to-all with variable counts");
+    }
 }

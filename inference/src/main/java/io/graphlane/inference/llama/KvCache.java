@@ -94,6 +94,15 @@ public final class KvCache<T> {
     }
 
     /** Marks {@code count} reserved positions as written in every layer. */
+    /** Forgets every position from {@code newLength} on (no-op if the cache is shorter), so they can be computed again. */
+    public void truncate(int newLength) {
+        if (newLength < 0) {
+            throw new IllegalArgumentException("request " + requestId + ": cannot truncate a KV cache to " + newLength + " positions");
+        }
+        length = Math.min(length, newLength);
+    }
+
+    /** Makes positions {@code [length, length + count)} part of the cache once their rows are written. */
     public void commit(int count) {
         length += count;
     }

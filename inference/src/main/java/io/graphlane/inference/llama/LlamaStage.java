@@ -30,7 +30,7 @@ import java.util.Set;
  *
  * @param <T> the backend tensor
  */
-public final class LlamaStage<T> implements AutoCloseable {
+public final class LlamaStage<T> implements StageForward<T> {
     private final LlamaConfig config;
     private final StageWeights<T> weights;
     private final NeuralOps<T> ops;
@@ -59,6 +59,7 @@ public final class LlamaStage<T> implements AutoCloseable {
     }
 
     /** The operations this stage issues its work through. */
+    @Override
     public NeuralOps<T> ops() {
         return ops;
     }
@@ -69,6 +70,7 @@ public final class LlamaStage<T> implements AutoCloseable {
      * freed. Every request's positions must continue where its cache ends; if the step fails,
      * no cache advances.
      */
+    @Override
     public StageOutput<T> forward(StageInput<T> input) {
         List<Segment> segments = input.segments();
         requireInputMatchesStage(input);
@@ -107,12 +109,27 @@ public final class LlamaStage<T> implements AutoCloseable {
     }
 
     /** Frees the KV cache of {@code requestId} (finished, cancelled or failed); false if the stage holds none. */
+    @Override
     public boolean endRequest(long requestId) {
         KvCache<T> cache = caches.remove(requestId);
         if (cache == null) {
             return false;
         }
         cache.release();
+        return true;
+    }
+
+    /**
+     * Forgets the positions of {@code requestId} from {@code position} on, so a step that failed on a later
+     * stage can be run again from there; false if the stage holds no cache for the request.
+     */
+    @Override
+    public boolean rewind(long requestId, int position) {
+        KvCache<T> cache = caches.get(requestId);
+        if (cache == null) {
+            return false;
+        }
+        cache.truncate(position);
         return true;
     }
 

@@ -1,8 +1,8 @@
 package io.graphlane.inference.pipeline;
 
 import io.graphlane.core.nn.NeuralOps;
-import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
 import io.graphlane.inference.sampling.Sampler;
@@ -13,35 +13,39 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
- * The Llama family as a {@link StageProgram}: stage k's work runs {@link LlamaStage#forward} of
+ * The Llama family as a {@link StageProgram}: stage k's work runs {@link StageForward#forward} of
  * stage k on its lane, reading the activation stage k−1 left in its slot; the last stage also
  * samples each request's next token with the request's {@link Sampler}. Everything that touches
- * a stage (its forward, its KV caches) runs on that stage's lane: the caches of ended requests
- * are dropped by the next work on the lane, or when the program is closed.
+ * a stage (its forward, its KV caches) runs on that stage's lane (a tensor-parallel stage fans out
+ * from there to its shard lanes): the caches of ended requests are dropped, and those of failed
+ * steps rewound, by the next work on the lane (in order, before it reads them), or when the
+ * program is closed.
  *
  * @param <T> the backend tensor
  * @param <W> backend-native work
  */
 public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<T>>, AutoCloseable {
-    private final List<LlamaStage<T>> stages;
+    private final List<StageForward<T>> stages;
     private final Function<Runnable, W> asWork;
-    private final List<Queue<Long>> ended = new ArrayList<>();
+    /** Per stage, changes to its request state asked for on the engine's thread, applied by the stage's next work on its lane. */
+    private final List<Queue<Consumer<StageForward<T>>>> pending = new ArrayList<>();
 
     /**
      * A program over {@code stages} (in pipeline order, stage k run only by lane k's work);
      * {@code asWork} turns a body into the backend's work item (on the CPU, a {@code CpuWork}).
      */
-    public LlamaStageProgram(List<LlamaStage<T>> stages, Function<Runnable, W> asWork) {
+    public LlamaStageProgram(List<? extends StageForward<T>> stages, Function<Runnable, W> asWork) {
         if (stages.isEmpty()) {
             throw new IllegalArgumentException("a pipeline needs at least one stage");
         }
         this.stages = List.copyOf(stages);
         this.asWork = asWork;
         for (int i = 0; i < stages.size(); i++) {
-            ended.add(new ConcurrentLinkedQueue<>());
+            pending.add(new ConcurrentLinkedQueue<>());
         }
     }
 
@@ -52,7 +56,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
 
     @Override
     public StageStep<W, StageSlot<T>> plan(int stage, MicroBatch batch, StageSlot<T> input) {
-        LlamaStage<T> llama = stages.get(stage);
+        StageForward<T> llama = stages.get(stage);
         List<Segment> segments = new ArrayList<>(batch.entries().size());
         for (MicroBatch.Entry e : batch.entries()) {
             segments.add(new Segment(e.requestId(), e.startPosition(), e.tokens().length));
@@ -60,7 +64,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         StageSlot<T> out = new StageSlot<>(llama.ops());
         boolean last = stage == stages.size() - 1;
         Runnable body = () -> {
-            dropEndedRequests(stage);
+            applyPending(stage);
             StageInput<T> in = stage == 0
                     ? new StageInput.Tokens<>(segments, concatTokens(batch))
                     : new StageInput.Hidden<>(segments, input.output().tensor());
@@ -85,8 +89,15 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
 
     @Override
     public void forget(long requestId) {
-        for (Queue<Long> q : ended) {
-            q.add(requestId);
+        for (Queue<Consumer<StageForward<T>>> q : pending) {
+            q.add(stage -> stage.endRequest(requestId));
+        }
+    }
+
+    @Override
+    public void rewind(long requestId, int position) {
+        for (Queue<Consumer<StageForward<T>>> q : pending) {
+            q.add(stage -> stage.rewind(requestId, position));
         }
     }
 
@@ -94,15 +105,15 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
     @Override
     public void close() {
         for (int s = 0; s < stages.size(); s++) {
-            dropEndedRequests(s);
+            applyPending(s);
             stages.get(s).close();
         }
     }
 
-    private void dropEndedRequests(int stage) {
-        Queue<Long> q = ended.get(stage);
-        for (Long id = q.poll(); id != null; id = q.poll()) {
-            stages.get(stage).endRequest(id);
+    private void applyPending(int stage) {
+        Queue<Consumer<StageForward<T>>> q = pending.get(stage);
+        for (Consumer<StageForward<T>> change = q.poll(); change != null; change = q.poll()) {
+            change.accept(stages.get(stage));
         }
     }
 

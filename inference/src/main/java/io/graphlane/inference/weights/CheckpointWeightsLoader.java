@@ -45,10 +45,7 @@ public final class CheckpointWeightsLoader<T> implements StageWeightsLoader<T> {
 
     private T load(Expected expected) {
         String name = expected.name();
-        if (!source.catalog().contains(name)) {
-            throw new GraphlaneException("checkpoint " + source.catalog().dir() + " has no tensor " + name
-                    + " (expected shape " + Shape.of(expected.checkpointShape()) + ")");
-        }
+        CheckpointTensors.requirePresent(source, List.of(expected));
         Recipe recipe = Recipe.source(source, name);
         Shape found = recipe.spec().shape();
         if (!found.equals(Shape.of(expected.checkpointShape()))) {

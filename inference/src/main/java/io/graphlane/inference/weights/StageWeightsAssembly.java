@@ -56,18 +56,37 @@ public final class StageWeightsAssembly {
             }
             throw e;
         }
+        return fromNamed(config, stage, made);
+    }
+
+    /**
+     * Arranges tensors already made and checked, keyed by their Hugging Face names, into {@code stage}'s
+     * {@link StageWeights}; takes no ownership and makes nothing.
+     *
+     * @throws IllegalArgumentException naming every tensor of {@link LlamaTensors#forStage} that {@code tensors} lacks
+     */
+    public static <T> StageWeights<T> fromNamed(LlamaConfig config, StageSpec stage, Map<String, T> tensors) {
+        List<String> absent = new ArrayList<>();
+        for (Expected expected : LlamaTensors.forStage(config, stage)) {
+            if (tensors.get(expected.name()) == null) {
+                absent.add(expected.name());
+            }
+        }
+        if (!absent.isEmpty()) {
+            throw new IllegalArgumentException(stage + ": no tensor for " + String.join(", ", absent));
+        }
         List<LayerWeights<T>> layers = new ArrayList<>();
         for (int l = stage.layers().start(); l < stage.layers().end(); l++) {
-            layers.add(layer(config, l, made));
+            layers.add(layer(config, l, tensors));
         }
-        T embedding = stage.isFirst() ? made.get(LlamaTensors.EMBEDDING) : null;
-        T finalNorm = stage.isLast() ? made.get(LlamaTensors.FINAL_NORM) : null;
-        T head = stage.isLast() ? made.get(config.tieWordEmbeddings() ? LlamaTensors.EMBEDDING : LlamaTensors.LM_HEAD) : null;
+        T embedding = stage.isFirst() ? tensors.get(LlamaTensors.EMBEDDING) : null;
+        T finalNorm = stage.isLast() ? tensors.get(LlamaTensors.FINAL_NORM) : null;
+        T head = stage.isLast() ? tensors.get(config.tieWordEmbeddings() ? LlamaTensors.EMBEDDING : LlamaTensors.LM_HEAD) : null;
         return new StageWeights<>(stage, embedding, layers, finalNorm, head);
     }
 
-    /** Releases every tensor of {@code weights} once (a tied head shares the embedding's tensor). */
-    public static <T> void release(StageWeights<T> weights, NeuralOps<T> ops) {
+    /** Every distinct tensor of {@code weights}, each once (a tied head shares the embedding's tensor). */
+    private static <T> Set<T> distinctTensors(StageWeights<T> weights) {
         Set<T> distinct = Collections.newSetFromMap(new IdentityHashMap<>());
         distinct.add(weights.embedding());
         distinct.add(weights.finalNorm());
@@ -77,7 +96,16 @@ public final class StageWeightsAssembly {
                     l.ffnNorm(), l.wGate(), l.wUp(), l.wDown()));
         }
         distinct.remove(null);
-        for (T tensor : distinct) {
+        return distinct;
+    }
+
+    /**
+     * Releases every tensor of {@code weights} once (a tied head shares the embedding's tensor), for
+     * tensors the caller owns through {@code ops}; weights bound through the materialization
+     * supervisor are released by their loader instead ({@link SupervisedWeightsLoader#release}).
+     */
+    public static <T> void release(StageWeights<T> weights, NeuralOps<T> ops) {
+        for (T tensor : distinctTensors(weights)) {
             ops.release(tensor);
         }
     }

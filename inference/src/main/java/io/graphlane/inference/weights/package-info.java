@@ -1,10 +1,20 @@
 /**
  * Stage weights: {@link io.graphlane.inference.weights.StageWeightsLoader} is what the model asks
- * for, {@link io.graphlane.inference.weights.StageWeightsAssembly} checks and assembles one stage's
- * tensors all or nothing, and {@link io.graphlane.inference.weights.CheckpointWeightsLoader} reads
- * them from checkpoint leases (F16/BF16 widened by the checkpoint module's cast) until the
- * materialization supervisor takes over. Guarantees: every lease released once, after its bytes
- * were copied; a failed stage releases what it made and names the tensor. Refuses missing tensors,
+ * for, and {@link io.graphlane.inference.weights.StageWeightsAssembly} arranges one stage's tensors
+ * (named and shaped as {@link io.graphlane.inference.llama.LlamaTensors} says) all or nothing.
+ *
+ * <p>{@link io.graphlane.inference.weights.SupervisedWeightsLoader}, the path of the pipeline, hands
+ * each stage to the {@link io.graphlane.actors.materialize.MaterializationSupervisor} as one atomic
+ * unit of checkpoint leases, realized on a loading lane of the CPU backend: aligned F32 read in
+ * place, F16/BF16 widened; the bound weights are wrapped as CPU tensors without a copy and owned by
+ * that loader until its {@code release} or {@code close}.
+ * {@link io.graphlane.inference.weights.CheckpointWeightsLoader} copies leased bytes into tensors on
+ * the calling thread (the sequential path, with no actor system); those tensors belong to the caller
+ * ({@code StageWeightsAssembly.release}).
+ *
+ * <p>Guarantees: every lease is released exactly once, after the bytes it lends were realized; a
+ * failed stage binds nothing, keeps no lease and names every tensor at fault with expected and found
+ * values; each bound weight is closed exactly once. Refuses missing tensors (before leasing any),
  * wrong shapes and non-float dtypes.
  */
 package io.graphlane.inference.weights;

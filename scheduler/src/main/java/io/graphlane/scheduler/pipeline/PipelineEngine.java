@@ -80,6 +80,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         boolean cancelled;
         boolean deadlinePassed;
         boolean reported;
+        /** Runs its next step alone: a micro-batch it was part of failed, and only a step of its own tells whose failure it was. */
+        boolean solo;
 
         Active(long id, PipelineRequest request, TokenListener listener) {
             this.id = id;
@@ -107,6 +109,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final Map<Long, Active> requests = new HashMap<>();
     private final ArrayDeque<Long> waiting = new ArrayDeque<>();
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
+    private final ArrayDeque<Long> readySolo = new ArrayDeque<>();
     /** Every stage handle of every step in flight, to its step. */
     private final Map<CompletionHandle, InFlight<A>> stepOfHandle = new HashMap<>();
     private final Map<Long, InFlight<A>> inFlight = new LinkedHashMap<>();
@@ -285,9 +288,18 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 continue;
             }
             if (failure != null) {
-                end(a, null, failure);
+                if (entries.size() > 1) {
+                    // A failure local to one request must fail only that request: take back what the stages
+                    // that ran added for each, and run each alone from where the step began.
+                    program.rewind(a.id, a.position);
+                    a.solo = true;
+                    readySolo.add(a.id);
+                } else {
+                    end(a, null, failure);
+                }
                 continue;
             }
+            a.solo = false;
             int token = sampled[i];
             a.position += entries.get(i).tokens().length;
             a.generated++;
@@ -311,6 +323,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         requests.remove(a.id);
         waiting.remove(a.id);
         ready.remove(a.id);
+        readySolo.remove(a.id);
         timers.cancel(a.id);
         if (a.started) {
             activeCount--;
@@ -335,6 +348,11 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             a.started = true;
             activeCount++;
             ready.add(a.id);
+        }
+        while (!readySolo.isEmpty() && inFlight.size() < settings.maxInFlightBatches()) {
+            Active a = requests.get(readySolo.poll());
+            a.inFlight = true;
+            submitStep(new MicroBatch(registry.newRequestId(), List.of(new MicroBatch.Entry(a.id, a.nextInput, a.position, a.request.sampling()))));
         }
         while (!ready.isEmpty() && inFlight.size() < settings.maxInFlightBatches()) {
             // Spread the active requests evenly over the micro-batches the pipeline holds: a decode step

@@ -33,4 +33,11 @@ public interface StageProgram<W, A> {
 
     /** Drops the per-request state of {@code requestId} on every stage; called once no work of it is in flight. */
     void forget(long requestId);
+
+    /**
+     * Takes back what a failed step added to {@code requestId}'s state on the stages that did run it
+     * (positions from {@code position} on), so the step can run again; called once no work of the
+     * request is in flight, before the request's next step is planned.
+     */
+    void rewind(long requestId, int position);
 }

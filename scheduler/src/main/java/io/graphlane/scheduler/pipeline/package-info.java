@@ -8,7 +8,8 @@
  * <p>Guarantees: a request's tokens reach its listener in order, followed by exactly one end; admission is bounded
  * ({@link io.graphlane.scheduler.pipeline.PipelineOverloadedException} beyond it); a stage output is freed exactly once,
  * after both the work that fills it and the work that reads it have completed; a cancelled request's step in flight
- * finishes unobserved; deadlines are checked before a step is submitted, never after; a failed step fails the
- * requests of its micro-batch only.
+ * finishes unobserved; deadlines are checked before a step is submitted, never after; a failure local to one request fails only
+ * that request: when a micro-batch of several requests fails, the stages that ran are rewound for each of them and
+ * each runs its next step alone, so only the request whose own step fails again fails.
  */
 package io.graphlane.scheduler.pipeline;

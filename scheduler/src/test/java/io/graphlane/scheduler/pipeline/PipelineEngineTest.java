@@ -153,6 +153,29 @@ class PipelineEngineTest {
     }
 
     @Test
+    void aFailureInAMicroBatchOfSeveralRequestsFailsOnlyTheRequestWhoseOwnStepFails() throws Exception {
+        // One micro-batch in flight at a time, up to two requests per batch: the second step holds both requests.
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(3, new PipelineSettings(4, 4, 2, 1));
+        RuntimeException boom = new RuntimeException("token 666 is poison");
+        program.override = (stage, batch) -> stage == 1 && batch.entries().stream().anyMatch(e -> e.tokens()[0] == 666)
+                ? SimWork.failing(boom) : null;
+        RecordingListener good = new RecordingListener();
+        RecordingListener bad = new RecordingListener();
+        p.submit(request(new int[] {5}, 4), good);
+        p.submit(request(new int[] {666}, 4), bad);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> bad.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(boom, ((PoisonedPreconditionException) e.getCause()).rootCause());
+        assertEquals(TokenListener.StopReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(ScriptedProgram.expected(new int[] {5}, 4), good.tokens, "the healthy request's tokens are untouched");
+        // Both requests of the failed micro-batch were rewound to where that step began before running alone.
+        assertTrue(program.rewound.contains("" + program.rewound.get(0)), program.rewound.toString());
+        assertEquals(2, program.rewound.size(), program.rewound.toString());
+        assertTrue(program.rewound.stream().anyMatch(r -> r.endsWith("@1")), "the first request had one position: " + program.rewound);
+        assertTrue(program.rewound.stream().anyMatch(r -> r.endsWith("@0")), "the second request had none: " + program.rewound);
+        awaitAllOutputsReleasedOnce();
+    }
+
+    @Test
     void cancellingWhileAStepIsInFlightEndsTheRequestAndPublishesNothingMore() throws Exception {
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
         program.override = (stage, batch) -> stage == 0 ? SimWork.held("step") : null;

@@ -33,6 +33,7 @@ final class ScriptedProgram implements StageProgram<SimWork, ScriptedProgram.Slo
     final ConcurrentLinkedQueue<String> ran = new ConcurrentLinkedQueue<>();
     final List<Slot> outputs = new java.util.concurrent.CopyOnWriteArrayList<>();
     final Set<Long> forgotten = ConcurrentHashMap.newKeySet();
+    final List<String> rewound = new java.util.concurrent.CopyOnWriteArrayList<>();
     final Map<Long, List<Integer>> tokensByRequest = new ConcurrentHashMap<>();
     private final int stages;
     volatile BiFunction<Integer, MicroBatch, SimWork> override = (stage, batch) -> null;
@@ -83,6 +84,11 @@ final class ScriptedProgram implements StageProgram<SimWork, ScriptedProgram.Slo
     @Override
     public void forget(long requestId) {
         forgotten.add(requestId);
+    }
+
+    @Override
+    public void rewind(long requestId, int position) {
+        rewound.add(requestId + "@" + position);
     }
 
     /** The tokens a request with this prompt gets. */

@@ -1,0 +1,32 @@
+package io.graphlane.actors.materialize;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigFactory;
+import org.junit.jupiter.api.Test;
+
+/** The supervisor's bounds as configured: reference.conf documents the defaults, an application overrides them. */
+class MaterializationSettingsTest {
+
+    @Test
+    void referenceConfHoldsTheDefaults() {
+        assertEquals(MaterializationSettings.DEFAULTS, MaterializationSettings.fromConfig(ConfigFactory.load()));
+        assertEquals(new MaterializationSettings(4, 64), MaterializationSettings.DEFAULTS);
+    }
+
+    @Test
+    void applicationOverridesAreRead() {
+        var config = ConfigFactory.parseString("graphlane.materialization { max-active-units = 2, max-queued-units = 0 }")
+                .withFallback(ConfigFactory.load());
+        assertEquals(new MaterializationSettings(2, 0), MaterializationSettings.fromConfig(config));
+    }
+
+    @Test
+    void aBoundBelowItsMinimumIsRefusedNamingTheKey() {
+        var config = ConfigFactory.parseString("graphlane.materialization.max-active-units = 0").withFallback(ConfigFactory.load());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MaterializationSettings.fromConfig(config));
+        assertTrue(e.getMessage().contains("graphlane.materialization.max-active-units") && e.getMessage().contains("found 0"), e.getMessage());
+    }
+}

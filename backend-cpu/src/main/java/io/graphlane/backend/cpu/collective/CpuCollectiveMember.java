@@ -1,0 +1,407 @@
+package io.graphlane.backend.cpu.collective;
+
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.core.backend.AbsentCapabilityException;
+import java.nio.FloatBuffer;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * One member of a {@link CpuCollectiveGroup}: its collectives run synchronously on the calling
+ * thread, which is the member's lane worker (the device side), never an actor thread. Each
+ * collective first exchanges descriptors with every other member and checks them against member
+ * 0's; only then does payload move, as chunks: all-reduce as a ring reduce-scatter followed by a
+ * ring all-gather, all-gather as a ring, all-to-all as pairwise exchanges.
+ *
+ * <p>Failure is never a hang: a member that sends nothing for the group's timeout is named as
+ * absent; a member that fails tells every other member, which fail naming it; after any failure
+ * this member refuses further collectives ({@link CollectiveGroupPoisonedException}) because the
+ * group's order can no longer be proven. Tensors handed in are read, never freed; tensors handed
+ * out belong to the caller (free them with {@link CpuNeuralOps#release}).
+ */
+public final class CpuCollectiveMember {
+    /** Allocation only (it keeps no scratch for that), shared by every member. */
+    private static final CpuNeuralOps ALLOCATOR = new CpuNeuralOps();
+
+    private final String group;
+    private final int rank;
+    private final int size;
+    private final CollectiveTransport transport;
+    private final long timeoutNanos;
+    private final Duration timeout;
+    private final int chunkFloats;
+    private final List<ArrayDeque<CollectiveMessage>> pending;
+    private long nextSequence;
+    private CollectiveException poisoned;
+    private float[] scratch = new float[0];
+
+    CpuCollectiveMember(String group, int rank, CollectiveTransport transport, CollectiveSettings settings) {
+        this.group = group;
+        this.rank = rank;
+        this.size = transport.size();
+        this.transport = transport;
+        this.timeout = settings.memberTimeout();
+        this.timeoutNanos = settings.memberTimeout().toNanos();
+        this.chunkFloats = settings.chunkFloats();
+        this.pending = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            pending.add(new ArrayDeque<>());
+        }
+    }
+
+    /** This member's rank in its group. */
+    public int rank() {
+        return rank;
+    }
+
+    /** The number of members of the group. */
+    public int size() {
+        return size;
+    }
+
+    /** Collectives this member has entered (the next one's sequence number). */
+    public synchronized long sequence() {
+        return nextSequence;
+    }
+
+    /**
+     * Reduces {@code tensor} element-wise with every member's tensor of the same shape, in place:
+     * when it returns, every member's tensor holds the same result.
+     *
+     * @throws AbsentCapabilityException if the CPU does not compute {@code op}; nothing was exchanged
+     * @throws CollectiveException       naming the member at fault if the members disagree, one is absent or one left
+     */
+    public synchronized void allReduceInPlace(CpuTensor tensor, ReduceOp op) {
+        Objects.requireNonNull(tensor, "tensor");
+        requireSupported(op);
+        CollectiveDescriptor mine = descriptor(CollectiveKind.ALL_REDUCE, op, tensor.rows(), tensor.cols(), null);
+        run(mine, null, all -> {
+            FloatBuffer buf = tensor.data();
+            long[] bounds = balanced((long) tensor.rows() * tensor.cols(), size);
+            ring(buf, bounds, rank, op, mine.sequence(), "reduce-scatter chunk");
+            ring(buf, bounds, rank + 1, null, mine.sequence(), "all-gather chunk");
+            return null;
+        });
+    }
+
+    /** Like {@link #allReduceInPlace} into a new tensor owned by the caller; {@code value} is left as it was. */
+    public synchronized CpuTensor allReduce(CpuTensor value, ReduceOp op) {
+        Objects.requireNonNull(value, "value");
+        requireSupported(op);
+        CpuTensor out = ALLOCATOR.allocate(value.rows(), value.cols());
+        try {
+            ALLOCATOR.copy(value, out);
+            allReduceInPlace(out, op);
+            return out;
+        } catch (RuntimeException | Error e) {
+            ALLOCATOR.release(out);
+            throw e;
+        }
+    }
+
+    /**
+     * Concatenates every member's rows in member order into a new tensor owned by the caller; members
+     * may hold different numbers of rows (zero included) but the same number of columns.
+     *
+     * @throws CollectiveException naming the member at fault if the members disagree, one is absent or one left
+     */
+    public synchronized CpuTensor allGather(CpuTensor value) {
+        Objects.requireNonNull(value, "value");
+        CollectiveDescriptor mine = descriptor(CollectiveKind.ALL_GATHER, null, value.rows(), value.cols(), null);
+        return run(mine, null, all -> {
+            int cols = value.cols();
+            long[] bounds = new long[size + 1];
+            long rows = 0;
+            for (int i = 0; i < size; i++) {
+                bounds[i + 1] = bounds[i] + (long) all[i].rows() * cols;
+                rows += all[i].rows();
+            }
+            CpuTensor out = ALLOCATOR.allocate(Math.toIntExact(rows), cols);
+            try {
+                FloatBuffer buf = out.data();
+                buf.put((int) bounds[rank], value.data(), 0, value.rows() * cols);
+                ring(buf, bounds, rank, null, mine.sequence(), "all-gather chunk");
+                return out;
+            } catch (RuntimeException | Error e) {
+                ALLOCATOR.release(out);
+                throw e;
+            }
+        });
+    }
+
+    /**
+     * Sends the next {@code sendCounts[j]} rows of {@code value} to member j (in member order) and
+     * returns a new tensor, owned by the caller, of the rows every member sent here, in member order.
+     * A member with no rows at all (every count zero) still takes part.
+     *
+     * @throws IllegalArgumentException if the counts do not cover {@code value}'s rows; the others are told this member left
+     * @throws CollectiveException      naming the member at fault if the members disagree, one is absent or one left
+     */
+    public synchronized CpuTensor allToAll(CpuTensor value, int[] sendCounts) {
+        Objects.requireNonNull(value, "value");
+        Objects.requireNonNull(sendCounts, "sendCounts");
+        int[] counts = sendCounts.clone();
+        CollectiveDescriptor mine = descriptor(CollectiveKind.ALL_TO_ALL, null, value.rows(), value.cols(), counts);
+        return run(mine, () -> requireCountsCover(counts, value.rows()), all -> {
+            int cols = value.cols();
+            // Where member i's block for member j starts in i's tensor, and where it lands in j's result.
+            int[] received = new int[size + 1];
+            for (int i = 0; i < size; i++) {
+                received[i + 1] = received[i] + all[i].sendCount(rank);
+            }
+            CpuTensor out = ALLOCATOR.allocate(received[size], cols);
+            try {
+                FloatBuffer src = value.data();
+                FloatBuffer dst = out.data();
+                int[] sendStart = new int[size + 1];
+                for (int j = 0; j < size; j++) {
+                    sendStart[j + 1] = sendStart[j] + counts[j];
+                }
+                dst.put(received[rank] * cols, src, sendStart[rank] * cols, counts[rank] * cols);
+                for (int k = 1; k < size; k++) {
+                    int to = (rank + k) % size;
+                    int from = (rank - k + size) % size;
+                    int landsAt = 0;
+                    for (int i = 0; i < rank; i++) {
+                        landsAt += all[i].sendCount(to);
+                    }
+                    exchange(src, (long) sendStart[to] * cols, (long) counts[to] * cols, to, (long) landsAt * cols,
+                            dst, (long) received[from] * cols, (long) all[from].sendCount(rank) * cols, from, null,
+                            mine.sequence(), "all-to-all block");
+                }
+                return out;
+            } catch (RuntimeException | Error e) {
+                ALLOCATOR.release(out);
+                throw e;
+            }
+        });
+    }
+
+    /**
+     * Leaves the group for {@code cause}: every other member's current or next collective fails naming
+     * this member, and this member refuses further collectives.
+     */
+    public synchronized void leave(Throwable cause) {
+        String reason = "member " + rank + " left: " + cause;
+        CollectiveException lost = new MemberLostException(group, nextSequence, rank, reason);
+        if (poisoned == null) {
+            poisoned = lost;
+            tellOthers(new CollectiveMessage.Left(rank, reason));
+        }
+    }
+
+    /** The failure that poisoned this member, or {@code null} while it is healthy. */
+    public synchronized CollectiveException poisonedBy() {
+        return poisoned;
+    }
+
+    // ------------------------------------------------------------------ protocol
+
+    @FunctionalInterface
+    private interface Payload<R> {
+        R move(CollectiveDescriptor[] all) throws InterruptedException;
+    }
+
+    private CollectiveDescriptor descriptor(CollectiveKind kind, ReduceOp op, int rows, int cols, int[] counts) {
+        if (poisoned != null) {
+            throw new CollectiveGroupPoisonedException(group, nextSequence, rank, poisoned);
+        }
+        return new CollectiveDescriptor(nextSequence, kind, op, "F32", rows, cols, counts);
+    }
+
+    /** Runs one collective: the local {@code check} (its failure tells the others), consensus, then the payload. */
+    private <R> R run(CollectiveDescriptor mine, Runnable check, Payload<R> payload) {
+        nextSequence++;
+        try {
+            if (check != null) {
+                check.run();
+            }
+            CollectiveDescriptor[] all = agree(mine);
+            return payload.move(all);
+        } catch (DescriptorMismatchException e) {
+            // Every member reached the same verdict from the same descriptors: nobody needs telling.
+            poisoned = e;
+            throw e;
+        } catch (MemberLostException e) {
+            // The member that left told everyone already.
+            poisoned = e;
+            throw e;
+        } catch (CollectiveException e) {
+            poisoned = e;
+            tellOthers(new CollectiveMessage.Left(e.member(), e.getMessage()));
+            throw e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw fail(mine, new MemberLostException(group, mine.sequence(), rank, "member " + rank + "'s lane was interrupted"), e);
+        } catch (RuntimeException | Error e) {
+            throw fail(mine, new MemberLostException(group, mine.sequence(), rank, "member " + rank + " failed: " + e), e);
+        }
+    }
+
+    private RuntimeException fail(CollectiveDescriptor mine, CollectiveException lost, Throwable cause) {
+        poisoned = lost;
+        tellOthers(new CollectiveMessage.Left(rank, lost.getMessage()));
+        if (cause instanceof Error error) {
+            throw error;
+        }
+        return cause instanceof RuntimeException r && !(r instanceof CollectiveException) ? r : lost;
+    }
+
+    /** Descriptor consensus: everyone sends theirs to everyone; everyone compares all of them against member 0's. */
+    private CollectiveDescriptor[] agree(CollectiveDescriptor mine) throws InterruptedException {
+        CollectiveDescriptor[] all = new CollectiveDescriptor[size];
+        all[rank] = mine;
+        tellOthers(new CollectiveMessage.Descriptor(mine));
+        long deadline = System.nanoTime() + timeoutNanos;
+        for (int r = 0; r < size; r++) {
+            if (r == rank) {
+                continue;
+            }
+            CollectiveMessage m = receive(r, mine.sequence(), "descriptor", deadline);
+            if (!(m instanceof CollectiveMessage.Descriptor d)) {
+                throw new CollectiveException(group, mine.sequence(), r, "collective group " + group + ": member " + r
+                        + " sent payload before its descriptor for collective #" + mine.sequence() + " (protocol violation)");
+            }
+            all[r] = d.descriptor();
+        }
+        for (int r = 1; r < size; r++) {
+            String difference = all[r].differenceFrom(all[0]);
+            if (difference != null) {
+                throw new DescriptorMismatchException(group, r, all[0], all[r], difference);
+            }
+        }
+        return all;
+    }
+
+    /**
+     * A ring pass over the segments {@code [bounds[i], bounds[i+1])} of {@code buf}: in step s this
+     * member sends segment {@code start − s} to the next member and receives segment
+     * {@code start − s − 1} from the previous one, folding it in with {@code op} (or copying it when
+     * {@code op} is null).
+     */
+    private void ring(FloatBuffer buf, long[] bounds, int start, ReduceOp op, long sequence, String phase) throws InterruptedException {
+        int right = (rank + 1) % size;
+        int left = (rank - 1 + size) % size;
+        for (int s = 0; s < size - 1; s++) {
+            int send = Math.floorMod(start - s, size);
+            int recv = Math.floorMod(start - s - 1, size);
+            exchange(buf, bounds[send], bounds[send + 1] - bounds[send], right, bounds[send],
+                    buf, bounds[recv], bounds[recv + 1] - bounds[recv], left, op, sequence, phase);
+        }
+    }
+
+    /**
+     * Streams {@code sendLength} floats of {@code src} from {@code sendOffset} to member {@code to}
+     * (landing at {@code landsAt} in its buffer) while receiving {@code recvLength} floats from member
+     * {@code from} into {@code dst} at {@code recvOffset}, chunk by chunk, interleaved.
+     */
+    private void exchange(FloatBuffer src, long sendOffset, long sendLength, int to, long landsAt,
+                          FloatBuffer dst, long recvOffset, long recvLength, int from, ReduceOp op,
+                          long sequence, String phase) throws InterruptedException {
+        long sendChunks = (sendLength + chunkFloats - 1) / chunkFloats;
+        long recvChunks = (recvLength + chunkFloats - 1) / chunkFloats;
+        for (long c = 0; c < Math.max(sendChunks, recvChunks); c++) {
+            if (c < sendChunks) {
+                int at = (int) (sendOffset + c * chunkFloats);
+                int length = (int) Math.min(chunkFloats, sendOffset + sendLength - at);
+                float[] values = new float[length];
+                src.get(at, values);
+                transport.send(rank, to, new CollectiveMessage.Chunk(sequence, landsAt + c * chunkFloats, values));
+            }
+            if (c < recvChunks) {
+                long expectedAt = recvOffset + c * chunkFloats;
+                int length = (int) Math.min(chunkFloats, recvOffset + recvLength - expectedAt);
+                CollectiveMessage m = receive(from, sequence, phase, System.nanoTime() + timeoutNanos);
+                if (!(m instanceof CollectiveMessage.Chunk chunk) || chunk.sequence() != sequence || chunk.offset() != expectedAt
+                        || chunk.values().length != length) {
+                    throw new CollectiveException(group, sequence, from, "collective group " + group + ": member " + from + " sent " + m
+                            + " where member " + rank + " expected " + length + " floats at " + expectedAt + " of collective #" + sequence
+                            + " (protocol violation)");
+                }
+                int at = (int) expectedAt;
+                if (op == null) {
+                    dst.put(at, chunk.values());
+                } else {
+                    if (scratch.length < length) {
+                        scratch = new float[Math.max(length, chunkFloats)];
+                    }
+                    dst.get(at, scratch, 0, length);
+                    op.combine(scratch, chunk.values(), length);
+                    dst.put(at, scratch, 0, length);
+                }
+            }
+        }
+    }
+
+    /** The next message from {@code from}, keeping messages from other members for later; fails on timeout or on any member leaving. */
+    private CollectiveMessage receive(int from, long sequence, String phase, long deadline) throws InterruptedException {
+        ArrayDeque<CollectiveMessage> queue = pending.get(from);
+        while (queue.isEmpty()) {
+            long left = deadline - System.nanoTime();
+            CollectiveTransport.Envelope envelope = left > 0 ? transport.poll(rank, left) : null;
+            if (envelope == null) {
+                throw new MemberAbsentException(group, sequence, from, rank, phase, timeout);
+            }
+            if (envelope.message() instanceof CollectiveMessage.Left gone) {
+                throw new MemberLostException(group, sequence, gone.member(), gone.reason());
+            }
+            pending.get(envelope.from()).add(envelope.message());
+        }
+        return queue.poll();
+    }
+
+    private void tellOthers(CollectiveMessage message) {
+        for (int r = 0; r < size; r++) {
+            if (r != rank) {
+                transport.send(rank, r, message);
+            }
+        }
+    }
+
+    private void requireSupported(ReduceOp op) {
+        Objects.requireNonNull(op, "op");
+        if (!op.supportedOnCpu()) {
+            throw new AbsentCapabilityException("cpu", "all-reduce with reduction " + op + " (the CPU computes SUM, MIN and MAX)");
+        }
+    }
+
+    private void requireCountsCover(int[] counts, int rows) {
+        if (counts.length != size) {
+            throw new IllegalArgumentException("all-to-all on member " + rank + " of group " + group + ": " + counts.length
+                    + " send counts, expected one per member (" + size + ")");
+        }
+        long sum = 0;
+        for (int c : counts) {
+            if (c < 0) {
+                throw new IllegalArgumentException("all-to-all on member " + rank + " of group " + group + ": negative send count in "
+                        + Arrays.toString(counts));
+            }
+            sum += c;
+        }
+        if (sum != rows) {
+            throw new IllegalArgumentException("all-to-all on member " + rank + " of group " + group + ": send counts "
+                    + Arrays.toString(counts) + " add up to " + sum + " rows, but the tensor has " + rows);
+        }
+    }
+
+    /** {@code total} split into {@code parts} contiguous ranges, the first {@code total % parts} one longer, as bounds. */
+    static long[] balanced(long total, int parts) {
+        long[] bounds = new long[parts + 1];
+        long base = total / parts;
+        long extra = total % parts;
+        for (int i = 0; i < parts; i++) {
+            bounds[i + 1] = bounds[i] + base + (i < extra ? 1 : 0);
+        }
+        return bounds;
+    }
+
+    @Override
+    public String toString() {
+        return "member " + rank + " of " + group;
+    }
+}

@@ -1,0 +1,29 @@
+/**
+ * Collectives over CPU lanes: {@link io.graphlane.backend.cpu.collective.CpuCollectives} implements
+ * {@link io.graphlane.core.backend.CollectiveBackend} (all-reduce, all-gather, all-to-all with
+ * variable counts) for a {@link io.graphlane.backend.cpu.collective.CpuCollectiveGroup} of lanes.
+ *
+ * <p>Owns: descriptor consensus, the ring algorithms, chunked streaming, timeouts and member loss.
+ * A collective runs as lane work (or, inside a lane's own work, through
+ * {@link io.graphlane.backend.cpu.collective.CpuCollectiveMember} directly): the members meet on
+ * their lane workers, the device side, never on an actor or caller thread, and readiness is the
+ * submission's exact completion.
+ *
+ * <p>Guarantees: before any payload the members exchange descriptors (operation, reduction,
+ * dtype, shape or counts, sequence number), and a mismatch fails every member with an error naming
+ * the first member that differs from member 0; a member that sends nothing for the group's timeout
+ * is named as absent; a member that fails or leaves is named by every other member; nothing ever
+ * waits without a deadline. After a failure the group is poisoned (its order can no longer be
+ * proven) and refuses further collectives. Results are exact for any size, odd ones included, and
+ * for any number of members, one included.
+ *
+ * <p>Transport: members only exchange {@link io.graphlane.backend.cpu.collective.CollectiveMessage}s
+ * through a {@link io.graphlane.backend.cpu.collective.CollectiveTransport}. In one JVM that is a
+ * queue per member; across nodes a transport carrying the same messages between rank actors plugs
+ * in without touching consensus or the algorithms.
+ *
+ * <p>Refuses: reductions the CPU does not compute (product, average) with
+ * {@link io.graphlane.core.backend.AbsentCapabilityException}, before anything is queued; send
+ * counts that do not cover the tensor; a lane that is not a member.
+ */
+package io.graphlane.backend.cpu.collective;

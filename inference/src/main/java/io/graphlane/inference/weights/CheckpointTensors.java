@@ -1,0 +1,29 @@
+package io.graphlane.inference.weights;
+
+import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.tensor.Shape;
+import io.graphlane.inference.llama.LlamaTensors.Expected;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/** The checks a loader makes against a checkpoint's catalogue before it leases anything. */
+final class CheckpointTensors {
+    private CheckpointTensors() {
+    }
+
+    /**
+     * Refuses a load for which {@code source} lacks any of {@code expected}.
+     *
+     * @throws GraphlaneException naming the checkpoint directory and every absent tensor with its expected shape
+     */
+    static void requirePresent(CheckpointSource source, List<Expected> expected) {
+        List<String> absent = expected.stream()
+                .filter(e -> !source.catalog().contains(e.name()))
+                .map(e -> e.name() + " (expected shape " + Shape.of(e.checkpointShape()) + ")")
+                .collect(Collectors.toList());
+        if (!absent.isEmpty()) {
+            throw new GraphlaneException("checkpoint " + source.catalog().dir() + " has no tensor " + String.join(", no tensor ", absent));
+        }
+    }
+}

@@ -1,0 +1,247 @@
+package io.graphlane.inference.weights;
+
+import io.graphlane.actors.materialize.MaterializationSupervisor;
+import io.graphlane.actors.materialize.UnitFailure;
+import io.graphlane.actors.materialize.UnitReply;
+import io.graphlane.actors.materialize.WeightRequest;
+import io.graphlane.actors.materialize.WeightSource;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.backend.cpu.param.CpuParameter;
+import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.param.EncodedLease;
+import io.graphlane.core.tensor.DType;
+import io.graphlane.core.tensor.Shape;
+import io.graphlane.core.tensor.TensorSpec;
+import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.llama.LlamaTensors;
+import io.graphlane.inference.llama.LlamaTensors.Expected;
+import io.graphlane.inference.llama.StageWeights;
+import io.graphlane.inference.stage.StageSpec;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Loads each stage's weights as one atomic unit through a {@link MaterializationSupervisor} over
+ * the CPU parameter backend: every tensor the stage reads ({@link LlamaTensors#forStage}) is leased
+ * from the checkpoint and handed to the supervisor with a {@link CpuParameter} of the expected F32
+ * shape; the supervisor realizes them on its loading lane (aligned F32 used in place, BF16/F16
+ * widened), holds each lease until that realization's exact completion, validates the whole stage
+ * and binds all of it or none of it. The bound weights are wrapped as {@link CpuTensor}s without a
+ * copy.
+ *
+ * <p>This loader owns what it bound: {@link #release} closes one stage's parameters exactly once,
+ * {@link #close} those of every stage still held. It blocks the calling thread while a stage loads
+ * (it is meant for the thread that builds a model, never for an actor).
+ */
+public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTensor>, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(SupervisedWeightsLoader.class);
+    /** How long after the caller stopped waiting a stage's answer is still awaited, so that late weights get closed. */
+    private static final Duration LATE_ANSWER_GRACE = Duration.ofDays(1);
+
+    private final ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor;
+    private final Scheduler scheduler;
+    private final CheckpointSource source;
+    private final LlamaConfig config;
+    private final Duration timeout;
+    private final Function<Expected, CpuParameter> slots;
+    private final Map<StageWeights<CpuTensor>, List<CpuParameter>> held = new IdentityHashMap<>();
+    private boolean closed;
+
+    /**
+     * A loader of {@code config}'s stages from {@code source} through {@code supervisor}, waiting at
+     * most {@code timeout} for each stage's answer ({@code scheduler} times the wait).
+     */
+    public SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor, Scheduler scheduler,
+                                   CheckpointSource source, LlamaConfig config, Duration timeout) {
+        this(supervisor, scheduler, source, config, timeout,
+                e -> new CpuParameter(e.name(), new TensorSpec(DType.F32, Shape.of(e.checkpointShape()))));
+    }
+
+    /** As the public constructor, with the parameter slot of each expected tensor made by {@code slots} (tests watch them). */
+    SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor, Scheduler scheduler,
+                            CheckpointSource source, LlamaConfig config, Duration timeout, Function<Expected, CpuParameter> slots) {
+        this.slots = Objects.requireNonNull(slots, "slots");
+        this.supervisor = Objects.requireNonNull(supervisor, "supervisor");
+        this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+        this.source = Objects.requireNonNull(source, "source");
+        this.config = Objects.requireNonNull(config, "config");
+        this.timeout = Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("the stage load timeout must be positive, got " + timeout);
+        }
+    }
+
+    /**
+     * Every weight {@code stage} reads, bound as one unit; the tensors stay valid until {@link #release}.
+     *
+     * @throws GraphlaneException naming the checkpoint, the stage and every tensor at fault (a missing
+     *         tensor, a wrong shape or dtype, a failed realization), with each cause attached; then
+     *         nothing of the stage is bound and no lease of it stays open
+     */
+    @Override
+    public StageWeights<CpuTensor> load(StageSpec stage) {
+        Objects.requireNonNull(stage, "stage");
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException("this loader was closed; " + stage + " cannot be loaded");
+            }
+        }
+        List<Expected> expected = LlamaTensors.forStage(config, stage);
+        CheckpointTensors.requirePresent(source, expected);
+        List<CpuParameter> parameters = new ArrayList<>(expected.size());
+        List<WeightRequest<CpuParameter>> requests = leaseEvery(stage, expected, parameters);
+        UnitReply reply = materialize(stage, requests, parameters);
+        if (reply instanceof UnitReply.Failed failed) {
+            throw failure(stage, failed);
+        }
+        try {
+            Map<String, CpuTensor> tensors = new HashMap<>();
+            for (int i = 0; i < expected.size(); i++) {
+                Expected e = expected.get(i);
+                tensors.put(e.name(), CpuTensor.wrap(parameters.get(i).weight().floats(), e.rows(), e.cols()));
+            }
+            StageWeights<CpuTensor> weights = StageWeightsAssembly.fromNamed(config, stage, tensors);
+            synchronized (this) {
+                if (closed) {
+                    throw new IllegalStateException("this loader was closed while " + stage + " loaded");
+                }
+                held.put(weights, parameters);
+            }
+            return weights;
+        } catch (RuntimeException e) {
+            closeAll(parameters);
+            throw e;
+        }
+    }
+
+    /**
+     * Closes the parameters behind {@code weights} (a stage this loader loaded) exactly once; call it
+     * only after every piece of work that reads them has completed.
+     *
+     * @throws IllegalStateException if this loader does not hold {@code weights} (never loaded here, or already released)
+     */
+    public void release(StageWeights<CpuTensor> weights) {
+        List<CpuParameter> parameters;
+        synchronized (this) {
+            parameters = held.remove(weights);
+        }
+        if (parameters == null) {
+            throw new IllegalStateException("the weights of " + weights.stage() + " are not held by this loader: "
+                    + "they were released already or loaded elsewhere");
+        }
+        closeAll(parameters);
+    }
+
+    /** The parameters bound for {@code weights}, in {@link LlamaTensors#forStage} order, while this loader holds them. */
+    public synchronized List<CpuParameter> parameters(StageWeights<CpuTensor> weights) {
+        List<CpuParameter> parameters = held.get(weights);
+        if (parameters == null) {
+            throw new IllegalStateException("the weights of " + weights.stage() + " are not held by this loader");
+        }
+        return List.copyOf(parameters);
+    }
+
+    /** The number of stages loaded and not yet released. */
+    public synchronized int heldStageCount() {
+        return held.size();
+    }
+
+    /** Refuses further loads and releases every stage still held, each exactly once; idempotent. */
+    @Override
+    public void close() {
+        List<List<CpuParameter>> remaining;
+        synchronized (this) {
+            closed = true;
+            remaining = new ArrayList<>(held.values());
+            held.clear();
+        }
+        remaining.forEach(SupervisedWeightsLoader::closeAll);
+    }
+
+    /** One request per expected tensor; if a lease fails, those already taken are released and the error names the tensor. */
+    private List<WeightRequest<CpuParameter>> leaseEvery(StageSpec stage, List<Expected> expected, List<CpuParameter> parameters) {
+        List<WeightRequest<CpuParameter>> requests = new ArrayList<>(expected.size());
+        List<EncodedLease> taken = new ArrayList<>(expected.size());
+        for (Expected e : expected) {
+            EncodedLease lease;
+            try {
+                lease = source.lease(e.name());
+            } catch (RuntimeException ex) {
+                for (EncodedLease l : taken) {
+                    l.release();
+                }
+                throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": " + stage + ": leasing tensor "
+                        + e.name() + " failed: " + ex.getMessage(), ex);
+            }
+            taken.add(lease);
+            CpuParameter parameter = slots.apply(e);
+            parameters.add(parameter);
+            requests.add(new WeightRequest<>(e.name(), parameter, new WeightSource.FromLease(lease)));
+        }
+        return requests;
+    }
+
+    /**
+     * Hands the unit (and with it every lease) to the supervisor and waits up to the timeout for its one
+     * answer. If the wait ends first, the answer is still awaited in the background: its parameters are
+     * closed when it comes, so weights bound late are closed exactly once too.
+     */
+    private UnitReply materialize(StageSpec stage, List<WeightRequest<CpuParameter>> requests, List<CpuParameter> parameters) {
+        String unit = "checkpoint " + source.catalog().dir().getFileName() + " " + stage;
+        CompletableFuture<UnitReply> reply = AskPattern.<MaterializationSupervisor.Command<CpuParameter>, UnitReply>ask(supervisor,
+                replyTo -> new MaterializationSupervisor.MaterializeUnit<>(unit, requests, replyTo), timeout.plus(LATE_ANSWER_GRACE),
+                scheduler).toCompletableFuture();
+        try {
+            return reply.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            reply.whenComplete((late, error) -> closeAll(parameters));
+            throw new GraphlaneException("interrupted while " + stage + " of checkpoint " + source.catalog().dir()
+                    + " was loading; its weights are closed when the supervisor answers", e);
+        } catch (TimeoutException e) {
+            reply.whenComplete((late, error) -> closeAll(parameters));
+            throw new GraphlaneException(stage + " of checkpoint " + source.catalog().dir() + " was not loaded within " + timeout
+                    + "; the supervisor keeps its leases until their materializations complete, and its weights are closed then", e);
+        } catch (ExecutionException e) {
+            closeAll(parameters);
+            throw new GraphlaneException(stage + " of checkpoint " + source.catalog().dir()
+                    + ": the materialization supervisor did not answer: " + e.getCause(), e.getCause());
+        }
+    }
+
+    private GraphlaneException failure(StageSpec stage, UnitReply.Failed failed) {
+        GraphlaneException error = new GraphlaneException("checkpoint " + source.catalog().dir() + ": " + stage
+                + " was not loaded (nothing of it is bound): " + failed.failures().size() + " problem(s): "
+                + String.join("; ", failed.failures().stream().map(UnitFailure::toString).toList()));
+        for (UnitFailure f : failed.failures()) {
+            error.addSuppressed(f.cause());
+        }
+        return error;
+    }
+
+    private static void closeAll(List<CpuParameter> parameters) {
+        for (CpuParameter p : parameters) {
+            try {
+                p.close();
+            } catch (RuntimeException e) {
+                LOG.error("closing the weight of parameter {} failed", p.name(), e);
+            }
+        }
+    }
+}
