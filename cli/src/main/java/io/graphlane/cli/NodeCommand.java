@@ -9,13 +9,20 @@ import io.graphlane.cluster.GraphlaneNode;
 import io.graphlane.cluster.LaneStageHosting;
 import io.graphlane.cluster.NodeIdentity;
 import io.graphlane.cluster.NodeSettings;
+import io.graphlane.cluster.StageHosting;
 import io.graphlane.cluster.StagePlacement;
+import io.graphlane.cluster.pipeline.ClusterPipeline;
+import io.graphlane.cluster.pipeline.ModelStageHosting;
+import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.server.OpenAiServer;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -24,6 +31,8 @@ import picocli.CommandLine.Option;
  * {@code graphlane node}: runs one cluster member until it is stopped. It joins through its profile, takes its
  * rank (given, or derived from membership), hosts the lanes of stage i on rank i mod N, registers them with the
  * Receptionist and reports readiness on Pekko Management ({@code /ready}, {@code /alive}, {@code /cluster/members}).
+ * With {@code --model} it loads only the weights of its stages; the serving node (rank 0, or {@code --serve}) runs
+ * the OpenAI-compatible server over the stages of every node.
  */
 @Command(name = "node",
         mixinStandardHelpOptions = true,
@@ -83,15 +92,29 @@ public final class NodeCommand implements Callable<Integer> {
         NodeSettings settings = settings(base);
         int stageCount = stages == null ? nodes : stages;
         StagePlacement.stagesOf(0, nodes, stageCount);
-        if (model != null) {
-            throw new ClusterConfigException("--model " + model + ": a cluster node does not host model weights yet (it"
-                    + " hosts its stage lanes only); serve a model on one machine with 'graphlane serve', or run the node"
-                    + " without --model");
+        if (Boolean.TRUE.equals(serve) && model == null) {
+            throw new ClusterConfigException("--serve needs --model: a node serves the model its cluster hosts");
         }
-        if (Boolean.TRUE.equals(serve)) {
-            throw new ClusterConfigException("--serve needs --model: a node serves the model it hosts");
+        ModelDirectory directory = model == null ? null : ModelDirectory.open(model);
+        if (directory != null && stageCount > directory.config().layerCount()) {
+            throw new ClusterConfigException("--stages " + stageCount + " is more than the model's " + directory.config().layerCount()
+                    + " layers (num_hidden_layers in " + model.resolve("config.json") + ")");
         }
-        GraphlaneNode node = GraphlaneNode.start(settings, base, stageCount, new LaneStageHosting<>(new CpuBackend()));
+        StageHosting hosting = directory == null ? new LaneStageHosting<>(new CpuBackend())
+                : new ModelStageHosting(model, stageCount, Executors.newSingleThreadExecutor(r -> {
+                    Thread t = new Thread(r, "stage-loader");
+                    t.setDaemon(true);
+                    return t;
+                }));
+        GraphlaneNode node = GraphlaneNode.start(settings, base, stageCount, hosting);
+        boolean serving = model != null && (serve != null ? serve : settings.rank().orElse(-1) == 0);
+        if (serving) {
+            ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, stageCount,
+                    base.getInt("graphlane.cluster.pipeline.max-active-requests"));
+            new OpenAiServer(node.system(), generator).bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
+                    + settings.host() + ":" + port + " (POST /v1/completions)");
+        }
         PrintWriter out = spec.commandLine().getOut();
         out.println("graphlane node: profile " + settings.profile().configName() + ", management http://" + settings.host()
                 + ":" + settings.managementPort() + " (GET /cluster/members, /ready, /alive)");

@@ -45,4 +45,15 @@ class NodeCommandTest {
         assertEquals("2", noSeed[0]);
         assertTrue(noSeed[1].contains("--seed"), noSeed[1]);
     }
+
+    @Test
+    void serveNeedsAModelAndMoreStagesThanLayersAreRefused() throws Exception {
+        String[] serveOnly = run("node", "--rank", "0", "--serve");
+        assertEquals("2", serveOnly[0]);
+        assertTrue(serveOnly[1].contains("--serve needs --model"), serveOnly[1]);
+        java.nio.file.Path dir = java.nio.file.Path.of(getClass().getResource("/tiny-llama/config.json").toURI()).getParent();
+        String[] tooMany = run("node", "--rank", "0", "--model", dir.toString(), "--stages", "5");
+        assertEquals("2", tooMany[0]);
+        assertTrue(tooMany[1].contains("--stages 5 is more than the model's 4 layers"), tooMany[1]);
+    }
 }

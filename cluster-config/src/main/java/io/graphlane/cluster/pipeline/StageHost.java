@@ -1,0 +1,265 @@
+package io.graphlane.cluster.pipeline;
+
+import io.graphlane.actors.lane.LaneProtocol;
+import io.graphlane.actors.lane.LaneRegistry;
+import io.graphlane.actors.wire.ActivationFrame;
+import io.graphlane.actors.wire.WireTensor;
+import io.graphlane.backend.cpu.CpuWork;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.core.completion.Outcome;
+import io.graphlane.core.completion.PoisonedPreconditionException;
+import io.graphlane.core.graph.CompletionHandle;
+import io.graphlane.core.graph.LaneId;
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.tensor.Shape;
+import io.graphlane.inference.llama.LlamaStage;
+import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.llama.StageInput;
+import io.graphlane.inference.llama.StageOutput;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+
+/**
+ * The stage host of one node: owns the lanes of the stages its rank hosts and runs their steps for the engine on
+ * the serving node. A {@link Run} of stage k submits the stage's forward on k's lane, then a copy-out ordered after
+ * the forward's exact completion on the same lane; when the copy-out finishes, the activation travels to the host of
+ * stage k+1 in an {@link ActivationFrame} naming the producing work (node, lane, sequence), or, on the last stage, the
+ * logits go to the engine. The consumer submits its own forward only once the frame has arrived, so stages order
+ * across nodes by message, with no global barrier. A failed forward poisons the stages after it: a {@link Poisoned}
+ * travels down the rest of the route and the last stage reports the root failure to the engine.
+ */
+public final class StageHost extends AbstractBehavior<StageHost.Command> {
+    private static final int REMEMBERED_FORGOTTEN = 4096;
+
+    /** What a stage host accepts. */
+    public sealed interface Command permits Run, Poisoned, Forget, LaneAnswer {
+    }
+
+    /**
+     * Runs stage {@code stage} of step {@code step} of request {@code requestId} over positions
+     * {@code startPosition, …} ({@code tokens} on stage 0, the activation in {@code input} after it); then hands on to
+     * {@code downstream} (the hosts of the following stages, in order) or, on the last stage, to {@code engine}.
+     */
+    public record Run(long requestId, long step, int stage, int[] tokens, int startPosition, ActivationFrame input,
+                      List<ActorRef<Command>> downstream, ActorRef<StageReply> engine) implements Command {
+        /** Copies the route; refuses a missing input after stage 0. */
+        public Run {
+            Objects.requireNonNull(tokens, "tokens");
+            downstream = List.copyOf(downstream);
+            Objects.requireNonNull(engine, "engine");
+            if (stage > 0 && input == null) {
+                throw new IllegalArgumentException("stage " + stage + " of request " + requestId + " needs an activation frame");
+            }
+        }
+    }
+
+    /**
+     * Stage {@code rootStage} on node {@code rootNode} failed for this step (its work is {@code producer}); the stage
+     * this reaches does not run and passes the poison on down {@code downstream}, the last one to {@code engine}.
+     */
+    public record Poisoned(long requestId, long step, int rootStage, String rootNode, CompletionHandle producer,
+                           Outcome.Failed failure, List<ActorRef<Command>> downstream, ActorRef<StageReply> engine)
+            implements Command {
+        /** Copies the route. */
+        public Poisoned {
+            downstream = List.copyOf(downstream);
+        }
+    }
+
+    /** Drops the KV caches of {@code requestId} on every stage this node hosts (on each stage's lane). */
+    public record Forget(long requestId) implements Command {
+    }
+
+    record LaneAnswer(LaneProtocol.LaneReply reply) implements Command {
+    }
+
+    /** One hosted stage: the model stage and the lane its work runs on. */
+    public record HostedStage(LlamaStage<CpuTensor> llama, LaneId lane) {
+    }
+
+    /** One step in flight on this node: the copy-out it waits for and what it fills. */
+    private record InFlight(Run run, CompletionHandle forward, AtomicReference<float[]> copied, int rows, int cols) {
+    }
+
+    private final Map<Integer, HostedStage> stages;
+    private final LaneRegistry registry;
+    private final String node;
+    private final ActorRef<LaneProtocol.LaneReply> replies;
+    private final Map<CompletionHandle, InFlight> waiting = new HashMap<>();
+    /** Requests recently forgotten: a step of theirs still on its way is dropped rather than caching them again. */
+    private final Set<Long> forgotten = Collections.newSetFromMap(new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+            return size() > REMEMBERED_FORGOTTEN;
+        }
+    });
+
+    private StageHost(ActorContext<Command> context, Map<Integer, HostedStage> stages, LaneRegistry registry, String node) {
+        super(context);
+        this.stages = Map.copyOf(stages);
+        this.registry = registry;
+        this.node = node;
+        this.replies = context.messageAdapter(LaneProtocol.LaneReply.class, LaneAnswer::new);
+    }
+
+    /**
+     * The host of {@code stages} (by stage index), whose lanes are found in {@code registry}; {@code node} is this
+     * node's address, as handles and failures name it.
+     */
+    public static Behavior<Command> create(Map<Integer, HostedStage> stages, LaneRegistry registry, String node) {
+        return Behaviors.setup(ctx -> new StageHost(ctx, stages, registry, node));
+    }
+
+    @Override
+    public Receive<Command> createReceive() {
+        return newReceiveBuilder()
+                .onMessage(Run.class, this::onRun)
+                .onMessage(Poisoned.class, this::onPoisoned)
+                .onMessage(Forget.class, this::onForget)
+                .onMessage(LaneAnswer.class, this::onLaneAnswer)
+                .build();
+    }
+
+    private Behavior<Command> onRun(Run run) {
+        if (forgotten.contains(run.requestId())) {
+            return this;
+        }
+        HostedStage hosted = stages.get(run.stage());
+        if (hosted == null) {
+            getContext().getLog().warn("node {} does not host stage {} (hosts {}); step {} of request {} refused", node,
+                    run.stage(), stages.keySet(), run.step(), run.requestId());
+            CompletionHandle none = new CompletionHandle(node, new LaneId("stage-" + run.stage()), 0);
+            poisonDownstream(run, none, new Outcome.Failed(new IllegalStateException("node " + node + " does not host stage "
+                    + run.stage() + "; it hosts " + stages.keySet())));
+            return this;
+        }
+        LlamaStage<CpuTensor> llama = hosted.llama();
+        NeuralOps<CpuTensor> ops = llama.ops();
+        int rows = run.stage() == 0 ? run.tokens().length : (int) run.input().activation().shape().dims()[0];
+        List<Segment> segments = List.of(new Segment(run.requestId(), run.startPosition(), rows));
+        float[] activation = run.stage() == 0 ? null : run.input().activation().toFloats();
+        int inCols = run.stage() == 0 ? 0 : (int) run.input().activation().shape().dims()[1];
+        AtomicReference<StageOutput<CpuTensor>> produced = new AtomicReference<>();
+        AtomicReference<float[]> copied = new AtomicReference<>();
+        CpuWork forward = () -> {
+            if (activation == null) {
+                produced.set(llama.forward(new StageInput.Tokens<>(segments, run.tokens())));
+                return;
+            }
+            // The arrived activation lives on this lane only while the forward reads it.
+            CpuTensor in = ops.fromHost(activation, rows, inCols);
+            try {
+                produced.set(llama.forward(new StageInput.Hidden<>(segments, in)));
+            } finally {
+                ops.release(in);
+            }
+        };
+        boolean last = llama.spec().isLast();
+        int outRows = last ? 1 : rows;
+        int outCols = last ? llama.config().vocabSize() : llama.config().hiddenSize();
+        CpuWork copyOut = () -> {
+            StageOutput<CpuTensor> out = produced.getAndSet(null);
+            try {
+                float[] values = new float[outRows * outCols];
+                ops.toHost(out.tensor(), values);
+                copied.set(values);
+            } finally {
+                ops.release(out.tensor());
+            }
+        };
+        long first = registry.reserveSequences(2);
+        CompletionHandle forwardHandle = CompletionHandle.local(hosted.lane(), first);
+        CompletionHandle copyHandle = CompletionHandle.local(hosted.lane(), first + 1);
+        ActorRef<LaneProtocol.Command> lane = registry.lane(hosted.lane());
+        lane.tell(LaneProtocol.Submit.of(forwardHandle, forward, replies).inRequest(run.requestId()).consumedBy(1));
+        lane.tell(LaneProtocol.Submit.of(copyHandle, copyOut, replies).after(forwardHandle).inRequest(run.requestId()));
+        waiting.put(copyHandle, new InFlight(run, new CompletionHandle(node, hosted.lane(), first), copied, outRows, outCols));
+        return this;
+    }
+
+    private Behavior<Command> onLaneAnswer(LaneAnswer answer) {
+        answer.reply().forEach(reply -> {
+            if (reply instanceof LaneProtocol.Finished finished) {
+                InFlight f = waiting.remove(finished.handle());
+                if (f != null) {
+                    stepEnded(f, finished.outcome());
+                }
+            } else if (reply instanceof LaneProtocol.Rejected rejected) {
+                InFlight f = waiting.remove(rejected.handle());
+                if (f != null) {
+                    stepEnded(f, Outcome.failure(rejected.toException()));
+                }
+            }
+        });
+        return this;
+    }
+
+    private void stepEnded(InFlight f, Outcome outcome) {
+        Run run = f.run();
+        if (outcome instanceof Outcome.Failed failed) {
+            Throwable root = failed.cause() instanceof PoisonedPreconditionException p ? p.rootCause() : failed.cause();
+            getContext().getLog().warn("stage {} on node {} failed step {} of request {}: {}", run.stage(), node, run.step(),
+                    run.requestId(), root.toString());
+            poisonDownstream(run, f.forward(), new Outcome.Failed(root));
+            return;
+        }
+        WireTensor values = WireTensor.ofFloats(Shape.of(f.rows(), f.cols()), f.copied().get());
+        if (run.downstream().isEmpty()) {
+            run.engine().tell(new StageReply.StepDone(run.requestId(), run.step(), values));
+            return;
+        }
+        ActivationFrame frame = new ActivationFrame(f.forward(), run.requestId(), (int) Math.min(Integer.MAX_VALUE, run.step()), values);
+        run.downstream().get(0).tell(new Run(run.requestId(), run.step(), run.stage() + 1, run.tokens(),
+                run.startPosition(), frame, run.downstream().subList(1, run.downstream().size()), run.engine()));
+    }
+
+    private void poisonDownstream(Run run, CompletionHandle producer, Outcome.Failed failure) {
+        Poisoned poison = new Poisoned(run.requestId(), run.step(), run.stage(), node, producer, failure, run.downstream(),
+                run.engine());
+        if (run.downstream().isEmpty()) {
+            report(poison);
+        } else {
+            run.downstream().get(0).tell(poison);
+        }
+    }
+
+    private Behavior<Command> onPoisoned(Poisoned poisoned) {
+        getContext().getLog().debug("step {} of request {} poisoned on node {} by stage {} on {}", poisoned.step(),
+                poisoned.requestId(), node, poisoned.rootStage(), poisoned.rootNode());
+        if (poisoned.downstream().isEmpty()) {
+            report(poisoned);
+        } else {
+            List<ActorRef<Command>> rest = poisoned.downstream().subList(1, poisoned.downstream().size());
+            poisoned.downstream().get(0).tell(new Poisoned(poisoned.requestId(), poisoned.step(), poisoned.rootStage(),
+                    poisoned.rootNode(), poisoned.producer(), poisoned.failure(), rest, poisoned.engine()));
+        }
+        return this;
+    }
+
+    private void report(Poisoned poisoned) {
+        poisoned.engine().tell(new StageReply.StepFailed(poisoned.requestId(), poisoned.step(), poisoned.rootStage(),
+                poisoned.rootNode(), poisoned.failure()));
+    }
+
+    private Behavior<Command> onForget(Forget forget) {
+        forgotten.add(forget.requestId());
+        for (HostedStage hosted : stages.values()) {
+            CompletionHandle handle = CompletionHandle.local(hosted.lane(), registry.reserveSequences(1));
+            CpuWork drop = () -> hosted.llama().endRequest(forget.requestId());
+            registry.lane(hosted.lane()).tell(LaneProtocol.Submit.of(handle, drop, replies));
+        }
+        return this;
+    }
+}

@@ -1,0 +1,254 @@
+package io.graphlane.cluster.pipeline;
+
+import com.esotericsoftware.kryo.Kryo;
+import com.esotericsoftware.kryo.KryoException;
+import com.esotericsoftware.kryo.Serializer;
+import com.esotericsoftware.kryo.io.Input;
+import com.esotericsoftware.kryo.io.Output;
+import com.esotericsoftware.kryo.util.Pool;
+import io.graphlane.actors.wire.ActivationFrame;
+import io.graphlane.actors.wire.WireFormatException;
+import io.graphlane.actors.wire.WireRegistry;
+import io.graphlane.actors.wire.WireTensor;
+import io.graphlane.core.completion.Outcome;
+import io.graphlane.core.graph.CompletionHandle;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorRefResolver;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.serialization.JSerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The wire format of the cross-node stage protocol ({@link StageHost} and {@link StageReply} messages): Kryo 5 with
+ * registration required, the fixed ids of {@link WireRegistry} (frames, tensors, handles, outcomes) plus this
+ * protocol's own fixed ids from 200, actor refs through {@link ActorRefResolver}. A frame of an unknown class,
+ * truncated or with trailing bytes is refused with a logged {@link WireFormatException}; the node stays up.
+ */
+public final class StageWireSerializer extends JSerializer {
+    /** This serializer's Pekko identifier; the same on every node. */
+    public static final int IDENTIFIER = 474_202;
+
+    /** The protocol's classes with their fixed ids; never renumbered or reused. */
+    static final int RUN_ID = 200;
+    static final int POISONED_ID = 201;
+    static final int FORGET_ID = 202;
+    static final int STEP_DONE_ID = 203;
+    static final int STEP_FAILED_ID = 204;
+
+    private static final Logger LOG = LoggerFactory.getLogger(StageWireSerializer.class);
+
+    private final ExtendedActorSystem system;
+    private final Pool<Kryo> pool = new Pool<>(true, false, 32) {
+        @Override
+        protected Kryo create() {
+            return newKryo(ActorRefResolver.get(Adapter.toTyped(system)));
+        }
+    };
+
+    /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
+    public StageWireSerializer(ExtendedActorSystem system) {
+        this.system = system;
+    }
+
+    /** A Kryo that knows the wire registry's classes and this protocol's, and nothing else. */
+    static Kryo newKryo(ActorRefResolver resolver) {
+        Kryo kryo = WireRegistry.newKryo(resolver);
+        kryo.register(StageHost.Run.class, new RunSerializer(resolver), RUN_ID);
+        kryo.register(StageHost.Poisoned.class, new PoisonedSerializer(resolver), POISONED_ID);
+        kryo.register(StageHost.Forget.class, new ForgetSerializer(), FORGET_ID);
+        kryo.register(StageReply.StepDone.class, new StepDoneSerializer(), STEP_DONE_ID);
+        kryo.register(StageReply.StepFailed.class, new StepFailedSerializer(), STEP_FAILED_ID);
+        return kryo;
+    }
+
+    @Override
+    public int identifier() {
+        return IDENTIFIER;
+    }
+
+    @Override
+    public boolean includeManifest() {
+        return false;
+    }
+
+    /** Frames {@code message}; refuses (logged) a class this protocol does not list. */
+    @Override
+    public byte[] toBinary(Object message) {
+        Kryo kryo = pool.obtain();
+        try (Output out = new Output(256, -1)) {
+            kryo.writeClassAndObject(out, message);
+            return out.toBytes();
+        } catch (IllegalArgumentException | KryoException | WireFormatException e) {
+            WireFormatException refused = e instanceof WireFormatException w ? w : new WireFormatException(
+                    "cannot frame a " + message.getClass().getName() + ": " + e.getMessage(), e);
+            LOG.warn("refused outgoing stage message: {}", refused.getMessage());
+            throw refused;
+        } finally {
+            pool.free(kryo);
+        }
+    }
+
+    /** Reads one frame; refuses (logged) an unknown class id, a truncated frame or trailing bytes. */
+    @Override
+    public Object fromBinaryJava(byte[] bytes, Class<?> manifest) {
+        Kryo kryo = pool.obtain();
+        try (Input in = new Input(bytes)) {
+            Object message = kryo.readClassAndObject(in);
+            if (message == null || in.position() != bytes.length) {
+                throw new WireFormatException("refused a stage frame of " + bytes.length + " bytes: "
+                        + (message == null ? "it holds null" : (bytes.length - in.position()) + " trailing bytes"));
+            }
+            return message;
+        } catch (KryoException | IllegalArgumentException | IndexOutOfBoundsException e) {
+            WireFormatException refused = new WireFormatException("refused a stage frame of " + bytes.length + " bytes: "
+                    + e.getMessage() + " (truncated, or sent by a node with another protocol version)", e);
+            LOG.warn("{}", refused.getMessage());
+            throw refused;
+        } catch (WireFormatException e) {
+            LOG.warn("{}", e.getMessage());
+            throw e;
+        } finally {
+            pool.free(kryo);
+        }
+    }
+
+    private static void writeRefs(Output out, ActorRefResolver resolver, List<? extends ActorRef<?>> refs) {
+        out.writeVarInt(refs.size(), true);
+        for (ActorRef<?> ref : refs) {
+            out.writeString(resolver.toSerializationFormat(ref));
+        }
+    }
+
+    private static <T> List<ActorRef<T>> readRefs(Input in, ActorRefResolver resolver) {
+        int n = in.readVarInt(true);
+        if (n > 1024) {
+            throw new WireFormatException("stage route of " + n + " hosts; expected at most 1024");
+        }
+        List<ActorRef<T>> refs = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            refs.add(resolver.resolveActorRef(in.readString()));
+        }
+        return refs;
+    }
+
+    private static final class RunSerializer extends Serializer<StageHost.Run> {
+        private final ActorRefResolver resolver;
+
+        RunSerializer(ActorRefResolver resolver) {
+            this.resolver = resolver;
+        }
+
+        @Override
+        public void write(Kryo kryo, Output out, StageHost.Run r) {
+            out.writeVarLong(r.requestId(), false);
+            out.writeVarLong(r.step(), true);
+            out.writeVarInt(r.stage(), true);
+            out.writeVarInt(r.tokens().length, true);
+            out.writeInts(r.tokens(), 0, r.tokens().length, true);
+            out.writeVarInt(r.startPosition(), true);
+            out.writeBoolean(r.input() != null);
+            if (r.input() != null) {
+                kryo.writeObject(out, r.input());
+            }
+            writeRefs(out, resolver, r.downstream());
+            out.writeString(resolver.toSerializationFormat(r.engine()));
+        }
+
+        @Override
+        public StageHost.Run read(Kryo kryo, Input in, Class<? extends StageHost.Run> type) {
+            long request = in.readVarLong(false);
+            long step = in.readVarLong(true);
+            int stage = in.readVarInt(true);
+            int count = in.readVarInt(true);
+            if (count > 1 << 20) {
+                throw new WireFormatException("stage step of " + count + " tokens; expected at most " + (1 << 20));
+            }
+            int[] tokens = in.readInts(count, true);
+            int start = in.readVarInt(true);
+            ActivationFrame input = in.readBoolean() ? kryo.readObject(in, ActivationFrame.class) : null;
+            List<ActorRef<StageHost.Command>> route = readRefs(in, resolver);
+            ActorRef<StageReply> engine = resolver.resolveActorRef(in.readString());
+            return new StageHost.Run(request, step, stage, tokens, start, input, route, engine);
+        }
+    }
+
+    private static final class PoisonedSerializer extends Serializer<StageHost.Poisoned> {
+        private final ActorRefResolver resolver;
+
+        PoisonedSerializer(ActorRefResolver resolver) {
+            this.resolver = resolver;
+        }
+
+        @Override
+        public void write(Kryo kryo, Output out, StageHost.Poisoned p) {
+            out.writeVarLong(p.requestId(), false);
+            out.writeVarLong(p.step(), true);
+            out.writeVarInt(p.rootStage(), true);
+            out.writeString(p.rootNode());
+            kryo.writeObject(out, p.producer());
+            kryo.writeObject(out, p.failure());
+            writeRefs(out, resolver, p.downstream());
+            out.writeString(resolver.toSerializationFormat(p.engine()));
+        }
+
+        @Override
+        public StageHost.Poisoned read(Kryo kryo, Input in, Class<? extends StageHost.Poisoned> type) {
+            long request = in.readVarLong(false);
+            long step = in.readVarLong(true);
+            int stage = in.readVarInt(true);
+            String node = in.readString();
+            CompletionHandle producer = kryo.readObject(in, CompletionHandle.class);
+            Outcome.Failed failure = kryo.readObject(in, Outcome.Failed.class);
+            List<ActorRef<StageHost.Command>> route = readRefs(in, resolver);
+            ActorRef<StageReply> engine = resolver.resolveActorRef(in.readString());
+            return new StageHost.Poisoned(request, step, stage, node, producer, failure, route, engine);
+        }
+    }
+
+    private static final class ForgetSerializer extends Serializer<StageHost.Forget> {
+        @Override
+        public void write(Kryo kryo, Output out, StageHost.Forget f) {
+            out.writeVarLong(f.requestId(), false);
+        }
+
+        @Override
+        public StageHost.Forget read(Kryo kryo, Input in, Class<? extends StageHost.Forget> type) {
+            return new StageHost.Forget(in.readVarLong(false));
+        }
+    }
+
+    private static final class StepDoneSerializer extends Serializer<StageReply.StepDone> {
+        @Override
+        public void write(Kryo kryo, Output out, StageReply.StepDone d) {
+            out.writeVarLong(d.requestId(), false);
+            out.writeVarLong(d.step(), true);
+            kryo.writeObject(out, d.logits());
+        }
+
+        @Override
+        public StageReply.StepDone read(Kryo kryo, Input in, Class<? extends StageReply.StepDone> type) {
+            return new StageReply.StepDone(in.readVarLong(false), in.readVarLong(true), kryo.readObject(in, WireTensor.class));
+        }
+    }
+
+    private static final class StepFailedSerializer extends Serializer<StageReply.StepFailed> {
+        @Override
+        public void write(Kryo kryo, Output out, StageReply.StepFailed f) {
+            out.writeVarLong(f.requestId(), false);
+            out.writeVarLong(f.step(), true);
+            out.writeVarInt(f.stage(), true);
+            out.writeString(f.node());
+            kryo.writeObject(out, f.failure());
+        }
+
+        @Override
+        public StageReply.StepFailed read(Kryo kryo, Input in, Class<? extends StageReply.StepFailed> type) {
+            return new StageReply.StepFailed(in.readVarLong(false), in.readVarLong(true), in.readVarInt(true), in.readString(),
+                    kryo.readObject(in, Outcome.Failed.class));
+        }
+    }
+}

@@ -1,0 +1,222 @@
+package io.graphlane.cluster.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.graphlane.actors.wire.ActivationFrame;
+import io.graphlane.actors.wire.RemoteFailureException;
+import io.graphlane.actors.wire.WireTensor;
+import io.graphlane.cluster.ClusterProfile;
+import io.graphlane.cluster.GraphlaneNode;
+import io.graphlane.cluster.NodeIdentity;
+import io.graphlane.cluster.NodeSettings;
+import io.graphlane.core.graph.CompletionHandle;
+import io.graphlane.core.graph.LaneId;
+import io.graphlane.core.tensor.Shape;
+import io.graphlane.inference.api.GenerationListener;
+import io.graphlane.inference.api.GenerationRefusedException;
+import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.model.ModelDirectory;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * Three nodes in one JVM, each hosting one stage of the tiny-llama fixture (stage i on rank i): generation across
+ * nodes, poisoning across nodes, and the loss and return of a node. Messages between the nodes cross Artery, so each
+ * one goes through the wire format. The last test kills a node, so the tests run in order.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class CrossNodeStagesTest {
+    private static final int NODES = 3;
+    private static final ExecutorService LOADER = Executors.newSingleThreadExecutor();
+    private static final List<GraphlaneNode> RUNNING = new ArrayList<>();
+    private static List<NodeSettings> settings;
+    private static Path model;
+    private static ClusterPipeline pipeline;
+    private static JsonNode reference;
+
+    @BeforeAll
+    static void formCluster() throws Exception {
+        model = Path.of(CrossNodeStagesTest.class.getResource("/tiny-llama/config.json").toURI()).getParent();
+        reference = new ObjectMapper().readTree(model.resolve("reference.json").toFile());
+        settings = localCluster();
+        for (int rank = 0; rank < NODES; rank++) {
+            RUNNING.add(start(rank));
+        }
+        for (GraphlaneNode n : RUNNING) {
+            n.hosted().toCompletableFuture().get(60, TimeUnit.SECONDS);
+        }
+        pipeline = ClusterPipeline.start(RUNNING.get(0).system(), ModelDirectory.open(model), NODES, 16);
+        awaitAvailable();
+    }
+
+    @AfterAll
+    static void stopCluster() throws Exception {
+        if (pipeline != null) {
+            pipeline.close();
+        }
+        for (GraphlaneNode n : RUNNING) {
+            n.shutdown().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        }
+        LOADER.shutdown();
+    }
+
+    @Test
+    @Order(1)
+    void stagesOnThreeNodesGenerateTheFixturesGreedyTokens() throws Exception {
+        List<GenerationRequest> requests = new ArrayList<>();
+        List<List<Integer>> expected = new ArrayList<>();
+        for (JsonNode p : reference.get("prompts")) {
+            requests.add(GenerationRequest.greedy(ints(p.get("ids")), 16));
+            expected.add(ints(p.get("greedy_16")));
+        }
+        List<GenerationResult> results = pipeline.generateAll(requests, Duration.ofSeconds(60));
+        for (int i = 0; i < requests.size(); i++) {
+            assertEquals(expected.get(i), results.get(i).generatedIds(), "greedy tokens of prompt " + requests.get(i).promptIds());
+        }
+    }
+
+    @Test
+    @Order(2)
+    void aFailedStageOnOneNodePoisonsTheLaterStageOnAnotherWithTheCause() {
+        GraphlaneNode serving = RUNNING.get(0);
+        ActorRef<StageHost.Command> stage1 = hostOf(1);
+        ActorRef<StageHost.Command> stage2 = hostOf(2);
+        TestProbe<StageReply> engine = TestProbe.create(serving.system());
+        // An activation 3 wide where the model's hidden size is 64: stage 1's forward fails on node 1.
+        WireTensor wrong = WireTensor.ofFloats(Shape.of(1, 3), new float[] {1f, 2f, 3f});
+        CompletionHandle producer = new CompletionHandle(address(0), new LaneId("stage-0"), 1);
+        stage1.tell(new StageHost.Run(9_000_001L, 1, 1, new int[] {250}, 0, new ActivationFrame(producer, 9_000_001L, 1, wrong),
+                List.of(stage2), engine.getRef()));
+        StageReply reply = engine.expectMessageClass(StageReply.StepFailed.class, Duration.ofSeconds(20));
+        StageReply.StepFailed failed = (StageReply.StepFailed) reply;
+        assertEquals(1, failed.stage(), "the root is stage 1");
+        assertEquals(address(1), failed.node(), "the root is on node 1");
+        RemoteFailureException cause = assertInstanceOf(RemoteFailureException.class, failed.failure().cause(),
+                "the cause crossed nodes");
+        assertTrue(cause.getMessage().contains("64") && cause.getMessage().contains("3"), cause.getMessage());
+        engine.expectNoMessage(Duration.ofMillis(300));
+    }
+
+    @Test
+    @Order(3)
+    void aLostNodeFailsItsRequestsWith503AndServesAgainOnceRestarted() throws Exception {
+        GraphlaneNode lost = RUNNING.remove(2);
+        String lostAddress = address(2);
+        long killed = System.nanoTime();
+        lost.system().terminate();
+        Throwable failure;
+        try {
+            failure = catchFailure(pipeline.submit(GenerationRequest.greedy(List.of(250), 200), new GenerationListener() { })
+                    .result().toCompletableFuture());
+        } catch (GenerationRefusedException refused) {
+            failure = refused;
+        }
+        double seconds = (System.nanoTime() - killed) / 1e9;
+        GenerationRefusedException unavailable = assertInstanceOf(GenerationRefusedException.class, failure);
+        assertEquals(GenerationRefusedException.Reason.UNAVAILABLE, unavailable.reason());
+        assertTrue(unavailable.getMessage().contains("stage 2") && unavailable.getMessage().contains(lostAddress),
+                unavailable.getMessage());
+        assertTrue(seconds < 15, "failed after " + seconds + " s");
+        GenerationRefusedException refused = org.junit.jupiter.api.Assertions.assertThrows(GenerationRefusedException.class,
+                () -> pipeline.submit(GenerationRequest.greedy(List.of(250), 4), new GenerationListener() { }));
+        assertEquals(GenerationRefusedException.Reason.UNAVAILABLE, refused.reason());
+        lost.system().getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+
+        RUNNING.add(start(2));
+        RUNNING.get(2).hosted().toCompletableFuture().get(60, TimeUnit.SECONDS);
+        awaitAvailable();
+        JsonNode first = reference.get("prompts").get(0);
+        GenerationResult again = pipeline.generateAll(List.of(GenerationRequest.greedy(ints(first.get("ids")), 16)),
+                Duration.ofSeconds(30)).get(0);
+        assertEquals(ints(first.get("greedy_16")), again.generatedIds());
+    }
+
+    private static Throwable catchFailure(CompletableFuture<GenerationResult> result) throws Exception {
+        try {
+            result.get(30, TimeUnit.SECONDS);
+            throw new AssertionError("the request finished although a stage's node was killed");
+        } catch (ExecutionException e) {
+            return e.getCause();
+        }
+    }
+
+    private static void awaitAvailable() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (pipeline.unavailableReason().isPresent()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the pipeline is still unavailable: " + pipeline.unavailableReason().get());
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    private static ActorRef<StageHost.Command> hostOf(int stage) {
+        TestProbe<Receptionist.Listing> probe = TestProbe.create(RUNNING.get(0).system());
+        RUNNING.get(0).system().receptionist().tell(Receptionist.find(StageHostKeys.stage(stage), probe.getRef()));
+        return probe.receiveMessage().getServiceInstances(StageHostKeys.stage(stage)).iterator().next();
+    }
+
+    private static String address(int rank) {
+        return "pekko://graphlane@127.0.0.1:" + settings.get(rank).arteryPort();
+    }
+
+    private static GraphlaneNode start(int rank) {
+        Config base = ConfigFactory.parseString("""
+                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+                pekko.loglevel = WARNING
+                pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
+                pekko.coordinated-shutdown.run-by-actor-system-terminate = off
+                """).withFallback(ConfigFactory.load());
+        return GraphlaneNode.start(settings.get(rank), base, NODES, new ModelStageHosting(model, NODES, LOADER));
+    }
+
+    private static List<NodeSettings> localCluster() throws Exception {
+        List<ServerSocket> sockets = new ArrayList<>();
+        for (int i = 0; i < 2 * NODES; i++) {
+            sockets.add(new ServerSocket(0));
+        }
+        int[] ports = sockets.stream().mapToInt(ServerSocket::getLocalPort).toArray();
+        for (ServerSocket s : sockets) {
+            s.close();
+        }
+        List<Integer> management = Arrays.stream(ports, NODES, 2 * NODES).boxed().toList();
+        List<NodeSettings> all = new ArrayList<>();
+        for (int rank = 0; rank < NODES; rank++) {
+            all.add(new NodeSettings(ClusterProfile.LOCAL, NODES, OptionalInt.of(rank), "127.0.0.1", ports[rank],
+                    management.get(rank), management, List.of(), false));
+        }
+        return all;
+    }
+
+    private static List<Integer> ints(JsonNode array) {
+        List<Integer> out = new ArrayList<>();
+        array.forEach(n -> out.add(n.asInt()));
+        return out;
+    }
+}
