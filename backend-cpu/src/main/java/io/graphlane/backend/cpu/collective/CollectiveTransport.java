@@ -7,7 +7,8 @@ package io.graphlane.backend.cpu.collective;
  * member loss and the algorithms live in {@link CpuCollectiveMember}.
  *
  * <p>Guarantees a member may rely on: messages from one sender to one receiver arrive in send
- * order, each once; {@link #send} never waits for the receiver.
+ * order, each once; {@link #send} never waits for the receiver. A transport that does not
+ * {@link #sharesMemory share memory} has copied a chunk's floats when {@link #send} returns.
  */
 public interface CollectiveTransport {
 
@@ -17,6 +18,17 @@ public interface CollectiveTransport {
 
     /** The number of members. */
     int size();
+
+    /**
+     * True when every member lives in this address space and {@link #send} hands a chunk's view
+     * itself to the receiver: the sender then lends whole segments under a {@link ChunkLoan} and
+     * leaves them unchanged until the receiver answers {@link CollectiveMessage.Consumed}. False
+     * (the default, and what a transport across nodes answers) when {@link #send} copies the floats
+     * before it returns, so the sender streams chunks of the group's chunk size and waits for nothing.
+     */
+    default boolean sharesMemory() {
+        return false;
+    }
 
     /** Delivers {@code message} from member {@code from} to member {@code to}; never blocks on the receiver. */
     void send(int from, int to, CollectiveMessage message);

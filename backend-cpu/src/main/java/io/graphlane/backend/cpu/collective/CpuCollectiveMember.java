@@ -27,6 +27,8 @@ import java.util.Objects;
 public final class CpuCollectiveMember {
     /** Allocation only (it keeps no scratch for that), shared by every member. */
     private static final CpuNeuralOps ALLOCATOR = new CpuNeuralOps();
+    /** Floats per block of a reduction: two blocks stay in the core's L1/L2 cache. */
+    private static final int SCRATCH_FLOATS = 4096;
 
     private final String group;
     private final int rank;
@@ -35,10 +37,15 @@ public final class CpuCollectiveMember {
     private final long timeoutNanos;
     private final Duration timeout;
     private final int chunkFloats;
+    private final boolean byReference;
     private final List<ArrayDeque<CollectiveMessage>> pending;
+    private final List<ArrayDeque<CollectiveMessage>> answers;
+    /** Chunks lent to other members and not yet answered for, oldest first. */
+    private final List<ChunkLoan> lent = new ArrayList<>();
+    private final float[] scratchMine = new float[SCRATCH_FLOATS];
+    private final float[] scratchIncoming = new float[SCRATCH_FLOATS];
     private long nextSequence;
     private CollectiveException poisoned;
-    private float[] scratch = new float[0];
 
     CpuCollectiveMember(String group, int rank, CollectiveTransport transport, CollectiveSettings settings) {
         this.group = group;
@@ -48,9 +55,12 @@ public final class CpuCollectiveMember {
         this.timeout = settings.memberTimeout();
         this.timeoutNanos = settings.memberTimeout().toNanos();
         this.chunkFloats = settings.chunkFloats();
+        this.byReference = transport.sharesMemory();
         this.pending = new ArrayList<>(size);
+        this.answers = new ArrayList<>(size);
         for (int i = 0; i < size; i++) {
             pending.add(new ArrayDeque<>());
+            answers.add(new ArrayDeque<>());
         }
     }
 
@@ -99,7 +109,7 @@ public final class CpuCollectiveMember {
             allReduceInPlace(out, op);
             return out;
         } catch (RuntimeException | Error e) {
-            ALLOCATOR.release(out);
+            release(out);
             throw e;
         }
     }
@@ -128,7 +138,7 @@ public final class CpuCollectiveMember {
                 ring(buf, bounds, rank, null, mine.sequence(), "all-gather chunk");
                 return out;
             } catch (RuntimeException | Error e) {
-                ALLOCATOR.release(out);
+                release(out);
                 throw e;
             }
         });
@@ -176,7 +186,7 @@ public final class CpuCollectiveMember {
                 }
                 return out;
             } catch (RuntimeException | Error e) {
-                ALLOCATOR.release(out);
+                release(out);
                 throw e;
             }
         });
@@ -214,15 +224,25 @@ public final class CpuCollectiveMember {
         return new CollectiveDescriptor(nextSequence, kind, op, "F32", rows, cols, counts);
     }
 
-    /** Runs one collective: the local {@code check} (its failure tells the others), consensus, then the payload. */
-    private <R> R run(CollectiveDescriptor mine, Runnable check, Payload<R> payload) {
-        nextSequence++;
+    /** The local {@code check} (its failure tells the others), consensus, then the payload; nothing stays lent when it fails. */
+    private <R> R attempt(CollectiveDescriptor mine, Runnable check, Payload<R> payload) throws InterruptedException {
         try {
             if (check != null) {
                 check.run();
             }
             CollectiveDescriptor[] all = agree(mine);
             return payload.move(all);
+        } catch (RuntimeException | Error | InterruptedException e) {
+            withdrawLoans();
+            throw e;
+        }
+    }
+
+    /** Runs one collective and turns its failure into this member's poisoning and the others' notice. */
+    private <R> R run(CollectiveDescriptor mine, Runnable check, Payload<R> payload) {
+        nextSequence++;
+        try {
+            return attempt(mine, check, payload);
         } catch (DescriptorMismatchException e) {
             // Every member reached the same verdict from the same descriptors: nobody needs telling.
             poisoned = e;
@@ -298,59 +318,134 @@ public final class CpuCollectiveMember {
     /**
      * Streams {@code sendLength} floats of {@code src} from {@code sendOffset} to member {@code to}
      * (landing at {@code landsAt} in its buffer) while receiving {@code recvLength} floats from member
-     * {@code from} into {@code dst} at {@code recvOffset}, chunk by chunk, interleaved.
+     * {@code from} into {@code dst} at {@code recvOffset}, chunk by chunk, interleaved. With a reduction,
+     * the received floats are folded into {@code dst}'s; without, they are copied.
+     *
+     * <p>Over a transport that shares memory each side is one chunk lent by reference: the receiver
+     * folds or copies straight from the sender's storage and answers {@link CollectiveMessage.Consumed},
+     * and this returns only once its own chunk was answered for, so the storage may change afterwards.
      */
     private void exchange(FloatBuffer src, long sendOffset, long sendLength, int to, long landsAt,
                           FloatBuffer dst, long recvOffset, long recvLength, int from, ReduceOp op,
                           long sequence, String phase) throws InterruptedException {
-        long sendChunks = (sendLength + chunkFloats - 1) / chunkFloats;
-        long recvChunks = (recvLength + chunkFloats - 1) / chunkFloats;
+        long step = byReference ? Integer.MAX_VALUE : chunkFloats;
+        long sendChunks = (sendLength + step - 1) / step;
+        long recvChunks = (recvLength + step - 1) / step;
         for (long c = 0; c < Math.max(sendChunks, recvChunks); c++) {
             if (c < sendChunks) {
-                int at = (int) (sendOffset + c * chunkFloats);
-                int length = (int) Math.min(chunkFloats, sendOffset + sendLength - at);
-                float[] values = new float[length];
-                src.get(at, values);
-                transport.send(rank, to, new CollectiveMessage.Chunk(sequence, landsAt + c * chunkFloats, values));
+                int at = (int) (sendOffset + c * step);
+                int length = (int) Math.min(step, sendOffset + sendLength - at);
+                ChunkLoan loan = byReference ? new ChunkLoan() : null;
+                if (loan != null) {
+                    lent.add(loan);
+                }
+                transport.send(rank, to, new CollectiveMessage.Chunk(sequence, landsAt + c * step, src.slice(at, length).asReadOnlyBuffer(), loan));
             }
             if (c < recvChunks) {
-                long expectedAt = recvOffset + c * chunkFloats;
-                int length = (int) Math.min(chunkFloats, recvOffset + recvLength - expectedAt);
+                long expectedAt = recvOffset + c * step;
+                int length = (int) Math.min(step, recvOffset + recvLength - expectedAt);
                 CollectiveMessage m = receive(from, sequence, phase, System.nanoTime() + timeoutNanos);
                 if (!(m instanceof CollectiveMessage.Chunk chunk) || chunk.sequence() != sequence || chunk.offset() != expectedAt
-                        || chunk.values().length != length) {
+                        || chunk.values().remaining() != length) {
                     throw new CollectiveException(group, sequence, from, "collective group " + group + ": member " + from + " sent " + m
                             + " where member " + rank + " expected " + length + " floats at " + expectedAt + " of collective #" + sequence
                             + " (protocol violation)");
                 }
-                int at = (int) expectedAt;
-                if (op == null) {
-                    dst.put(at, chunk.values());
-                } else {
-                    if (scratch.length < length) {
-                        scratch = new float[Math.max(length, chunkFloats)];
-                    }
-                    dst.get(at, scratch, 0, length);
-                    op.combine(scratch, chunk.values(), length);
-                    dst.put(at, scratch, 0, length);
-                }
+                consume(chunk, from, dst, (int) expectedAt, length, op);
+            }
+        }
+        for (long c = 0; byReference && c < sendChunks; c++) {
+            long at = landsAt + c * step;
+            CollectiveMessage m = receiveAnswer(to, sequence, phase, System.nanoTime() + timeoutNanos);
+            if (!(m instanceof CollectiveMessage.Consumed consumed) || consumed.sequence() != sequence || consumed.offset() != at) {
+                throw new CollectiveException(group, sequence, to, "collective group " + group + ": member " + to + " answered " + m
+                        + " where member " + rank + " expected it to have consumed the chunk at " + at + " of collective #" + sequence
+                        + " (protocol violation)");
+            }
+            lent.remove(0);
+        }
+    }
+
+    /** Folds or copies one received chunk into {@code dst} at {@code at}; a lent chunk is read inside its loan and answered. */
+    private void consume(CollectiveMessage.Chunk chunk, int from, FloatBuffer dst, int at, int length, ReduceOp op)
+            throws InterruptedException {
+        ChunkLoan loan = chunk.loan();
+        if (loan != null && !loan.beginRead()) {
+            throw withdrawn(chunk, from);
+        }
+        try {
+            if (op == null) {
+                dst.put(at, chunk.values(), 0, length);
+            } else {
+                op.combine(dst, at, dst, at, chunk.values(), 0, length, scratchMine, scratchIncoming);
+            }
+        } finally {
+            if (loan != null) {
+                loan.endRead();
+            }
+        }
+        if (loan != null) {
+            transport.send(rank, from, new CollectiveMessage.Consumed(chunk.sequence(), chunk.offset()));
+        }
+    }
+
+    /**
+     * The failure behind a lent chunk that {@code from} withdrew: {@code from} failed, and it (or the
+     * member at the root of its failure) tells everyone why, so this waits for that notice and names
+     * its member; without one in time, {@code from} itself.
+     */
+    private MemberLostException withdrawn(CollectiveMessage.Chunk chunk, int from) throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutNanos;
+        while (true) {
+            long left = deadline - System.nanoTime();
+            CollectiveTransport.Envelope envelope = left > 0 ? transport.poll(rank, left) : null;
+            if (envelope == null) {
+                return new MemberLostException(group, chunk.sequence(), from, "member " + from + " withdrew its chunk at "
+                        + chunk.offset() + " of collective #" + chunk.sequence() + " (it failed)");
+            }
+            if (envelope.message() instanceof CollectiveMessage.Left gone) {
+                return new MemberLostException(group, chunk.sequence(), gone.member(), gone.reason());
             }
         }
     }
 
-    /** The next message from {@code from}, keeping messages from other members for later; fails on timeout or on any member leaving. */
+    /** Makes sure no member reads this member's storage any more: withdraws every chunk lent and not yet answered for. */
+    private void withdrawLoans() {
+        for (ChunkLoan loan : lent) {
+            loan.withdraw();
+        }
+        lent.clear();
+    }
+
+    /** Frees {@code tensor} once nothing lent from it can be read any more. */
+    private void release(CpuTensor tensor) {
+        withdrawLoans();
+        ALLOCATOR.release(tensor);
+    }
+
+    /** The next payload or descriptor from {@code from}, keeping other messages for later; fails on timeout or on any member leaving. */
     private CollectiveMessage receive(int from, long sequence, String phase, long deadline) throws InterruptedException {
-        ArrayDeque<CollectiveMessage> queue = pending.get(from);
+        return next(pending.get(from), from, sequence, phase, deadline);
+    }
+
+    /** The next {@link CollectiveMessage.Consumed} answer from {@code from}; fails like {@link #receive}. */
+    private CollectiveMessage receiveAnswer(int from, long sequence, String phase, long deadline) throws InterruptedException {
+        return next(answers.get(from), from, sequence, phase + " answer", deadline);
+    }
+
+    private CollectiveMessage next(ArrayDeque<CollectiveMessage> queue, int from, long sequence, String phase, long deadline)
+            throws InterruptedException {
         while (queue.isEmpty()) {
             long left = deadline - System.nanoTime();
             CollectiveTransport.Envelope envelope = left > 0 ? transport.poll(rank, left) : null;
             if (envelope == null) {
                 throw new MemberAbsentException(group, sequence, from, rank, phase, timeout);
             }
-            if (envelope.message() instanceof CollectiveMessage.Left gone) {
+            CollectiveMessage message = envelope.message();
+            if (message instanceof CollectiveMessage.Left gone) {
                 throw new MemberLostException(group, sequence, gone.member(), gone.reason());
             }
-            pending.get(envelope.from()).add(envelope.message());
+            (message instanceof CollectiveMessage.Consumed ? answers : pending).get(envelope.from()).add(message);
         }
         return queue.poll();
     }

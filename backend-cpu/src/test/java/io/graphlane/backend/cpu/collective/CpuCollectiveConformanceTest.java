@@ -18,8 +18,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The collective laws on CPU lanes in one JVM. Chunks are kept small (7 floats) so that the larger
- * shapes of the suite stream as many uneven chunks through the ring.
+ * The collective laws on CPU lanes in one JVM, over the default in-process transport: segments are
+ * lent by reference and read straight from the sender's storage. The chunk size (7 floats) only
+ * matters to {@link CpuCollectiveCopyingConformanceTest}, which streams through a copying transport.
  */
 class CpuCollectiveConformanceTest extends CollectiveConformanceSuite<CpuExecutor, CpuCompletion, CpuWork, CpuTensor, CpuCollectiveGroup> {
     private final CpuNeuralOps ops = new CpuNeuralOps();
