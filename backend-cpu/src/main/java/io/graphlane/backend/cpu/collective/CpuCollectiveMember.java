@@ -89,29 +89,49 @@ public final class CpuCollectiveMember {
     public synchronized void allReduceInPlace(CpuTensor tensor, ReduceOp op) {
         Objects.requireNonNull(tensor, "tensor");
         requireSupported(op);
-        CollectiveDescriptor mine = descriptor(CollectiveKind.ALL_REDUCE, op, tensor.rows(), tensor.cols(), null);
-        run(mine, null, all -> {
-            FloatBuffer buf = tensor.data();
-            long[] bounds = balanced((long) tensor.rows() * tensor.cols(), size);
-            ring(buf, bounds, rank, op, mine.sequence(), "reduce-scatter chunk");
-            ring(buf, bounds, rank + 1, null, mine.sequence(), "all-gather chunk");
-            return null;
-        });
+        reduceInto(tensor, tensor, op);
     }
 
-    /** Like {@link #allReduceInPlace} into a new tensor owned by the caller; {@code value} is left as it was. */
+    /**
+     * Like {@link #allReduceInPlace} into a new tensor owned by the caller; {@code value} is left as it
+     * was. The reduction reads {@code value} and writes the result straight into the new tensor, so
+     * {@code value} is never copied first.
+     */
     public synchronized CpuTensor allReduce(CpuTensor value, ReduceOp op) {
         Objects.requireNonNull(value, "value");
         requireSupported(op);
         CpuTensor out = ALLOCATOR.allocate(value.rows(), value.cols());
         try {
-            ALLOCATOR.copy(value, out);
-            allReduceInPlace(out, op);
+            reduceInto(value, out, op);
             return out;
         } catch (RuntimeException | Error e) {
             release(out);
             throw e;
         }
+    }
+
+    /**
+     * The all-reduce of {@code in} into {@code out} (the same tensor, or one of the same shape whose
+     * contents do not matter): a ring reduce-scatter whose every fold reads this member's own value from
+     * {@code in} and writes {@code out} (each segment is folded into exactly once), then a ring all-gather.
+     */
+    private void reduceInto(CpuTensor in, CpuTensor out, ReduceOp op) {
+        CollectiveDescriptor mine = descriptor(CollectiveKind.ALL_REDUCE, op, in.rows(), in.cols(), null);
+        run(mine, null, all -> {
+            FloatBuffer source = in.data();
+            FloatBuffer buf = out.data();
+            long total = (long) in.rows() * in.cols();
+            if (size == 1) {
+                if (source != buf) {
+                    buf.put(0, source, 0, (int) total);
+                }
+                return null;
+            }
+            long[] bounds = balanced(total, size);
+            ring(source, buf, bounds, rank, op, mine.sequence(), "reduce-scatter chunk");
+            ring(buf, buf, bounds, rank + 1, null, mine.sequence(), "all-gather chunk");
+            return null;
+        });
     }
 
     /**
@@ -135,7 +155,7 @@ public final class CpuCollectiveMember {
             try {
                 FloatBuffer buf = out.data();
                 buf.put((int) bounds[rank], value.data(), 0, value.rows() * cols);
-                ring(buf, bounds, rank, null, mine.sequence(), "all-gather chunk");
+                ring(buf, buf, bounds, rank, null, mine.sequence(), "all-gather chunk");
                 return out;
             } catch (RuntimeException | Error e) {
                 release(out);
@@ -181,7 +201,7 @@ public final class CpuCollectiveMember {
                         landsAt += all[i].sendCount(to);
                     }
                     exchange(src, (long) sendStart[to] * cols, (long) counts[to] * cols, to, (long) landsAt * cols,
-                            dst, (long) received[from] * cols, (long) all[from].sendCount(rank) * cols, from, null,
+                            dst, (long) received[from] * cols, (long) all[from].sendCount(rank) * cols, from, null, null,
                             mine.sequence(), "all-to-all block");
                 }
                 return out;
@@ -301,17 +321,19 @@ public final class CpuCollectiveMember {
     /**
      * A ring pass over the segments {@code [bounds[i], bounds[i+1])} of {@code buf}: in step s this
      * member sends segment {@code start − s} to the next member and receives segment
-     * {@code start − s − 1} from the previous one, folding it in with {@code op} (or copying it when
-     * {@code op} is null).
+     * {@code start − s − 1} from the previous one, writing it into {@code buf} folded with {@code op}
+     * into this member's own value of it from {@code in} (or copying it when {@code op} is null). The
+     * first step sends from {@code in}, later ones what earlier steps wrote into {@code buf}.
      */
-    private void ring(FloatBuffer buf, long[] bounds, int start, ReduceOp op, long sequence, String phase) throws InterruptedException {
+    private void ring(FloatBuffer in, FloatBuffer buf, long[] bounds, int start, ReduceOp op, long sequence, String phase)
+            throws InterruptedException {
         int right = (rank + 1) % size;
         int left = (rank - 1 + size) % size;
         for (int s = 0; s < size - 1; s++) {
             int send = Math.floorMod(start - s, size);
             int recv = Math.floorMod(start - s - 1, size);
-            exchange(buf, bounds[send], bounds[send + 1] - bounds[send], right, bounds[send],
-                    buf, bounds[recv], bounds[recv + 1] - bounds[recv], left, op, sequence, phase);
+            exchange(s == 0 ? in : buf, bounds[send], bounds[send + 1] - bounds[send], right, bounds[send],
+                    buf, bounds[recv], bounds[recv + 1] - bounds[recv], left, op, in, sequence, phase);
         }
     }
 
@@ -319,14 +341,15 @@ public final class CpuCollectiveMember {
      * Streams {@code sendLength} floats of {@code src} from {@code sendOffset} to member {@code to}
      * (landing at {@code landsAt} in its buffer) while receiving {@code recvLength} floats from member
      * {@code from} into {@code dst} at {@code recvOffset}, chunk by chunk, interleaved. With a reduction,
-     * the received floats are folded into {@code dst}'s; without, they are copied.
+     * {@code dst} receives the received floats folded with {@code mine}'s at the same place (either may
+     * be {@code dst} itself); without, they are copied.
      *
      * <p>Over a transport that shares memory each side is one chunk lent by reference: the receiver
      * folds or copies straight from the sender's storage and answers {@link CollectiveMessage.Consumed},
      * and this returns only once its own chunk was answered for, so the storage may change afterwards.
      */
     private void exchange(FloatBuffer src, long sendOffset, long sendLength, int to, long landsAt,
-                          FloatBuffer dst, long recvOffset, long recvLength, int from, ReduceOp op,
+                          FloatBuffer dst, long recvOffset, long recvLength, int from, ReduceOp op, FloatBuffer mine,
                           long sequence, String phase) throws InterruptedException {
         long step = byReference ? Integer.MAX_VALUE : chunkFloats;
         long sendChunks = (sendLength + step - 1) / step;
@@ -351,7 +374,7 @@ public final class CpuCollectiveMember {
                             + " where member " + rank + " expected " + length + " floats at " + expectedAt + " of collective #" + sequence
                             + " (protocol violation)");
                 }
-                consume(chunk, from, dst, (int) expectedAt, length, op);
+                consume(chunk, from, dst, (int) expectedAt, length, op, mine);
             }
         }
         for (long c = 0; byReference && c < sendChunks; c++) {
@@ -367,7 +390,7 @@ public final class CpuCollectiveMember {
     }
 
     /** Folds or copies one received chunk into {@code dst} at {@code at}; a lent chunk is read inside its loan and answered. */
-    private void consume(CollectiveMessage.Chunk chunk, int from, FloatBuffer dst, int at, int length, ReduceOp op)
+    private void consume(CollectiveMessage.Chunk chunk, int from, FloatBuffer dst, int at, int length, ReduceOp op, FloatBuffer mine)
             throws InterruptedException {
         ChunkLoan loan = chunk.loan();
         if (loan != null && !loan.beginRead()) {
@@ -377,7 +400,7 @@ public final class CpuCollectiveMember {
             if (op == null) {
                 dst.put(at, chunk.values(), 0, length);
             } else {
-                op.combine(dst, at, dst, at, chunk.values(), 0, length, scratchMine, scratchIncoming);
+                op.combine(dst, at, mine, at, chunk.values(), 0, length, scratchMine, scratchIncoming);
             }
         } finally {
             if (loan != null) {
