@@ -39,6 +39,15 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         return CpuTensor.allocate(rows, cols);
     }
 
+    /**
+     * A tensor whose floats are unspecified until written, for a caller that writes every element
+     * before any is read (it saves the zero-filling pass over the memory); owned and released like
+     * {@link #allocate}.
+     */
+    public CpuTensor allocateUninitialized(int rows, int cols) {
+        return CpuTensor.allocate(rows, cols, false);
+    }
+
     @Override
     public CpuTensor fromHost(float[] data, int rows, int cols) {
         Objects.requireNonNull(data, "data");

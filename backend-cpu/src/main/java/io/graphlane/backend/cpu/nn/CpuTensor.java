@@ -31,9 +31,16 @@ public final class CpuTensor {
 
     /** A zero-filled tensor that owns {@code rows × cols} floats of native memory. */
     static CpuTensor allocate(int rows, int cols) {
+        return allocate(rows, cols, true);
+    }
+
+    /** A tensor that owns {@code rows × cols} floats of native memory, zero-filled only when {@code zero}. */
+    static CpuTensor allocate(int rows, int cols, boolean zero) {
         long count = checkedCount(rows, cols);
         FloatPointer pointer = new FloatPointer(Math.max(1, count));
-        pointer.zero();
+        if (zero) {
+            pointer.zero();
+        }
         FloatBuffer buffer = count == 0
                 ? ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder()).asFloatBuffer()
                 : pointer.asByteBuffer().order(ByteOrder.nativeOrder()).asFloatBuffer();
