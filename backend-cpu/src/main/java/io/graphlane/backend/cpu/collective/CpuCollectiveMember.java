@@ -22,7 +22,8 @@ import java.util.Objects;
  * absent; a member that fails tells every other member, which fail naming it; after any failure
  * this member refuses further collectives ({@link CollectiveGroupPoisonedException}) because the
  * group's order can no longer be proven. Tensors handed in are read, never freed; tensors handed
- * out belong to the caller (free them with {@link CpuNeuralOps#release}).
+ * out belong to the caller (free them with {@link CpuNeuralOps#release}); they are allocated without
+ * zero-filling, because every collective writes each of their floats before returning them.
  */
 public final class CpuCollectiveMember {
     /** Allocation only (it keeps no scratch for that), shared by every member. */
@@ -100,7 +101,7 @@ public final class CpuCollectiveMember {
     public synchronized CpuTensor allReduce(CpuTensor value, ReduceOp op) {
         Objects.requireNonNull(value, "value");
         requireSupported(op);
-        CpuTensor out = ALLOCATOR.allocate(value.rows(), value.cols());
+        CpuTensor out = ALLOCATOR.allocateUninitialized(value.rows(), value.cols());
         try {
             reduceInto(value, out, op);
             return out;
@@ -151,7 +152,7 @@ public final class CpuCollectiveMember {
                 bounds[i + 1] = bounds[i] + (long) all[i].rows() * cols;
                 rows += all[i].rows();
             }
-            CpuTensor out = ALLOCATOR.allocate(Math.toIntExact(rows), cols);
+            CpuTensor out = ALLOCATOR.allocateUninitialized(Math.toIntExact(rows), cols);
             try {
                 FloatBuffer buf = out.data();
                 buf.put((int) bounds[rank], value.data(), 0, value.rows() * cols);
@@ -184,7 +185,7 @@ public final class CpuCollectiveMember {
             for (int i = 0; i < size; i++) {
                 received[i + 1] = received[i] + all[i].sendCount(rank);
             }
-            CpuTensor out = ALLOCATOR.allocate(received[size], cols);
+            CpuTensor out = ALLOCATOR.allocateUninitialized(received[size], cols);
             try {
                 FloatBuffer src = value.data();
                 FloatBuffer dst = out.data();
