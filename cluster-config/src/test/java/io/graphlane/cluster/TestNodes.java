@@ -80,7 +80,7 @@ final class TestNodes {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("timed out after " + timeout + " waiting for " + what);
             }
-            Thread.sleep(100);
+            Thread.sleep(100); // paces the polling of state outside this JVM's control (HTTP, membership); orders nothing
         }
     }
 }

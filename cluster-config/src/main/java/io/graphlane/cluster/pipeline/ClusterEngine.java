@@ -255,6 +255,8 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
     private void stageLost(int stage, String why) {
         hosts.remove(stage);
         lost.put(stage, why);
+        // Refuse new requests before telling the failed ones: a caller that retries at once must see the loss.
+        publishAvailability();
         getContext().getLog().warn("{}; failing {} requests", why, requests.size());
         for (Active a : List.copyOf(requests.values())) {
             end(a, null, new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE,

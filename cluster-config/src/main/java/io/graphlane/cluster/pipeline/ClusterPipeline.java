@@ -1,25 +1,20 @@
 package io.graphlane.cluster.pipeline;
 
-import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
-import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
+import io.graphlane.inference.pipeline.PromptCheck;
+import io.graphlane.inference.pipeline.TrackedGeneration;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.tokenizer.TextTokenizer;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
-import io.graphlane.scheduler.pipeline.TokenListener;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -60,7 +55,7 @@ public final class ClusterPipeline implements TextGenerator {
         this.config = model.config();
         this.eos = model.eosTokenIds().isEmpty() ? -1 : model.eosTokenIds().iterator().next();
         this.tokenizer = model.tokenizer();
-        this.codec = new Codec(tokenizer, eos);
+        this.codec = TokenCodec.of(tokenizer, eos);
         this.maxActiveRequests = maxActiveRequests;
         this.engine = system.systemActorOf(ClusterEngine.create(stages, held, unavailable),
                 "cluster-pipeline-" + INSTANCES.incrementAndGet(), Props.empty());
@@ -105,21 +100,7 @@ public final class ClusterPipeline implements TextGenerator {
         if (why != null) {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, why);
         }
-        int[] prompt = new int[request.promptIds().size()];
-        for (int i = 0; i < prompt.length; i++) {
-            int id = request.promptIds().get(i);
-            if (id < 0 || id >= config.vocabSize()) {
-                throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID,
-                        "prompt token " + i + " is id " + id + ", outside the vocabulary [0, " + config.vocabSize() + ")");
-            }
-            prompt[i] = id;
-        }
-        int total = prompt.length + request.maxNewTokens();
-        if (total > config.maxPositions()) {
-            throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID, "prompt (" + prompt.length
-                    + " tokens) plus max new tokens (" + request.maxNewTokens() + ") is " + total
-                    + ", more than the model's maximum of " + config.maxPositions() + " positions");
-        }
+        int[] prompt = PromptCheck.validPrompt(request, config);
         if (held.incrementAndGet() > maxActiveRequests) {
             held.decrementAndGet();
             throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, maxActiveRequests
@@ -127,20 +108,11 @@ public final class ClusterPipeline implements TextGenerator {
         }
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         long id = ids.incrementAndGet();
-        Tracked tracked = new Tracked(id, request.promptIds(), listener, engine);
+        TrackedGeneration tracked = new TrackedGeneration(
+                request.promptIds(), listener).bind(id, requestId -> engine.tell(new ClusterEngine.Cancel(requestId)));
         engine.tell(new ClusterEngine.Admit(id, new PipelineRequest(prompt, request.maxNewTokens(), eos, deadline,
                 new Sampler(request.sampling())), tracked));
         return tracked;
-    }
-
-    /** Generates for every request and waits for all: a convenience for batch callers and tests. */
-    public List<GenerationResult> generateAll(List<GenerationRequest> requests, Duration timeout) throws Exception {
-        List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
-        for (GenerationRequest r : requests) {
-            results.add(submit(r, new GenerationListener() { }).result().toCompletableFuture());
-        }
-        CompletableFuture.allOf(results.toArray(CompletableFuture[]::new)).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        return results.stream().map(CompletableFuture::join).toList();
     }
 
     /** Stops admitting, fails requests in flight and stops the engine; the stage hosts belong to their nodes. */
@@ -159,74 +131,5 @@ public final class ClusterPipeline implements TextGenerator {
             LOG.warn("stopping the cluster pipeline of {} did not finish cleanly: {}", name, e.toString());
         }
         tokenizer.close();
-    }
-
-    /** One request seen from the caller: forwards tokens and collects the result. */
-    private static final class Tracked implements TokenListener, Generation {
-        private final long id;
-        private final List<Integer> prompt;
-        private final GenerationListener listener;
-        private final ActorRef<ClusterEngine.Command> engine;
-        private final List<Integer> generated = new ArrayList<>();
-        private final CompletableFuture<GenerationResult> result = new CompletableFuture<>();
-
-        Tracked(long id, List<Integer> prompt, GenerationListener listener, ActorRef<ClusterEngine.Command> engine) {
-            this.id = id;
-            this.prompt = prompt;
-            this.listener = listener;
-            this.engine = engine;
-        }
-
-        @Override
-        public void onToken(int tokenId) {
-            generated.add(tokenId);
-            listener.onToken(tokenId);
-        }
-
-        @Override
-        public void onFinished(StopReason reason) {
-            FinishReason r = reason == StopReason.END_OF_SEQUENCE ? FinishReason.STOP : FinishReason.LENGTH;
-            listener.onFinished(r);
-            result.complete(new GenerationResult(prompt, List.copyOf(generated), r));
-        }
-
-        @Override
-        public void onFailed(Throwable cause) {
-            listener.onFailed(cause);
-            result.completeExceptionally(cause);
-        }
-
-        @Override
-        public String id() {
-            return Long.toString(id);
-        }
-
-        @Override
-        public void cancel() {
-            engine.tell(new ClusterEngine.Cancel(id));
-        }
-
-        @Override
-        public CompletionStage<GenerationResult> result() {
-            return result;
-        }
-    }
-
-    /** The tokenizer as the generation API sees it. */
-    private record Codec(TextTokenizer tokenizer, int eos) implements TokenCodec {
-        @Override
-        public int[] encode(String text) {
-            return tokenizer.encode(text);
-        }
-
-        @Override
-        public String decode(List<Integer> ids) {
-            return tokenizer.decode(ids.stream().mapToInt(Integer::intValue).toArray());
-        }
-
-        @Override
-        public int eosTokenId() {
-            return eos;
-        }
     }
 }

@@ -172,7 +172,7 @@ class CrossNodeStagesTest {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("the pipeline is still unavailable: " + pipeline.unavailableReason().get());
             }
-            Thread.sleep(100);
+            Thread.sleep(100); // paces the polling only
         }
     }
 

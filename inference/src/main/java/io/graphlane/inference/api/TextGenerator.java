@@ -21,6 +21,25 @@ public interface TextGenerator extends AutoCloseable {
      */
     Generation submit(GenerationRequest request, GenerationListener listener);
 
+    /**
+     * Generates for every request at once and waits for all: a convenience for batch callers and tests.
+     *
+     * @throws java.util.concurrent.TimeoutException if they have not all ended within {@code timeout}
+     * @throws java.util.concurrent.ExecutionException with the first failure
+     */
+    default java.util.List<GenerationResult> generateAll(java.util.List<GenerationRequest> requests, java.time.Duration timeout)
+            throws Exception {
+        java.util.List<java.util.concurrent.CompletableFuture<GenerationResult>> results = new java.util.ArrayList<>();
+        for (GenerationRequest r : requests) {
+            results.add(submit(r, new GenerationListener() { }).result().toCompletableFuture());
+        }
+        java.util.concurrent.CompletableFuture.allOf(results.toArray(java.util.concurrent.CompletableFuture[]::new))
+                .get(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        java.util.List<GenerationResult> out = new java.util.ArrayList<>();
+        results.forEach(f -> out.add(f.join()));
+        return out;
+    }
+
     /** Stops admitting requests, fails those in flight, and releases the model. */
     @Override
     void close();

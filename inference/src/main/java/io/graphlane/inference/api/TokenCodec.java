@@ -15,6 +15,26 @@ public interface TokenCodec {
     /** The end-of-sequence token id, or -1 if the model has none. */
     int eosTokenId();
 
+    /** {@code tokenizer} as a codec whose end-of-sequence id is {@code eosTokenId} (-1 for none). */
+    static TokenCodec of(io.graphlane.inference.tokenizer.TextTokenizer tokenizer, int eosTokenId) {
+        return new TokenCodec() {
+            @Override
+            public int[] encode(String text) {
+                return tokenizer.encode(text);
+            }
+
+            @Override
+            public String decode(List<Integer> ids) {
+                return tokenizer.decode(ids.stream().mapToInt(Integer::intValue).toArray());
+            }
+
+            @Override
+            public int eosTokenId() {
+                return eosTokenId;
+            }
+        };
+    }
+
     /** A decoder for one stream of generated tokens that emits only complete characters. */
     default StreamingDecoder streamingDecoder() {
         return new StreamingDecoder(ids -> {

@@ -17,12 +17,10 @@ import io.graphlane.backend.cpu.param.CpuParameterBackend;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.trace.TraceRecorder;
-import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
-import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.demo.DemoModel;
@@ -41,15 +39,12 @@ import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
-import io.graphlane.scheduler.pipeline.TokenListener;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -103,7 +98,7 @@ public final class InferencePipeline implements TextGenerator {
         this.ownsSystem = b.system == null;
         this.system = b.system != null ? b.system : ActorSystem.create(Behaviors.empty(), "graphlane");
         this.tokenizer = model.tokenizer();
-        this.codec = new Codec(tokenizer, eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next());
+        this.codec = TokenCodec.of(tokenizer, eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next());
         this.backend = new CpuBackend();
         // Several lanes call OpenBLAS at once: its own idle threads would spin against the lanes' workers.
         CpuNeuralBackend.setBlasThreads(1);
@@ -190,23 +185,9 @@ public final class InferencePipeline implements TextGenerator {
         if (closed) {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, "model " + name + " is shut down");
         }
-        int[] prompt = new int[request.promptIds().size()];
-        for (int i = 0; i < prompt.length; i++) {
-            int id = request.promptIds().get(i);
-            if (id < 0 || id >= config.vocabSize()) {
-                throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID,
-                        "prompt token " + i + " is id " + id + ", outside the vocabulary [0, " + config.vocabSize() + ")");
-            }
-            prompt[i] = id;
-        }
-        int total = prompt.length + request.maxNewTokens();
-        if (total > config.maxPositions()) {
-            throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID, "prompt (" + prompt.length
-                    + " tokens) plus max new tokens (" + request.maxNewTokens() + ") is " + total
-                    + ", more than the model's maximum of " + config.maxPositions() + " positions");
-        }
+        int[] prompt = PromptCheck.validPrompt(request, config);
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
-        Tracked tracked = new Tracked(request.promptIds(), listener);
+        TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
         int eos = eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next();
         long id;
         try {
@@ -214,20 +195,7 @@ public final class InferencePipeline implements TextGenerator {
         } catch (PipelineOverloadedException e) {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
         }
-        tracked.id = id;
-        return tracked;
-    }
-
-    /** Generates for every request and waits for all: a convenience for batch callers and tests. */
-    public List<GenerationResult> generateAll(List<GenerationRequest> requests, Duration timeout) throws Exception {
-        List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
-        for (GenerationRequest r : requests) {
-            results.add(submit(r, new GenerationListener() { }).result().toCompletableFuture());
-        }
-        CompletableFuture.allOf(results.toArray(CompletableFuture[]::new)).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        List<GenerationResult> out = new ArrayList<>();
-        results.forEach(f -> out.add(f.join()));
-        return out;
+        return tracked.bind(id, pipeline::cancel);
     }
 
     /** Stops admitting, fails requests in flight, stops the lanes, frees weights and caches; idempotent. */
@@ -267,80 +235,6 @@ public final class InferencePipeline implements TextGenerator {
         tokenizer.close();
         if (ownsSystem) {
             system.terminate();
-        }
-    }
-
-    /** One request seen from the caller: forwards tokens and collects the result. */
-    private static final class Tracked implements TokenListener, Generation {
-        private final List<Integer> prompt;
-        private final GenerationListener listener;
-        private final List<Integer> generated = new ArrayList<>();
-        private final CompletableFuture<GenerationResult> result = new CompletableFuture<>();
-        private volatile long id;
-        private volatile Pipeline<?, ?> owner;
-
-        Tracked(List<Integer> prompt, GenerationListener listener) {
-            this.prompt = prompt;
-            this.listener = listener;
-        }
-
-        @Override
-        public void onToken(int tokenId) {
-            generated.add(tokenId);
-            listener.onToken(tokenId);
-        }
-
-        @Override
-        public void onFinished(StopReason reason) {
-            FinishReason r = reason == StopReason.END_OF_SEQUENCE ? FinishReason.STOP : FinishReason.LENGTH;
-            listener.onFinished(r);
-            result.complete(new GenerationResult(prompt, List.copyOf(generated), r));
-        }
-
-        @Override
-        public void onFailed(Throwable cause) {
-            listener.onFailed(cause);
-            result.completeExceptionally(cause);
-        }
-
-        @Override
-        public String id() {
-            return Long.toString(id);
-        }
-
-        @Override
-        public void cancel() {
-            Pipeline<?, ?> p = owner;
-            if (p != null) {
-                p.cancel(id);
-            }
-        }
-
-        @Override
-        public CompletionStage<GenerationResult> result() {
-            return result;
-        }
-    }
-
-    /** The tokenizer as the generation API sees it. */
-    private record Codec(TextTokenizer tokenizer, int eos) implements TokenCodec {
-        @Override
-        public int[] encode(String text) {
-            return tokenizer.encode(text);
-        }
-
-        @Override
-        public String decode(List<Integer> ids) {
-            int[] a = new int[ids.size()];
-            for (int i = 0; i < a.length; i++) {
-                a[i] = ids.get(i);
-            }
-            return tokenizer.decode(a);
-        }
-
-        @Override
-        public int eosTokenId() {
-            return eos;
         }
     }
 

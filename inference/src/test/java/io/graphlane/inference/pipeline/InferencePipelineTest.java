@@ -114,6 +114,24 @@ class InferencePipelineTest {
     }
 
     @Test
+    void cancellingAGenerationEndsItWithACancellation() throws Exception {
+        try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(2).actorSystem(TESTKIT.system()).build()) {
+            java.util.concurrent.CompletableFuture<Void> firstToken = new java.util.concurrent.CompletableFuture<>();
+            var generation = model.submit(GenerationRequest.greedy(List.of(1, 2, 3), model.maxSequenceLength() - 3), new GenerationListener() {
+                @Override
+                public void onToken(int tokenId) {
+                    firstToken.complete(null);
+                }
+            });
+            firstToken.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            generation.cancel();
+            var e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> generation.result().toCompletableFuture().get(60, java.util.concurrent.TimeUnit.SECONDS));
+            assertInstanceOf(io.graphlane.scheduler.pipeline.RequestCancelledException.class, e.getCause());
+        }
+    }
+
+    @Test
     void closingFailsRequestsStillInFlight() throws Exception {
         InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(2).actorSystem(TESTKIT.system()).build();
         var generation = model.submit(GenerationRequest.greedy(List.of(1, 2, 3), 200), new GenerationListener() { });
