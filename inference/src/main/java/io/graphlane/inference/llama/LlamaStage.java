@@ -4,7 +4,6 @@ import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.stage.StageSpec;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -35,12 +34,14 @@ public final class LlamaStage<T> implements StageForward<T> {
     private final StageWeights<T> weights;
     private final NeuralOps<T> ops;
     private final Map<Long, KvCache<T>> caches = new HashMap<>();
+    private final DecoderLayers<T> layers;
 
     /** A stage over loaded weights, issuing its operations through {@code ops}. */
     public LlamaStage(LlamaConfig config, StageWeights<T> weights, NeuralOps<T> ops) {
         this.config = config;
         this.weights = weights;
         this.ops = ops;
+        this.layers = DecoderLayers.whole(ops, config);
     }
 
     /** The stage this instance runs. */
@@ -77,7 +78,7 @@ public final class LlamaStage<T> implements StageForward<T> {
         List<KvCache<T>> requestCaches = reserveCaches(segments);
         int[] positions = positionsOf(segments, input.positions());
         T x = ops.allocate(positions.length, config.hiddenSize());
-        Scratch<T> s = new Scratch<>(ops, config, positions.length);
+        DecoderLayers.Scratch<T> s = layers.scratch(positions.length);
         boolean handedOver = false;
         try {
             if (input instanceof StageInput.Tokens<T> tokens) {
@@ -86,8 +87,8 @@ public final class LlamaStage<T> implements StageForward<T> {
                 ops.copy(((StageInput.Hidden<T>) input).activation(), x);
             }
             for (int l = 0; l < weights.layers().size(); l++) {
-                attentionBlock(l, weights.layers().get(l), x, positions, segments, requestCaches, s);
-                feedForwardBlock(weights.layers().get(l), x, s);
+                layers.attention(l, weights.layers().get(l), x, positions, segments, requestCaches, s);
+                layers.feedForward(weights.layers().get(l), x, s);
             }
             StageOutput<T> output;
             if (spec().isLast()) {
@@ -151,45 +152,6 @@ public final class LlamaStage<T> implements StageForward<T> {
             cache.release();
         }
         caches.clear();
-    }
-
-    private void attentionBlock(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments,
-                                List<KvCache<T>> requestCaches, Scratch<T> s) {
-        ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
-        ops.linear(s.normed, w.wq(), s.q);
-        ops.linear(s.normed, w.wk(), s.k);
-        ops.linear(s.normed, w.wv(), s.v);
-        if (w.hasQkvBias()) {
-            ops.addBias(s.q, w.bq());
-            ops.addBias(s.k, w.bk());
-            ops.addBias(s.v, w.bv());
-        }
-        ops.rope(s.q, positions, config.headDim(), config.ropeTheta());
-        ops.rope(s.k, positions, config.headDim(), config.ropeTheta());
-        int row = 0;
-        for (int i = 0; i < segments.size(); i++) {
-            Segment segment = segments.get(i);
-            KvCache<T> cache = requestCaches.get(i);
-            int end = row + segment.length();
-            cache.write(l, segment.startPosition(), ops.rowSlice(s.k, row, end), ops.rowSlice(s.v, row, end));
-            ops.attention(ops.rowSlice(s.q, row, end), cache.keys(l), cache.values(l), Arrays.copyOfRange(positions, row, end),
-                    config.headCount(), config.kvHeadCount(), config.headDim(), ops.rowSlice(s.attended, row, end));
-            row = end;
-        }
-        ops.linear(s.attended, w.wo(), s.projected);
-        if (w.bo() != null) {
-            ops.addBias(s.projected, w.bo());
-        }
-        ops.add(x, s.projected, x);
-    }
-
-    private void feedForwardBlock(LayerWeights<T> w, T x, Scratch<T> s) {
-        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
-        ops.linear(s.normed, w.wGate(), s.gate);
-        ops.linear(s.normed, w.wUp(), s.up);
-        ops.siluMul(s.gate, s.up, s.gate);
-        ops.linear(s.gate, w.wDown(), s.projected);
-        ops.add(x, s.projected, x);
     }
 
     /** The final norm and the head at each segment's last position. */
@@ -261,36 +223,5 @@ public final class LlamaStage<T> implements StageForward<T> {
             }
         }
         return positions;
-    }
-
-    /** The step's working tensors, one row per position, allocated once and reused by every layer. */
-    private static final class Scratch<T> {
-        private final NeuralOps<T> ops;
-        final T normed;
-        final T q;
-        final T k;
-        final T v;
-        final T attended;
-        final T projected;
-        final T gate;
-        final T up;
-
-        Scratch(NeuralOps<T> ops, LlamaConfig c, int n) {
-            this.ops = ops;
-            this.normed = ops.allocate(n, c.hiddenSize());
-            this.q = ops.allocate(n, c.queryWidth());
-            this.k = ops.allocate(n, c.kvWidth());
-            this.v = ops.allocate(n, c.kvWidth());
-            this.attended = ops.allocate(n, c.queryWidth());
-            this.projected = ops.allocate(n, c.hiddenSize());
-            this.gate = ops.allocate(n, c.intermediateSize());
-            this.up = ops.allocate(n, c.intermediateSize());
-        }
-
-        void release() {
-            for (T t : List.of(normed, q, k, v, attended, projected, gate, up)) {
-                ops.release(t);
-            }
-        }
     }
 }

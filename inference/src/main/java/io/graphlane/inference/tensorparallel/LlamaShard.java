@@ -2,6 +2,7 @@ package io.graphlane.inference.tensorparallel;
 
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.llama.DecoderLayers;
 import io.graphlane.inference.llama.KvCache;
 import io.graphlane.inference.llama.LayerWeights;
 import io.graphlane.inference.llama.LlamaConfig;
@@ -9,7 +10,6 @@ import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,6 +37,7 @@ public final class LlamaShard<T> implements AutoCloseable {
     private final NeuralOps<T> ops;
     private final ShardComm<T> comm;
     private final Map<Long, KvCache<T>> caches = new HashMap<>();
+    private final DecoderLayers<T> layers;
 
     /** Rank {@code comm.rank()} over its loaded {@code weights}. */
     public LlamaShard(TensorParallelism tp, ShardWeights<T> weights, NeuralOps<T> ops, ShardComm<T> comm) {
@@ -45,6 +46,8 @@ public final class LlamaShard<T> implements AutoCloseable {
         this.weights = weights;
         this.ops = ops;
         this.comm = comm;
+        this.layers = new DecoderLayers<>(ops, config, tp.headsPerRank(), tp.kvHeadsPerRank(),
+                config.intermediateSize() / tp.size(), comm::allReduceSum);
     }
 
     /** The shard's weights (owned by whoever loaded them). */
@@ -83,12 +86,12 @@ public final class LlamaShard<T> implements AutoCloseable {
         int[] positions = positionsOf(segments);
         T x = broadcastInput(input, positions.length);
         boolean handedOver = false;
-        Scratch<T> s = new Scratch<>(ops, config, tp, positions.length);
+        DecoderLayers.Scratch<T> s = layers.scratch(positions.length);
         try {
             for (int l = 0; l < weights.layers().size(); l++) {
                 LayerWeights<T> w = weights.layers().get(l);
-                attentionBlock(l, w, x, positions, segments, requestCaches, s);
-                feedForwardBlock(w, x, s);
+                layers.attention(l, w, x, positions, segments, requestCaches, s);
+                layers.feedForward(w, x, s);
             }
             StageOutput<T> output = null;
             if (comm.rank() == 0) {
@@ -169,47 +172,6 @@ public final class LlamaShard<T> implements AutoCloseable {
         }
     }
 
-    private void attentionBlock(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments,
-                                List<KvCache<T>> requestCaches, Scratch<T> s) {
-        ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
-        ops.linear(s.normed, w.wq(), s.q);
-        ops.linear(s.normed, w.wk(), s.k);
-        ops.linear(s.normed, w.wv(), s.v);
-        if (w.hasQkvBias()) {
-            ops.addBias(s.q, w.bq());
-            ops.addBias(s.k, w.bk());
-            ops.addBias(s.v, w.bv());
-        }
-        ops.rope(s.q, positions, config.headDim(), config.ropeTheta());
-        ops.rope(s.k, positions, config.headDim(), config.ropeTheta());
-        int row = 0;
-        for (int i = 0; i < segments.size(); i++) {
-            Segment segment = segments.get(i);
-            KvCache<T> cache = requestCaches.get(i);
-            int end = row + segment.length();
-            cache.write(l, segment.startPosition(), ops.rowSlice(s.k, row, end), ops.rowSlice(s.v, row, end));
-            ops.attention(ops.rowSlice(s.q, row, end), cache.keys(l), cache.values(l), Arrays.copyOfRange(positions, row, end),
-                    tp.headsPerRank(), tp.kvHeadsPerRank(), config.headDim(), ops.rowSlice(s.attended, row, end));
-            row = end;
-        }
-        ops.linear(s.attended, w.wo(), s.projected);
-        comm.allReduceSum(s.projected);
-        if (w.bo() != null) {
-            ops.addBias(s.projected, w.bo());
-        }
-        ops.add(x, s.projected, x);
-    }
-
-    private void feedForwardBlock(LayerWeights<T> w, T x, Scratch<T> s) {
-        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
-        ops.linear(s.normed, w.wGate(), s.gate);
-        ops.linear(s.normed, w.wUp(), s.up);
-        ops.siluMul(s.gate, s.up, s.gate);
-        ops.linear(s.gate, w.wDown(), s.projected);
-        comm.allReduceSum(s.projected);
-        ops.add(x, s.projected, x);
-    }
-
     private T head(T x, List<Segment> segments) {
         T last = ops.allocate(segments.size(), config.hiddenSize());
         try {
@@ -256,39 +218,5 @@ public final class LlamaShard<T> implements AutoCloseable {
             }
         }
         return positions;
-    }
-
-    /** The step's working tensors at this rank's widths, allocated once and reused by every layer. */
-    private static final class Scratch<T> {
-        private final NeuralOps<T> ops;
-        final T normed;
-        final T q;
-        final T k;
-        final T v;
-        final T attended;
-        final T projected;
-        final T gate;
-        final T up;
-
-        Scratch(NeuralOps<T> ops, LlamaConfig c, TensorParallelism tp, int n) {
-            this.ops = ops;
-            int qw = tp.headsPerRank() * c.headDim();
-            int kvw = tp.kvHeadsPerRank() * c.headDim();
-            int mlp = c.intermediateSize() / tp.size();
-            this.normed = ops.allocate(n, c.hiddenSize());
-            this.q = ops.allocate(n, qw);
-            this.k = ops.allocate(n, kvw);
-            this.v = ops.allocate(n, kvw);
-            this.attended = ops.allocate(n, qw);
-            this.projected = ops.allocate(n, c.hiddenSize());
-            this.gate = ops.allocate(n, mlp);
-            this.up = ops.allocate(n, mlp);
-        }
-
-        void release() {
-            for (T t : List.of(normed, q, k, v, attended, projected, gate, up)) {
-                ops.release(t);
-            }
-        }
     }
 }

@@ -1,0 +1,129 @@
+package io.graphlane.inference.llama;
+
+import io.graphlane.core.nn.NeuralOps;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * The two blocks of a Llama decoder layer over one set of heads, shared by a whole stage
+ * ({@link LlamaStage}) and by a tensor-parallel shard of one (which holds some of the heads and
+ * intermediate columns and sums the partial output projections across its group):
+ *
+ * <pre>
+ *   h = rmsnorm(x);  q, k, v = h·Wqᵀ (+bq), h·Wkᵀ (+bk), h·Wvᵀ (+bv);  q, k = rope(q), rope(k);  cache ← k, v
+ *   x = x + reduce(attention(q, cache)·Woᵀ) (+bo)
+ *   h = rmsnorm(x);  x = x + reduce((silu(h·Wgateᵀ) · h·Wupᵀ)·Wdownᵀ)
+ * </pre>
+ *
+ * @param <T> the backend tensor
+ */
+public final class DecoderLayers<T> {
+    private final NeuralOps<T> ops;
+    private final LlamaConfig config;
+    private final int headCount;
+    private final int kvHeadCount;
+    private final int intermediateWidth;
+    private final Consumer<T> reduceProjection;
+
+    /**
+     * Blocks over {@code headCount} query heads, {@code kvHeadCount} key/value heads and {@code intermediateWidth}
+     * MLP columns; {@code reduceProjection} turns a partial output projection into the full one in place (identity for
+     * a whole stage, an all-reduce sum for a shard).
+     */
+    public DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int headCount, int kvHeadCount, int intermediateWidth,
+                         Consumer<T> reduceProjection) {
+        this.ops = ops;
+        this.config = config;
+        this.headCount = headCount;
+        this.kvHeadCount = kvHeadCount;
+        this.intermediateWidth = intermediateWidth;
+        this.reduceProjection = reduceProjection;
+    }
+
+    /** Blocks over every head and column of {@code config}: a whole stage. */
+    public static <T> DecoderLayers<T> whole(NeuralOps<T> ops, LlamaConfig config) {
+        return new DecoderLayers<>(ops, config, config.headCount(), config.kvHeadCount(), config.intermediateSize(), t -> { });
+    }
+
+    /** Scratch tensors for a step of {@code rows} positions; release them with {@link Scratch#release()}. */
+    public Scratch<T> scratch(int rows) {
+        return new Scratch<>(ops, config.hiddenSize(), headCount * config.headDim(), kvHeadCount * config.headDim(),
+                intermediateWidth, rows);
+    }
+
+    /** The attention block of stage-local layer {@code l}, in place on {@code x}; writes each segment's keys and values to its cache. */
+    public void attention(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments, List<KvCache<T>> caches,
+                          Scratch<T> s) {
+        ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
+        ops.linear(s.normed, w.wq(), s.q);
+        ops.linear(s.normed, w.wk(), s.k);
+        ops.linear(s.normed, w.wv(), s.v);
+        if (w.hasQkvBias()) {
+            ops.addBias(s.q, w.bq());
+            ops.addBias(s.k, w.bk());
+            ops.addBias(s.v, w.bv());
+        }
+        ops.rope(s.q, positions, config.headDim(), config.ropeTheta());
+        ops.rope(s.k, positions, config.headDim(), config.ropeTheta());
+        int row = 0;
+        for (int i = 0; i < segments.size(); i++) {
+            Segment segment = segments.get(i);
+            KvCache<T> cache = caches.get(i);
+            int end = row + segment.length();
+            cache.write(l, segment.startPosition(), ops.rowSlice(s.k, row, end), ops.rowSlice(s.v, row, end));
+            ops.attention(ops.rowSlice(s.q, row, end), cache.keys(l), cache.values(l), Arrays.copyOfRange(positions, row, end),
+                    headCount, kvHeadCount, config.headDim(), ops.rowSlice(s.attended, row, end));
+            row = end;
+        }
+        ops.linear(s.attended, w.wo(), s.projected);
+        reduceProjection.accept(s.projected);
+        if (w.bo() != null) {
+            ops.addBias(s.projected, w.bo());
+        }
+        ops.add(x, s.projected, x);
+    }
+
+    /** The SwiGLU MLP block, in place on {@code x}. */
+    public void feedForward(LayerWeights<T> w, T x, Scratch<T> s) {
+        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
+        ops.linear(s.normed, w.wGate(), s.gate);
+        ops.linear(s.normed, w.wUp(), s.up);
+        ops.siluMul(s.gate, s.up, s.gate);
+        ops.linear(s.gate, w.wDown(), s.projected);
+        reduceProjection.accept(s.projected);
+        ops.add(x, s.projected, x);
+    }
+
+    /** The intermediate tensors of one step. */
+    public static final class Scratch<T> {
+        private final NeuralOps<T> ops;
+        final T normed;
+        final T q;
+        final T k;
+        final T v;
+        final T attended;
+        final T projected;
+        final T gate;
+        final T up;
+
+        Scratch(NeuralOps<T> ops, int hidden, int queryWidth, int kvWidth, int intermediate, int n) {
+            this.ops = ops;
+            this.normed = ops.allocate(n, hidden);
+            this.q = ops.allocate(n, queryWidth);
+            this.k = ops.allocate(n, kvWidth);
+            this.v = ops.allocate(n, kvWidth);
+            this.attended = ops.allocate(n, queryWidth);
+            this.projected = ops.allocate(n, hidden);
+            this.gate = ops.allocate(n, intermediate);
+            this.up = ops.allocate(n, intermediate);
+        }
+
+        /** Frees every scratch tensor. */
+        public void release() {
+            for (T t : List.of(normed, q, k, v, attended, projected, gate, up)) {
+                ops.release(t);
+            }
+        }
+    }
+}
