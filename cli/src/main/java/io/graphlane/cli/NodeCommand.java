@@ -111,6 +111,7 @@ public final class NodeCommand implements Callable<Integer> {
         if (serving) {
             ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, stageCount,
                     base.getInt("graphlane.cluster.pipeline.max-active-requests"));
+            node.readiness().requireServing(() -> generator.unavailableReason().isEmpty());
             new OpenAiServer(node.system(), generator).bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
                     + settings.host() + ":" + port + " (POST /v1/completions)");

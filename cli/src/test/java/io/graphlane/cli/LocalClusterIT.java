@@ -63,7 +63,7 @@ class LocalClusterIT {
                 .build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     }
 
-    /** Polls (paced, bounded) until a completion succeeds: stages register with the Receptionist just after readiness. */
+    /** Polls (paced, bounded) until a completion succeeds, in case a stage host is listed again only after readiness. */
     private HttpResponse<String> completeOnceAvailable(JsonNode ids, Duration within) throws Exception {
         long deadline = System.nanoTime() + within.toNanos();
         HttpResponse<String> last;

@@ -20,6 +20,7 @@ public final class NodeReadiness implements Extension {
     private final AtomicBoolean lanesUp = new AtomicBoolean();
     private final AtomicBoolean weightsBound = new AtomicBoolean();
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
+    private volatile java.util.function.BooleanSupplier serving = () -> true;
 
     /** The readiness state of {@code system}. */
     public static NodeReadiness get(ActorSystem system) {
@@ -46,9 +47,17 @@ public final class NodeReadiness implements Extension {
         fatal.compareAndSet(null, cause);
     }
 
-    /** Whether the node's lanes are up, their weights bound, and no fatal failure was recorded. */
+    /**
+     * Makes readiness also require {@code available}: on the serving node, that every stage of the pipeline has a
+     * reachable host, so a node reported ready answers requests rather than 503s.
+     */
+    public void requireServing(java.util.function.BooleanSupplier available) {
+        this.serving = java.util.Objects.requireNonNull(available, "available");
+    }
+
+    /** Whether the node's lanes are up, their weights bound, what it serves available, and no fatal failure was recorded. */
     public boolean isReady() {
-        return lanesUp.get() && weightsBound.get() && fatal.get() == null;
+        return lanesUp.get() && weightsBound.get() && fatal.get() == null && serving.getAsBoolean();
     }
 
     /** Whether no fatal failure was recorded. */

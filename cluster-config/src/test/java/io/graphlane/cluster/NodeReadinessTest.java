@@ -38,6 +38,13 @@ class NodeReadinessTest {
                     () -> TestNodes.get(port, "/ready").statusCode() == 200);
             assertTrue(node.readiness().isReady());
 
+            // On a serving node readiness also follows the pipeline: not ready while a stage has no reachable host.
+            java.util.concurrent.atomic.AtomicBoolean pipelineAvailable = new java.util.concurrent.atomic.AtomicBoolean(false);
+            node.readiness().requireServing(pipelineAvailable::get);
+            assertEquals(500, TestNodes.get(port, "/ready").statusCode());
+            pipelineAvailable.set(true);
+            assertEquals(200, TestNodes.get(port, "/ready").statusCode());
+
             node.readiness().markFailed(new IllegalStateException("stage 1 lane stopped"));
             assertEquals(500, TestNodes.get(port, "/ready").statusCode());
             assertEquals(500, TestNodes.get(port, "/alive").statusCode());
