@@ -3,11 +3,8 @@ package io.graphlane.inference.llama;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.stage.StageSpec;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 /**
@@ -33,7 +30,7 @@ public final class LlamaStage<T> implements StageForward<T> {
     private final LlamaConfig config;
     private final StageWeights<T> weights;
     private final NeuralOps<T> ops;
-    private final Map<Long, KvCache<T>> caches = new HashMap<>();
+    private final RequestCaches<T> caches;
     private final DecoderLayers<T> layers;
 
     /** A stage over loaded weights, issuing its operations through {@code ops}. */
@@ -42,6 +39,7 @@ public final class LlamaStage<T> implements StageForward<T> {
         this.weights = weights;
         this.ops = ops;
         this.layers = DecoderLayers.whole(ops, config);
+        this.caches = new RequestCaches<>(ops, weights.stage().toString(), weights.layers().size(), config.kvWidth(), config.maxPositions());
     }
 
     /** The stage this instance runs. */
@@ -75,8 +73,8 @@ public final class LlamaStage<T> implements StageForward<T> {
     public StageOutput<T> forward(StageInput<T> input) {
         List<Segment> segments = input.segments();
         requireInputMatchesStage(input);
-        List<KvCache<T>> requestCaches = reserveCaches(segments);
-        int[] positions = positionsOf(segments, input.positions());
+        List<KvCache<T>> requestCaches = caches.reserve(segments);
+        int[] positions = RequestCaches.positionsOf(segments);
         T x = ops.allocate(positions.length, config.hiddenSize());
         DecoderLayers.Scratch<T> s = layers.scratch(positions.length);
         boolean handedOver = false;
@@ -112,12 +110,7 @@ public final class LlamaStage<T> implements StageForward<T> {
     /** Frees the KV cache of {@code requestId} (finished, cancelled or failed); false if the stage holds none. */
     @Override
     public boolean endRequest(long requestId) {
-        KvCache<T> cache = caches.remove(requestId);
-        if (cache == null) {
-            return false;
-        }
-        cache.release();
-        return true;
+        return caches.end(requestId);
     }
 
     /**
@@ -126,32 +119,23 @@ public final class LlamaStage<T> implements StageForward<T> {
      */
     @Override
     public boolean rewind(long requestId, int position) {
-        KvCache<T> cache = caches.get(requestId);
-        if (cache == null) {
-            return false;
-        }
-        cache.truncate(position);
-        return true;
+        return caches.rewind(requestId, position);
     }
 
     /** The requests this stage holds KV caches for. */
     public Set<Long> cachedRequests() {
-        return Set.copyOf(caches.keySet());
+        return caches.requests();
     }
 
     /** Positions this stage has seen for {@code requestId}, 0 if none. */
     public int cachedPositions(long requestId) {
-        KvCache<T> cache = caches.get(requestId);
-        return cache == null ? 0 : cache.length();
+        return caches.length(requestId);
     }
 
     /** Frees every KV cache; the weights belong to whoever loaded them. */
     @Override
     public void close() {
-        for (KvCache<T> cache : caches.values()) {
-            cache.release();
-        }
-        caches.clear();
+        caches.releaseAll();
     }
 
     /** The final norm and the head at each segment's last position. */
@@ -194,34 +178,5 @@ public final class LlamaStage<T> implements StageForward<T> {
                 throw new GraphlaneException(spec() + ": request " + s.requestId() + " appears twice in one step");
             }
         }
-    }
-
-    private List<KvCache<T>> reserveCaches(List<Segment> segments) {
-        List<KvCache<T>> result = new ArrayList<>(segments.size());
-        for (Segment segment : segments) {
-            KvCache<T> cache = caches.get(segment.requestId());
-            if (cache == null) {
-                if (segment.startPosition() != 0) {
-                    throw new GraphlaneException(spec() + ": request " + segment.requestId() + " is unknown here but starts at position "
-                            + segment.startPosition() + " (a request starts at 0)");
-                }
-                cache = new KvCache<>(ops, segment.requestId(), weights.layers().size(), config.kvWidth(), config.maxPositions());
-                caches.put(segment.requestId(), cache);
-            }
-            cache.reserve(segment.startPosition(), segment.length());
-            result.add(cache);
-        }
-        return result;
-    }
-
-    private static int[] positionsOf(List<Segment> segments, int total) {
-        int[] positions = new int[total];
-        int row = 0;
-        for (Segment segment : segments) {
-            for (int i = 0; i < segment.length(); i++) {
-                positions[row++] = segment.startPosition() + i;
-            }
-        }
-        return positions;
     }
 }

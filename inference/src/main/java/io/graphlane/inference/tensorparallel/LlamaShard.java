@@ -6,13 +6,11 @@ import io.graphlane.inference.llama.DecoderLayers;
 import io.graphlane.inference.llama.KvCache;
 import io.graphlane.inference.llama.LayerWeights;
 import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.llama.RequestCaches;
 import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * One tensor-parallel rank of one pipeline stage (Megatron-style): it holds the residual stream
@@ -36,7 +34,7 @@ public final class LlamaShard<T> implements AutoCloseable {
     private final ShardWeights<T> weights;
     private final NeuralOps<T> ops;
     private final ShardComm<T> comm;
-    private final Map<Long, KvCache<T>> caches = new HashMap<>();
+    private final RequestCaches<T> caches;
     private final DecoderLayers<T> layers;
 
     /** Rank {@code comm.rank()} over its loaded {@code weights}. */
@@ -48,6 +46,8 @@ public final class LlamaShard<T> implements AutoCloseable {
         this.comm = comm;
         this.layers = new DecoderLayers<>(ops, config, tp.headsPerRank(), tp.kvHeadsPerRank(),
                 config.intermediateSize() / tp.size(), comm::allReduceSum);
+        this.caches = new RequestCaches<>(ops, weights.stage() + " rank " + comm.rank(), weights.layers().size(),
+                tp.kvHeadsPerRank() * config.headDim(), config.maxPositions());
     }
 
     /** The shard's weights (owned by whoever loaded them). */
@@ -82,8 +82,8 @@ public final class LlamaShard<T> implements AutoCloseable {
         if ((comm.rank() == 0) != (input != null)) {
             throw new IllegalArgumentException(weights.stage() + " rank " + comm.rank() + ": only rank 0 reads the stage input");
         }
-        List<KvCache<T>> requestCaches = reserveCaches(segments);
-        int[] positions = positionsOf(segments);
+        List<KvCache<T>> requestCaches = caches.reserve(segments);
+        int[] positions = RequestCaches.positionsOf(segments);
         T x = broadcastInput(input, positions.length);
         boolean handedOver = false;
         DecoderLayers.Scratch<T> s = layers.scratch(positions.length);
@@ -114,32 +114,20 @@ public final class LlamaShard<T> implements AutoCloseable {
         }
     }
 
-    /** Frees the KV cache of {@code requestId}; false if this shard holds none. */
     /** Forgets the positions of {@code requestId} from {@code position} on; false if the shard holds no cache for it. */
     public boolean rewind(long requestId, int position) {
-        KvCache<T> cache = caches.get(requestId);
-        if (cache == null) {
-            return false;
-        }
-        cache.truncate(position);
-        return true;
+        return caches.rewind(requestId, position);
     }
 
     /** Frees the KV cache of {@code requestId}; false if the shard holds none. */
     public boolean endRequest(long requestId) {
-        KvCache<T> cache = caches.remove(requestId);
-        if (cache == null) {
-            return false;
-        }
-        cache.release();
-        return true;
+        return caches.end(requestId);
     }
 
     /** Frees every KV cache; the weights belong to whoever loaded them. */
     @Override
     public void close() {
-        caches.values().forEach(KvCache::release);
-        caches.clear();
+        caches.releaseAll();
     }
 
     /** Rank 0 makes the residual stream (embedding or the previous stage's activation); an all-gather hands it to every rank. */
@@ -187,36 +175,5 @@ public final class LlamaShard<T> implements AutoCloseable {
         } finally {
             ops.release(last);
         }
-    }
-
-    private List<KvCache<T>> reserveCaches(List<Segment> segments) {
-        List<KvCache<T>> result = new ArrayList<>(segments.size());
-        for (Segment segment : segments) {
-            KvCache<T> cache = caches.get(segment.requestId());
-            if (cache == null) {
-                if (segment.startPosition() != 0) {
-                    throw new GraphlaneException(weights.stage() + " rank " + comm.rank() + ": request " + segment.requestId()
-                            + " is unknown here but starts at position " + segment.startPosition() + " (a request starts at 0)");
-                }
-                cache = new KvCache<>(ops, segment.requestId(), weights.layers().size(), tp.kvHeadsPerRank() * config.headDim(),
-                        config.maxPositions());
-                caches.put(segment.requestId(), cache);
-            }
-            cache.reserve(segment.startPosition(), segment.length());
-            result.add(cache);
-        }
-        return result;
-    }
-
-    private static int[] positionsOf(List<Segment> segments) {
-        int total = segments.stream().mapToInt(Segment::length).sum();
-        int[] positions = new int[total];
-        int row = 0;
-        for (Segment segment : segments) {
-            for (int i = 0; i < segment.length(); i++) {
-                positions[row++] = segment.startPosition() + i;
-            }
-        }
-        return positions;
     }
 }
