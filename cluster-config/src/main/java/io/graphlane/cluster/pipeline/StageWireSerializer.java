@@ -1,11 +1,9 @@
 package io.graphlane.cluster.pipeline;
 
 import com.esotericsoftware.kryo.Kryo;
-import com.esotericsoftware.kryo.KryoException;
 import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
-import com.esotericsoftware.kryo.util.Pool;
 import io.graphlane.actors.wire.ActivationFrame;
 import io.graphlane.actors.wire.WireFormatException;
 import io.graphlane.actors.wire.WireRegistry;
@@ -17,8 +15,7 @@ import java.util.List;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
-import org.apache.pekko.actor.typed.javadsl.Adapter;
-import org.apache.pekko.serialization.JSerializer;
+import io.graphlane.actors.wire.PooledKryoSerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * protocol's own fixed ids from 200, actor refs through {@link ActorRefResolver}. A frame of an unknown class,
  * truncated or with trailing bytes is refused with a logged {@link WireFormatException}; the node stays up.
  */
-public final class StageWireSerializer extends JSerializer {
+public final class StageWireSerializer extends PooledKryoSerializer {
     /** This serializer's Pekko identifier; the same on every node. */
     public static final int IDENTIFIER = 474_202;
 
@@ -39,23 +36,14 @@ public final class StageWireSerializer extends JSerializer {
     static final int STEP_DONE_ID = 203;
     static final int STEP_FAILED_ID = 204;
 
-    private static final Logger LOG = LoggerFactory.getLogger(StageWireSerializer.class);
-
-    private final ExtendedActorSystem system;
-    private final Pool<Kryo> pool = new Pool<>(true, false, 32) {
-        @Override
-        protected Kryo create() {
-            return newKryo(ActorRefResolver.get(Adapter.toTyped(system)));
-        }
-    };
-
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public StageWireSerializer(ExtendedActorSystem system) {
-        this.system = system;
+        super(system);
     }
 
     /** A Kryo that knows the wire registry's classes and this protocol's, and nothing else. */
-    static Kryo newKryo(ActorRefResolver resolver) {
+    @Override
+    protected Kryo newKryo(ActorRefResolver resolver) {
         Kryo kryo = WireRegistry.newKryo(resolver);
         kryo.register(StageHost.Run.class, new RunSerializer(resolver), RUN_ID);
         kryo.register(StageHost.Poisoned.class, new PoisonedSerializer(resolver), POISONED_ID);
@@ -68,52 +56,6 @@ public final class StageWireSerializer extends JSerializer {
     @Override
     public int identifier() {
         return IDENTIFIER;
-    }
-
-    @Override
-    public boolean includeManifest() {
-        return false;
-    }
-
-    /** Frames {@code message}; refuses (logged) a class this protocol does not list. */
-    @Override
-    public byte[] toBinary(Object message) {
-        Kryo kryo = pool.obtain();
-        try (Output out = new Output(256, -1)) {
-            kryo.writeClassAndObject(out, message);
-            return out.toBytes();
-        } catch (IllegalArgumentException | KryoException | WireFormatException e) {
-            WireFormatException refused = e instanceof WireFormatException w ? w : new WireFormatException(
-                    "cannot frame a " + message.getClass().getName() + ": " + e.getMessage(), e);
-            LOG.warn("refused outgoing stage message: {}", refused.getMessage());
-            throw refused;
-        } finally {
-            pool.free(kryo);
-        }
-    }
-
-    /** Reads one frame; refuses (logged) an unknown class id, a truncated frame or trailing bytes. */
-    @Override
-    public Object fromBinaryJava(byte[] bytes, Class<?> manifest) {
-        Kryo kryo = pool.obtain();
-        try (Input in = new Input(bytes)) {
-            Object message = kryo.readClassAndObject(in);
-            if (message == null || in.position() != bytes.length) {
-                throw new WireFormatException("refused a stage frame of " + bytes.length + " bytes: "
-                        + (message == null ? "it holds null" : (bytes.length - in.position()) + " trailing bytes"));
-            }
-            return message;
-        } catch (KryoException | IllegalArgumentException | IndexOutOfBoundsException e) {
-            WireFormatException refused = new WireFormatException("refused a stage frame of " + bytes.length + " bytes: "
-                    + e.getMessage() + " (truncated, or sent by a node with another protocol version)", e);
-            LOG.warn("{}", refused.getMessage());
-            throw refused;
-        } catch (WireFormatException e) {
-            LOG.warn("{}", e.getMessage());
-            throw e;
-        } finally {
-            pool.free(kryo);
-        }
     }
 
     private static void writeRefs(Output out, ActorRefResolver resolver, List<? extends ActorRef<?>> refs) {
