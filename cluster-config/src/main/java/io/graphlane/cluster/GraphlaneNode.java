@@ -37,12 +37,23 @@ public final class GraphlaneNode implements AutoCloseable {
      * and takes its rank in the background ({@link #hosted()}).
      */
     public static GraphlaneNode start(NodeSettings settings, Config base, int stages, StageHosting hosting) {
-        StagePlacement.stagesOf(0, settings.nodes(), stages);
+        return start(settings, base, ParallelLayout.pipeline(settings.nodes(), stages), hosting);
+    }
+
+    /**
+     * Starts the node {@code settings} describes over {@code base}, holding its share of {@code layout} (whose node
+     * count must be the settings' one) through {@code hosting}. Returns at once, like {@link #start(NodeSettings, Config,
+     * int, StageHosting)}.
+     */
+    public static GraphlaneNode start(NodeSettings settings, Config base, ParallelLayout layout, StageHosting hosting) {
+        if (layout.nodes() != settings.nodes()) {
+            throw new ClusterConfigException("the layout is for " + layout.nodes() + " nodes but --nodes is " + settings.nodes());
+        }
         Config config = NodeConfig.build(settings, base);
         Duration formationTimeout = config.getDuration("graphlane.cluster.formation-timeout");
         CompletableFuture<NodeIdentity> hosted = new CompletableFuture<>();
         ActorSystem<NodeGuardian.Command> system = ActorSystem.create(
-                NodeGuardian.create(settings.nodes(), settings.rank(), stages, hosting, formationTimeout, hosted),
+                NodeGuardian.create(settings.rank(), layout, hosting, formationTimeout, hosted),
                 NodeConfig.systemName(base), config);
         try {
             PekkoManagement.get(Adapter.toClassic(system)).start();

@@ -60,7 +60,7 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
 
     private final int nodes;
     private final OptionalInt givenRank;
-    private final int stages;
+    private final ParallelLayout layout;
     private final StageHosting hosting;
     private final CompletableFuture<NodeIdentity> hosted;
     private final NodeReadiness readiness;
@@ -71,13 +71,14 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     private boolean rankTaken;
     private HostedStages running;
 
-    private NodeGuardian(ActorContext<Command> context, TimerScheduler<Command> timers, int nodes, OptionalInt givenRank,
-                         int stages, StageHosting hosting, Duration formationTimeout, CompletableFuture<NodeIdentity> hosted) {
+    private NodeGuardian(ActorContext<Command> context, TimerScheduler<Command> timers, OptionalInt givenRank,
+                         ParallelLayout layout, StageHosting hosting, Duration formationTimeout,
+                         CompletableFuture<NodeIdentity> hosted) {
         super(context);
         this.timers = timers;
-        this.nodes = nodes;
+        this.nodes = layout.nodes();
         this.givenRank = givenRank;
-        this.stages = stages;
+        this.layout = layout;
         this.hosting = hosting;
         this.hosted = hosted;
         this.readiness = NodeReadiness.get(context.getSystem());
@@ -88,13 +89,13 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     }
 
     /**
-     * The guardian of a node of {@code nodes} members hosting its share of {@code stages} stages through
+     * The guardian of a node of {@code layout.nodes()} members hosting its share of the layout's stages through
      * {@code hosting}; {@code hosted} completes with the node's identity once its lanes are up and registered.
      */
-    public static Behavior<Command> create(int nodes, OptionalInt givenRank, int stages, StageHosting hosting,
+    public static Behavior<Command> create(OptionalInt givenRank, ParallelLayout layout, StageHosting hosting,
                                            Duration formationTimeout, CompletableFuture<NodeIdentity> hosted) {
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers ->
-                new NodeGuardian(ctx, timers, nodes, givenRank, stages, hosting, formationTimeout, hosted)));
+                new NodeGuardian(ctx, timers, givenRank, layout, hosting, formationTimeout, hosted)));
     }
 
     @Override
@@ -155,10 +156,16 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     private void takeRank(int rank) {
         rankTaken = true;
         timers.cancel(new FormationTimedOut());
-        List<Integer> mine = StagePlacement.stagesOf(rank, nodes, stages);
-        NodeIdentity identity = new NodeIdentity(rank, nodes, mine, cluster.selfMember().address().toString());
-        getContext().getLog().info("node {} takes rank {} of {} and hosts stages {} of {}", identity.address(), rank, nodes,
-                mine, stages);
+        List<Integer> mine = layout.stagesOf(rank);
+        NodeIdentity identity = new NodeIdentity(rank, nodes, mine, cluster.selfMember().address().toString(),
+                layout.shardOf(rank));
+        if (layout.tensorParallel() > 1) {
+            getContext().getLog().info("node {} takes rank {} of {} and holds shard {} of {} of stage {} of {}", identity.address(),
+                    rank, nodes, identity.shard(), layout.tensorParallel(), mine, layout.stages());
+        } else {
+            getContext().getLog().info("node {} takes rank {} of {} and hosts stages {} of {}", identity.address(), rank, nodes,
+                    mine, layout.stages());
+        }
         getContext().pipeToSelf(hosting.host(getContext().getSystem(), rank, mine),
                 (stagesUp, error) -> error == null ? new StagesHosted(identity, stagesUp) : new HostingFailed(error));
     }

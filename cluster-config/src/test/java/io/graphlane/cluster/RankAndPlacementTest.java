@@ -59,4 +59,28 @@ class RankAndPlacementTest {
         assertThrows(ClusterConfigException.class, () -> StagePlacement.stagesOf(0, 3, 0));
         assertThrows(ClusterConfigException.class, () -> StagePlacement.stagesOf(3, 3, 3));
     }
+
+    @Test
+    void withTensorParallelismEachRankHoldsOneShardOfOneStageInTopologyOrder() {
+        ParallelLayout layout = new ParallelLayout(6, 3, 2);
+        assertEquals(List.of(0), layout.stagesOf(1));
+        assertEquals(1, layout.shardOf(1));
+        assertEquals(List.of(2), layout.stagesOf(4));
+        assertEquals(0, layout.shardOf(4));
+        for (int rank = 0; rank < 6; rank++) {
+            assertEquals(rank, layout.rankOf(layout.stagesOf(rank).get(0), layout.shardOf(rank)), "rank " + rank);
+        }
+        ParallelLayout plain = ParallelLayout.pipeline(2, 3);
+        assertEquals(List.of(0, 2), plain.stagesOf(0));
+        assertEquals(0, plain.shardOf(1));
+    }
+
+    @Test
+    void aTensorParallelLayoutNeedsStagesTimesShardsNodes() {
+        ClusterConfigException e = assertThrows(ClusterConfigException.class, () -> new ParallelLayout(3, 2, 2));
+        assertTrue(e.getMessage().contains("--stages 2 x --tensor-parallel 2 needs --nodes 4") && e.getMessage().contains("got --nodes 3"),
+                e.getMessage());
+        ClusterConfigException zero = assertThrows(ClusterConfigException.class, () -> new ParallelLayout(2, 2, 0));
+        assertTrue(zero.getMessage().contains("--tensor-parallel must be >= 1, got 0"), zero.getMessage());
+    }
 }
