@@ -23,6 +23,11 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--stages", paramLabel = "P", defaultValue = "2", description = "Pipeline stages (default ${DEFAULT-VALUE}).")
     int stages;
 
+    @Option(names = "--tensor-parallel", paramLabel = "T", defaultValue = "1",
+            description = "Shards per stage: each stage runs on T lanes that split its heads and MLP columns and all-reduce"
+                    + " (default ${DEFAULT-VALUE}).")
+    int tensorParallel = 1;
+
     @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to bind (default ${DEFAULT-VALUE}).")
     String host;
 
@@ -53,7 +58,8 @@ public final class ServeCommand implements Callable<Integer> {
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "graphlane-serve");
         InferencePipeline pipeline;
         try {
-            InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).actorSystem(system);
+            InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel)
+                    .actorSystem(system);
             pipeline = (model == null ? b.demoModel() : b.model(model)).build();
         } catch (RuntimeException e) {
             system.terminate();
@@ -73,7 +79,8 @@ public final class ServeCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         Running running = start();
         var out = spec.commandLine().getOut();
-        out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages) on http://" + host + ":" + running.port()
+        out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages"
+                + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ") on http://" + host + ":" + running.port()
                 + "  (POST /v1/completions, GET /v1/models, GET /health; Ctrl-C stops)");
         out.flush();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

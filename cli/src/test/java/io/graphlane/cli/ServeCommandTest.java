@@ -17,7 +17,10 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** {@code graphlane serve} on the fixture model, answered by the JDK's HTTP client: the reference's greedy tokens come back. */
+/**
+ * {@code graphlane serve --stages 2 --tensor-parallel 2} on the fixture model, answered by the JDK's HTTP client: the
+ * reference's greedy tokens come back from stages whose shards all-reduce.
+ */
 class ServeCommandTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Path FIXTURE = Path.of("..", "checkpoint", "src", "test", "resources", "tiny-llama");
@@ -29,6 +32,7 @@ class ServeCommandTest {
         ServeCommand command = new ServeCommand();
         command.model = FIXTURE;
         command.stages = 2;
+        command.tensorParallel = 2;
         command.host = "127.0.0.1";
         command.port = 0;
         server = command.start();
