@@ -1,0 +1,171 @@
+package io.graphlane.cli.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.inference.api.GenerationListener;
+import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.backend.InferenceBackend;
+import io.graphlane.inference.gpu.GpuInference;
+import io.graphlane.inference.pipeline.InferencePipeline;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code graphlane bench decode}: decode tokens/s of the same model, requests and stage count on each
+ * backend named by {@code --backends} (by default the GPU against the CPU baseline), in one run. Decode is
+ * timed from the moment every request has its first token (all prompts prefilled) to the last token, and
+ * counts the tokens generated in that window.
+ */
+@Command(name = "decode", mixinStandardHelpOptions = true,
+        description = {"Decode tokens/s of R concurrent greedy requests on each backend (default: gpu, then the cpu baseline),",
+            "same model (default: the demo model), same stages; the first backend's rate is compared with the last's."})
+public final class DecodeBench implements java.util.concurrent.Callable<Integer> {
+
+    @Option(names = "--backends", paramLabel = "LIST", split = ",", defaultValue = "gpu,cpu",
+            description = "Backends to measure, in order: cpu, gpu (default ${DEFAULT-VALUE}).")
+    List<String> backends;
+
+    @Option(names = "--device", paramLabel = "N", defaultValue = "0", description = "gpu: the CUDA device (default ${DEFAULT-VALUE}).")
+    int device;
+
+    @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory (default: the demo model).")
+    Path model;
+
+    @Option(names = "--stages", paramLabel = "P", defaultValue = "2", description = "Pipeline stages (default ${DEFAULT-VALUE}).")
+    int stages;
+
+    @Option(names = "--requests", paramLabel = "R", defaultValue = "8", description = "Concurrent requests (default ${DEFAULT-VALUE}).")
+    int requests;
+
+    @Option(names = "--new-tokens", paramLabel = "N", defaultValue = "64", description = "Tokens generated per request (default ${DEFAULT-VALUE}).")
+    int newTokens;
+
+    @Option(names = "--json", description = "Print one JSON object.")
+    boolean json;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    /** One backend's figures. */
+    record Rate(String backend, String device, int decodeTokens, double decodeSeconds, int allTokens, double wallSeconds) {
+        double decodePerSecond() {
+            return decodeTokens / decodeSeconds;
+        }
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (stages < 1 || requests < 1 || newTokens < 2) {
+            throw new GraphlaneException("--stages and --requests must be >= 1 and --new-tokens >= 2; got " + stages + ", " + requests
+                    + ", " + newTokens);
+        }
+        if (backends.isEmpty()) {
+            throw new GraphlaneException("--backends names no backend; give cpu, gpu or both");
+        }
+        for (String b : backends) {
+            if (!b.equals("cpu") && !b.equals("gpu")) {
+                throw new GraphlaneException("--backends: '" + b + "' is not cpu or gpu");
+            }
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        List<Rate> rates = new ArrayList<>();
+        String modelName = null;
+        for (String b : backends) {
+            // The GPU is opened first, so an unusable one ends the run with one line before anything is measured.
+            InferenceBackend<?, ?, ?, ?, ?> opened = b.equals("gpu") ? GpuInference.open(device) : null;
+            try {
+                InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages);
+                builder = model == null ? builder.demoModel() : builder.model(model);
+                if (opened != null) {
+                    builder = builder.backend(() -> opened);
+                }
+                try (InferencePipeline pipeline = builder.build()) {
+                    modelName = pipeline.modelName();
+                    Rate rate = measure(b, pipeline);
+                    rates.add(rate);
+                    if (!json) {
+                        out.printf(Locale.ROOT, "%-3s (%s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were prefilled); "
+                                        + "%d tokens in %.2f s overall%n", b, rate.device(), rate.decodePerSecond(), rate.decodeTokens(),
+                                rate.decodeSeconds(), requests, rate.allTokens(), rate.wallSeconds());
+                        out.flush();
+                    }
+                }
+            } finally {
+                if (opened != null) {
+                    opened.close(); // idempotent
+                }
+            }
+        }
+        Rate first = rates.get(0);
+        Rate last = rates.get(rates.size() - 1);
+        if (json) {
+            ObjectNode root = new ObjectMapper().createObjectNode();
+            root.put("model", modelName);
+            root.put("stages", stages);
+            root.put("requests", requests);
+            root.put("new_tokens", newTokens);
+            ArrayNode results = root.putArray("results");
+            for (Rate r : rates) {
+                results.addObject().put("backend", r.backend()).put("device", r.device()).put("decode_tokens_per_s", r.decodePerSecond())
+                        .put("decode_tokens", r.decodeTokens()).put("decode_s", r.decodeSeconds()).put("tokens", r.allTokens())
+                        .put("wall_s", r.wallSeconds());
+            }
+            if (rates.size() > 1) {
+                root.put("ratio_first_vs_last", first.decodePerSecond() / last.decodePerSecond());
+            }
+            out.println(root);
+        } else if (rates.size() > 1) {
+            out.printf(Locale.ROOT, "decode tokens/s %s / %s = %.2fx (%s, %d stage(s), %d requests x %d tokens)%n", first.backend(),
+                    last.backend(), first.decodePerSecond() / last.decodePerSecond(), modelName, stages, requests, newTokens);
+        }
+        out.flush();
+        return 0;
+    }
+
+    private Rate measure(String backend, InferencePipeline pipeline) throws Exception {
+        pipeline.generateAll(List.of(GenerationRequest.greedy(List.of(1, 2), 4)), Duration.ofMinutes(5)); // warm-up
+        ConcurrentLinkedQueue<Long> tokenTimes = new ConcurrentLinkedQueue<>();
+        java.util.concurrent.atomic.AtomicLongArray firstTokenAt = new java.util.concurrent.atomic.AtomicLongArray(requests);
+        List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
+        long start = System.nanoTime();
+        for (int i = 0; i < requests; i++) {
+            int index = i;
+            GenerationRequest request = GenerationRequest.greedy(List.of(1 + i, 2 + i, 3 + i, 4 + i), newTokens);
+            results.add(pipeline.submit(request, new GenerationListener() {
+                @Override
+                public void onToken(int tokenId) {
+                    long now = System.nanoTime();
+                    firstTokenAt.compareAndSet(index, 0, now);
+                    tokenTimes.add(now);
+                }
+            }).result().toCompletableFuture());
+        }
+        int all = 0;
+        for (CompletableFuture<GenerationResult> r : results) {
+            all += r.get(1, TimeUnit.HOURS).generatedIds().size();
+        }
+        long end = System.nanoTime();
+        long prefilled = 0;
+        for (int i = 0; i < requests; i++) {
+            prefilled = Math.max(prefilled, firstTokenAt.get(i));
+        }
+        long decodeFrom = prefilled;
+        long lastToken = tokenTimes.stream().mapToLong(Long::longValue).max().orElse(end);
+        int decodeTokens = (int) tokenTimes.stream().filter(t -> t > decodeFrom).count();
+        double decodeSeconds = Math.max(1e-9, (lastToken - decodeFrom) / 1e9);
+        return new Rate(backend, pipeline.backendDescription(), decodeTokens, decodeSeconds, all, (end - start) / 1e9);
+    }
+}
