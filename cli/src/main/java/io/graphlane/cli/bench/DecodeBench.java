@@ -4,11 +4,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.graphlane.core.GraphlaneException;
-import io.graphlane.inference.api.GenerationListener;
-import io.graphlane.inference.api.GenerationRequest;
-import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.backend.InferenceBackend;
 import io.graphlane.inference.gpu.GpuInference;
+import io.graphlane.inference.pipeline.DecodeThroughput;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -16,9 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -136,36 +131,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     }
 
     private Rate measure(String backend, InferencePipeline pipeline) throws Exception {
-        pipeline.generateAll(List.of(GenerationRequest.greedy(List.of(1, 2), 4)), Duration.ofMinutes(5)); // warm-up
-        ConcurrentLinkedQueue<Long> tokenTimes = new ConcurrentLinkedQueue<>();
-        java.util.concurrent.atomic.AtomicLongArray firstTokenAt = new java.util.concurrent.atomic.AtomicLongArray(requests);
-        List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
-        long start = System.nanoTime();
-        for (int i = 0; i < requests; i++) {
-            int index = i;
-            GenerationRequest request = GenerationRequest.greedy(List.of(1 + i, 2 + i, 3 + i, 4 + i), newTokens);
-            results.add(pipeline.submit(request, new GenerationListener() {
-                @Override
-                public void onToken(int tokenId) {
-                    long now = System.nanoTime();
-                    firstTokenAt.compareAndSet(index, 0, now);
-                    tokenTimes.add(now);
-                }
-            }).result().toCompletableFuture());
-        }
-        int all = 0;
-        for (CompletableFuture<GenerationResult> r : results) {
-            all += r.get(1, TimeUnit.HOURS).generatedIds().size();
-        }
-        long end = System.nanoTime();
-        long prefilled = 0;
-        for (int i = 0; i < requests; i++) {
-            prefilled = Math.max(prefilled, firstTokenAt.get(i));
-        }
-        long decodeFrom = prefilled;
-        long lastToken = tokenTimes.stream().mapToLong(Long::longValue).max().orElse(end);
-        int decodeTokens = (int) tokenTimes.stream().filter(t -> t > decodeFrom).count();
-        double decodeSeconds = Math.max(1e-9, (lastToken - decodeFrom) / 1e9);
-        return new Rate(backend, pipeline.backendDescription(), decodeTokens, decodeSeconds, all, (end - start) / 1e9);
+        DecodeThroughput t = DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1));
+        return new Rate(backend, pipeline.backendDescription(), t.decodeTokens(), t.decodeSeconds(), t.tokens(), t.wallSeconds());
     }
 }
