@@ -55,9 +55,9 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     CommandLine.Model.CommandSpec spec;
 
     /** One backend's figures. */
-    record Rate(String backend, String device, int decodeTokens, double decodeSeconds, int allTokens, double wallSeconds) {
+    record Rate(String backend, String device, DecodeThroughput throughput) {
         double decodePerSecond() {
-            return decodeTokens / decodeSeconds;
+            return throughput.decodeTokensPerSecond();
         }
     }
 
@@ -89,12 +89,14 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 }
                 try (InferencePipeline pipeline = builder.build()) {
                     modelName = pipeline.modelName();
-                    Rate rate = measure(b, pipeline);
+                    Rate rate = new Rate(b, pipeline.backendDescription(),
+                            DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1)));
                     rates.add(rate);
                     if (!json) {
                         out.printf(Locale.ROOT, "%-3s (%s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were prefilled); "
-                                        + "%d tokens in %.2f s overall%n", b, rate.device(), rate.decodePerSecond(), rate.decodeTokens(),
-                                rate.decodeSeconds(), requests, rate.allTokens(), rate.wallSeconds());
+                                        + "%d tokens in %.2f s overall%n", b, rate.device(), rate.decodePerSecond(),
+                                rate.throughput().decodeTokens(), rate.throughput().decodeSeconds(), requests, rate.throughput().tokens(),
+                                rate.throughput().wallSeconds());
                         out.flush();
                     }
                 }
@@ -114,9 +116,10 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             root.put("new_tokens", newTokens);
             ArrayNode results = root.putArray("results");
             for (Rate r : rates) {
+                DecodeThroughput t = r.throughput();
                 results.addObject().put("backend", r.backend()).put("device", r.device()).put("decode_tokens_per_s", r.decodePerSecond())
-                        .put("decode_tokens", r.decodeTokens()).put("decode_s", r.decodeSeconds()).put("tokens", r.allTokens())
-                        .put("wall_s", r.wallSeconds());
+                        .put("decode_tokens", t.decodeTokens()).put("decode_s", t.decodeSeconds()).put("tokens", t.tokens())
+                        .put("wall_s", t.wallSeconds());
             }
             if (rates.size() > 1) {
                 root.put("ratio_first_vs_last", first.decodePerSecond() / last.decodePerSecond());
@@ -128,10 +131,5 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         }
         out.flush();
         return 0;
-    }
-
-    private Rate measure(String backend, InferencePipeline pipeline) throws Exception {
-        DecodeThroughput t = DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1));
-        return new Rate(backend, pipeline.backendDescription(), t.decodeTokens(), t.decodeSeconds(), t.tokens(), t.wallSeconds());
     }
 }
