@@ -11,6 +11,8 @@ import io.graphlane.core.trace.TraceRecorder;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.backend.InferenceBackend;
+import io.graphlane.inference.gpu.GpuInference;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.tokenizer.StreamingDecoder;
@@ -34,7 +36,8 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code graphlane run}: loads a model (by default the built-in demo model), splits it into
- * pipeline stages on CPU lanes and generates for every prompt at once, streaming the text.
+ * pipeline stages on CPU lanes (or CUDA streams with {@code --backend gpu}) and generates for
+ * every prompt at once, streaming the text.
  */
 @Command(name = "run", mixinStandardHelpOptions = true,
         description = {"Generate with pipeline-parallel inference, all prompts in flight at once.",
@@ -74,7 +77,7 @@ public final class RunCommand implements Callable<Integer> {
 
     @Option(names = "--backend", paramLabel = "cpu|sim|gpu", defaultValue = "cpu",
             description = "cpu (default) computes the model; sim runs the same pipeline on the simulated device (timing only, placeholder tokens); "
-                    + "gpu checks for a CUDA device (model stages on the GPU are not wired into run yet).")
+                    + "gpu runs the stages on CUDA streams of --device (GpuNeuralOps, weights uploaded through the supervisor).")
     String backend;
 
     @Option(names = "--device", paramLabel = "N", defaultValue = "0", description = "gpu: the CUDA device, counted after CUDA_VISIBLE_DEVICES (default ${DEFAULT-VALUE}).")
@@ -115,21 +118,33 @@ public final class RunCommand implements Callable<Integer> {
         }
         switch (backend) {
             case "cpu":
-                return runCpu();
+                return runPipeline(null);
             case "sim":
                 return SimRun.run(this);
             case "gpu":
-                // Fails with one line naming what is missing (driver, device, CUDA library) where CUDA is not usable.
-                try (io.graphlane.backend.gpu.GpuBackend gpu = io.graphlane.backend.gpu.GpuBackend.open(device)) {
-                    throw new GraphlaneException("--backend gpu: CUDA device " + device + " (" + gpu.deviceName() + ") is usable, but model "
-                            + "stages on the GPU are not wired into run yet; use --backend cpu, or scripts/gpu-check.sh to check the GPU backend");
+                if (device < 0) {
+                    throw new GraphlaneException("--device must be >= 0, got " + device);
                 }
+                // Opened first, so that where CUDA is not usable the run ends with one line naming what is missing
+                // (driver, device, NVRTC, cuBLAS) before anything else is printed.
+                return runPipeline(GpuInference.open(device));
             default:
                 throw new GraphlaneException("--backend must be cpu, sim or gpu, got '" + backend + "'");
         }
     }
 
-    private int runCpu() throws Exception {
+    /** Runs the pipeline on {@code opened} (which the pipeline then owns), or on the CPU when it is null. */
+    private int runPipeline(InferenceBackend<?, ?, ?, ?, ?> opened) throws Exception {
+        try {
+            return runPipelineOn(opened);
+        } finally {
+            if (opened != null) {
+                opened.close(); // idempotent: the pipeline closed it already unless the build failed before taking it
+            }
+        }
+    }
+
+    private int runPipelineOn(InferenceBackend<?, ?, ?, ?, ?> opened) throws Exception {
         PrintWriter out = out();
         TraceRecorder recorder = trace.enabled() ? trace.recorder() : new TraceBuffer(TraceOptions.DEFAULT_CAPACITY);
         boolean demo = model == null;
@@ -137,8 +152,8 @@ public final class RunCommand implements Callable<Integer> {
             out.println("graphlane: demo model (Llama architecture, random weights from a fixed seed): its tokens are not meaningful text.");
             out.println("           Use --model DIR with a Hugging Face Llama, Mistral or Qwen2 directory for real output.");
         }
-        InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).trace(recorder)
-                .workTracing(TraceOptions.cpuWorkTracing());
+        InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).trace(recorder);
+        builder = opened == null ? builder.workTracing(TraceOptions.cpuWorkTracing()) : builder.backend(() -> opened);
         builder = demo ? builder.demoModel() : builder.model(model);
         InferencePipeline pipeline;
         if (json) {
@@ -163,7 +178,7 @@ public final class RunCommand implements Callable<Integer> {
             if (json) {
                 printJson(p, results, generated / wall, wall, timeline);
             } else {
-                printSummary(out, generated, wall, timeline);
+                printSummary(out, p, generated, wall, timeline);
                 out.flush();
             }
             writeTraces(recorder, timeline);
@@ -302,8 +317,9 @@ public final class RunCommand implements Callable<Integer> {
         return b.toString();
     }
 
-    private void printSummary(PrintWriter out, int generated, double wall, LaneTimeline timeline) {
-        out.printf(Locale.ROOT, "%n%d tokens in %.2f s: %.1f tokens/s over %d stage(s)%n", generated, wall, generated / wall, stages);
+    private void printSummary(PrintWriter out, InferencePipeline p, int generated, double wall, LaneTimeline timeline) {
+        out.printf(Locale.ROOT, "%n%d tokens in %.2f s: %.1f tokens/s over %d stage(s)%s%n", generated, wall, generated / wall, stages,
+                backend.equals("cpu") ? "" : " on " + p.backendDescription());
         for (LaneTimeline.LaneStats s : timeline.stats()) {
             out.printf(Locale.ROOT, "  %-10s busy %5.1f %%   bubble %5.1f %%   (%d steps)%n", s.lane(), 100 * s.busyFraction(),
                     100 * (1 - s.busyFraction()), s.workItems());
@@ -316,6 +332,7 @@ public final class RunCommand implements Callable<Integer> {
         root.put("model", p.modelName());
         root.put("stages", stages);
         root.put("tensor_parallel", tensorParallel);
+        root.put("backend", p.backendDescription());
         ArrayNode reqs = root.putArray("requests");
         for (GenerationResult r : results) {
             ObjectNode o = reqs.addObject();

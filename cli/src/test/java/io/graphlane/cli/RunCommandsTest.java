@@ -108,6 +108,35 @@ class RunCommandsTest {
     }
 
     @Test
+    void decodeBenchmarkWithoutAUsableGpuEndsWithOneLineSuggestingTheCpu() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(io.graphlane.backend.gpu.CudaLibraries.isAvailable(
+                io.graphlane.backend.gpu.CudaLibrary.DRIVER), "a CUDA driver loads here");
+        Run run = cli("bench", "decode", "--model", FIXTURE.toString(), "--json");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, run.status(), run.err());
+        assertEquals(1, run.err().strip().lines().count(), "one line, no stack trace: " + run.err());
+        assertTrue(run.err().contains("--backend cpu"), run.err());
+        assertEquals("", run.out().strip(), "nothing measured: " + run.out());
+    }
+
+    @Test
+    void decodeBenchmarkOnTheCpuCountsTheTokensGeneratedAfterPrefill() throws Exception {
+        Run run = cli("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "2", "--requests", "3",
+                "--new-tokens", "6", "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode o = JSON.readTree(run.out());
+        assertEquals(1, o.get("results").size());
+        JsonNode cpu = o.get("results").get(0);
+        assertEquals("cpu", cpu.get("backend").asText());
+        assertEquals(18, cpu.get("tokens").asInt());
+        // Each request's first token comes from its prefill; at most the other 5 of each are decode tokens.
+        assertTrue(cpu.get("decode_tokens").asInt() <= 15 && cpu.get("decode_tokens").asInt() > 0, run.out());
+        assertTrue(cpu.get("decode_tokens_per_s").asDouble() > 0, run.out());
+        Run bad = cli("bench", "decode", "--backends", "tpu", "--model", FIXTURE.toString());
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, bad.status());
+        assertTrue(bad.err().contains("--backends: 'tpu' is not cpu or gpu"), bad.err());
+    }
+
+    @Test
     void simulatedPipelineBenchmarkPrintsItsObject() throws Exception {
         Run run = cli("bench", "pipeline", "--backend", "sim", "--stages", "3", "--microbatches", "8", "--stage-ms", "1", "--runs", "1", "--json");
         assertEquals(0, run.status(), run.err());

@@ -34,15 +34,18 @@ public final class LaneGroup<E, C extends Completion, W> {
     private final SubmissionBackend<E, C, W> backend;
     private final LocalLaneRegistry registry;
     private final Map<LaneId, ActorRef<LaneProtocol.Command>> lanes;
+    private final Map<LaneId, E> executors;
     private final LaneSettings settings;
     private final TraceRecorder trace;
 
     private LaneGroup(ActorSystem<?> system, SubmissionBackend<E, C, W> backend, LocalLaneRegistry registry,
-                      Map<LaneId, ActorRef<LaneProtocol.Command>> lanes, LaneSettings settings, TraceRecorder trace) {
+                      Map<LaneId, ActorRef<LaneProtocol.Command>> lanes, Map<LaneId, E> executors, LaneSettings settings,
+                      TraceRecorder trace) {
         this.system = system;
         this.backend = backend;
         this.registry = registry;
         this.lanes = Collections.unmodifiableMap(lanes);
+        this.executors = Collections.unmodifiableMap(executors);
         this.settings = settings;
         this.trace = trace;
     }
@@ -65,6 +68,20 @@ public final class LaneGroup<E, C extends Completion, W> {
     /** The actor of the lane named {@code name}. */
     public ActorRef<LaneProtocol.Command> lane(String name) {
         return lane(LaneId.of(name));
+    }
+
+    /**
+     * The executor {@code lane}'s actor submits to, for code that must issue its operations on that lane
+     * (per-lane neural ops, a CUDA stream's handles); only work submitted through the lane runs on it.
+     *
+     * @throws UnknownLaneException if the group has no such lane
+     */
+    public E executor(LaneId lane) {
+        E executor = executors.get(lane);
+        if (executor == null) {
+            throw new UnknownLaneException(lane, lanes.keySet());
+        }
+        return executor;
     }
 
     /** The lanes in the order they were declared. */
@@ -164,15 +181,17 @@ public final class LaneGroup<E, C extends Completion, W> {
             Props props = s.dispatcher().isEmpty() ? Props.empty() : DispatcherSelector.fromConfig(s.dispatcher());
             int group = GROUPS.incrementAndGet();
             Map<LaneId, ActorRef<LaneProtocol.Command>> refs = new LinkedHashMap<>();
+            Map<LaneId, E> byLane = new LinkedHashMap<>();
             for (int i = 0; i < lanes.size(); i++) {
                 LaneId id = lanes.get(i);
+                byLane.put(id, executors.get(i));
                 LaneActor.Spec<E, C, W> spec = new LaneActor.Spec<>(id, backend, executors.get(i), registry, s, trace, workTracing);
                 ActorRef<LaneProtocol.Command> ref = system.systemActorOf(LaneActor.create(spec),
                         "graphlane-lane-" + group + "-" + actorName(id), props);
                 registry.register(id, ref);
                 refs.put(id, ref);
             }
-            return new LaneGroup<>(system, backend, registry, refs, s, trace);
+            return new LaneGroup<>(system, backend, registry, refs, byLane, s, trace);
         }
 
         private static String actorName(LaneId id) {

@@ -61,10 +61,41 @@ public final class GpuStream {
         return completion;
     }
 
-    /** Blocks the calling thread until everything enqueued on this stream so far has finished; for host read-backs only. */
+    /**
+     * Blocks the calling thread until everything enqueued on this stream so far has finished; for host
+     * read-backs and teardown only. Once the stream is shut down it waits for the drain instead (the
+     * CUDA stream itself is destroyed then).
+     */
     public void synchronize() {
+        synchronized (lock) {
+            if (closed) {
+                stopped.awaitUninterruptibly();
+                return;
+            }
+        }
         device.makeCurrent();
         CudaErrors.check(jcuda.driver.JCudaDriver.cuStreamSynchronize(stream.cuStream()), "cuStreamSynchronize", name);
+    }
+
+    /**
+     * Closes {@code value} once everything enqueued on this stream so far has finished: at the exact
+     * completion of an event recorded now, or, once the stream is shut down, when it has drained (a
+     * value freed at teardown, after the lane stopped).
+     */
+    public void releaseAfterEnqueuedWork(String what, AutoCloseable value) {
+        synchronized (lock) {
+            if (!closed) {
+                device.retainUntilComplete(this, marker(what), value);
+                return;
+            }
+        }
+        stopped.whenDone(outcome -> {
+            try {
+                value.close();
+            } catch (Exception e) {
+                org.slf4j.LoggerFactory.getLogger(GpuStream.class).warn("closing {} after {} drained failed", what, name, e);
+            }
+        });
     }
 
     GpuCompletion submit(List<? extends GpuWork> work) {

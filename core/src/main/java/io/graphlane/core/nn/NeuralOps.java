@@ -9,7 +9,8 @@ package io.graphlane.core.nn;
  * <p>An instance issues its operations on one lane, in call order: a CPU implementation
  * runs them on the calling thread (the lane's worker), a device implementation enqueues
  * them on the lane's stream. Only {@link #toHost} and {@link #argmax} hand values to the
- * host, and they return only once those values are readable.
+ * host, and they return only once those values are readable; {@link #copyToHost} starts a copy
+ * that lane work can issue without waiting for the device.
  *
  * <p>Every operation checks its operands' shapes before touching data and throws
  * {@link ShapeMismatchException} naming the operation, the operand, the expected and the
@@ -27,6 +28,19 @@ public interface NeuralOps<T> {
 
     /** Copies {@code tensor} into {@code out} (length rows·cols, row-major) once its values are readable. */
     void toHost(T tensor, float[] out);
+
+    /**
+     * Starts copying {@code tensor} to the host after the operations issued so far on this lane,
+     * without waiting for them: the copy is readable once the lane work that issued this call has
+     * completed (at once where {@link HostCopy#readableNow} says so). The caller closes it. The
+     * default copies at once through {@link #toHost}; a device implementation enqueues an
+     * asynchronous copy, so lane work that only enqueues never blocks its thread.
+     */
+    default HostCopy copyToHost(T tensor) {
+        float[] values = new float[Math.multiplyExact(rows(tensor), cols(tensor))];
+        toHost(tensor, values);
+        return HostCopy.ofHost(values, rows(tensor), cols(tensor));
+    }
 
     /** The number of rows of {@code tensor}. */
     int rows(T tensor);

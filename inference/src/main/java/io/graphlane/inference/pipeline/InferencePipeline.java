@@ -1,21 +1,15 @@
 package io.graphlane.inference.pipeline;
 
 import io.graphlane.actors.lane.LaneGroup;
+import io.graphlane.actors.lane.WorkTracing;
 import io.graphlane.actors.materialize.MaterializationSettings;
 import io.graphlane.actors.materialize.MaterializationSupervisor;
-import io.graphlane.actors.lane.WorkTracing;
-import io.graphlane.backend.cpu.CpuBackend;
-import io.graphlane.backend.cpu.CpuCompletion;
-import io.graphlane.backend.cpu.CpuExecutor;
 import io.graphlane.backend.cpu.CpuWork;
 import io.graphlane.backend.cpu.collective.CollectiveSettings;
-import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
-import io.graphlane.backend.cpu.nn.CpuNeuralOps;
-import io.graphlane.backend.cpu.nn.CpuTensor;
-import io.graphlane.backend.cpu.param.CpuParameter;
-import io.graphlane.backend.cpu.param.CpuParameterBackend;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.completion.Completion;
+import io.graphlane.core.graph.LaneId;
 import io.graphlane.core.trace.TraceRecorder;
 import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
@@ -23,15 +17,17 @@ import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
+import io.graphlane.inference.backend.CpuInference;
+import io.graphlane.inference.backend.InferenceBackend;
 import io.graphlane.inference.demo.DemoModel;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
+import io.graphlane.inference.llama.StageForward;
+import io.graphlane.inference.llama.StageWeights;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
-import io.graphlane.inference.tensorparallel.TensorParallelStage;
-import io.graphlane.inference.tensorparallel.TensorParallelStages;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.tokenizer.TextTokenizer;
 import io.graphlane.inference.weights.SupervisedWeightsLoader;
@@ -57,11 +53,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A Llama-family model served by pipeline-parallel inference inside a JVM: its layers split
- * into stages, each stage a CPU lane owned by its lane actor, several requests moving through
- * the stages at once. Each stage's weights are loaded as one atomic unit through a
- * {@link MaterializationSupervisor} on a dedicated loading lane (settings under
- * {@code graphlane.materialization}), and released at close once the lanes have stopped. The
- * embedding API:
+ * into stages, each stage a lane owned by its lane actor, several requests moving through
+ * the stages at once. The lanes, the neural ops and the weights come from one
+ * {@link InferenceBackend}: the CPU by default ({@link CpuInference}), or a CUDA device with
+ * {@code builder().backend(GpuInference.device(0))} (needs {@code graphlane-backend-gpu}). Each
+ * stage's weights are loaded as one atomic unit through a {@link MaterializationSupervisor} on a
+ * dedicated loading lane (settings under {@code graphlane.materialization}), and released at close
+ * once the lanes have stopped. The embedding API:
  *
  * <pre>{@code
  * try (InferencePipeline model = InferencePipeline.builder().model(dir).stages(2).build()) {
@@ -80,18 +78,11 @@ public final class InferencePipeline implements TextGenerator {
     private final TokenCodec codec;
     private final ActorSystem<?> system;
     private final boolean ownsSystem;
-    private final CpuBackend backend;
-    private final LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes;
-    private final LlamaStageProgram<CpuTensor, CpuWork> program;
-    private final List<LlamaStage<CpuTensor>> stages;
-    private final ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor;
-    /** The supervised weights of single-lane stages; null when the stages are tensor-parallel (they own their shards). */
-    private final SupervisedWeightsLoader weights;
-    private final List<TensorParallelStage> tensorParallelStages;
-    private final Pipeline<CpuWork, StageSlot<CpuTensor>> pipeline;
+    private final InferenceBackend<?, ?, ?, ?, ?> backend;
+    private final Stages<?, ?, ?, ?, ?> stages;
     private volatile boolean closed;
 
-    private InferencePipeline(Builder b, ModelDirectory model) {
+    private InferencePipeline(Builder b, ModelDirectory model, InferenceBackend<?, ?, ?, ?, ?> backend) {
         this.name = b.modelName != null ? b.modelName : model.name();
         this.config = model.config();
         this.eosTokenIds = model.eosTokenIds();
@@ -99,49 +90,13 @@ public final class InferencePipeline implements TextGenerator {
         this.system = b.system != null ? b.system : ActorSystem.create(Behaviors.empty(), "graphlane");
         this.tokenizer = model.tokenizer();
         this.codec = TokenCodec.of(tokenizer, eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next());
-        this.backend = new CpuBackend();
-        // Several lanes call OpenBLAS at once: its own idle threads would spin against the lanes' workers.
-        CpuNeuralBackend.setBlasThreads(1);
-        int stageCount = b.stages;
-        int instance = INSTANCES.incrementAndGet();
-        CpuExecutor loadingLane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
-        this.supervisor = system.systemActorOf(MaterializationSupervisor.create(new CpuParameterBackend(backend), loadingLane,
-                MaterializationSettings.fromConfig(system.settings().config())), "graphlane-materialization-" + instance, Props.empty());
-        StagePlan plan = StagePlan.balanced(config.layerCount(), stageCount);
-        List<LlamaStage<CpuTensor>> loaded = new ArrayList<>();
-        this.tensorParallelStages = b.tensorParallel > 1 ? loadTensorParallel(b, model, plan) : List.of();
-        SupervisedWeightsLoader supervised = null;
-        if (tensorParallelStages.isEmpty()) {
-            // A stage's leases are all taken at once, so every shard may be pinned together.
-            int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
-            try (CheckpointSource source = model.openSource(shards)) {
-                supervised = new SupervisedWeightsLoader(supervisor, system.scheduler(), source, config, b.loadTimeout);
-                try {
-                    for (StageSpec spec : plan.stages()) {
-                        // Each stage gets its own ops: they keep scratch space and run on that stage's lane only.
-                        loaded.add(new LlamaStage<>(config, supervised.load(spec), new CpuNeuralOps()));
-                        b.progress.accept(spec);
-                    }
-                } catch (RuntimeException e) {
-                    supervised.close();
-                    throw e;
-                }
-            } catch (RuntimeException e) {
-                closeQuietly();
-                throw e;
-            }
+        this.backend = backend;
+        try {
+            this.stages = Stages.start(b, model, backend, system, INSTANCES.incrementAndGet());
+        } catch (RuntimeException | Error e) {
+            closeQuietly();
+            throw e;
         }
-        this.weights = supervised;
-        this.stages = List.copyOf(loaded);
-        List<String> laneNames = new ArrayList<>();
-        for (int i = 0; i < stageCount; i++) {
-            laneNames.add("stage-" + i);
-        }
-        this.lanes = LaneGroup.builder(system, backend).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
-                .workTracing(b.workTracing).spawn();
-        this.program = new LlamaStageProgram<>(tensorParallelStages.isEmpty() ? stages : tensorParallelStages, body -> body::run);
-        PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(stageCount);
-        this.pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings, "pipeline-" + instance);
     }
 
     public static Builder builder() {
@@ -165,12 +120,17 @@ public final class InferencePipeline implements TextGenerator {
 
     /** The number of pipeline stages. */
     public int stageCount() {
-        return lanes.laneIds().size();
+        return stages.lanes.laneIds().size();
     }
 
     /** The lanes of the stages, in order (their trace tracks are named after them). */
-    public LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes() {
-        return lanes;
+    public LaneGroup<?, ?, ?> lanes() {
+        return stages.lanes;
+    }
+
+    /** The backend the stages run on ({@code cpu}, or a CUDA device's name). */
+    public String backendDescription() {
+        return backend.description();
     }
 
     @Override
@@ -189,6 +149,7 @@ public final class InferencePipeline implements TextGenerator {
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
         int eos = eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next();
+        Pipeline<?, ?> pipeline = stages.pipeline;
         long id;
         try {
             id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eos, deadline, new Sampler(request.sampling())), tracked);
@@ -198,43 +159,129 @@ public final class InferencePipeline implements TextGenerator {
         return tracked.bind(id, pipeline::cancel);
     }
 
-    /** Stops admitting, fails requests in flight, stops the lanes, frees weights and caches; idempotent. */
+    /** Stops admitting, fails requests in flight, stops the lanes, frees weights and caches, then the backend; idempotent. */
     @Override
     public synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
-        try {
-            pipeline.stop(new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, "model " + name + " is shutting down"))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
-            lanes.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            LOG.warn("stopping the pipeline of {} did not finish cleanly: {}", name, e.toString());
-        }
-        program.close();
-        if (weights != null) {
-            weights.close(); // after the lanes stopped: no work reads the weights any more
-        }
+        stages.close(name);
         closeQuietly();
     }
 
-    /** Loads every stage as {@code b.tensorParallel} shards on their own lanes (see the tensorparallel package). */
-    private List<TensorParallelStage> loadTensorParallel(Builder b, ModelDirectory model, StagePlan plan) {
-        try {
-            return TensorParallelStages.load(model, plan, b.tensorParallel, backend, b.collectiveSettings, b.progress);
-        } catch (RuntimeException e) {
-            closeQuietly();
-            throw e;
-        }
-    }
-
     private void closeQuietly() {
-        supervisor.tell(new MaterializationSupervisor.Stop<>());
         backend.close();
         tokenizer.close();
         if (ownsSystem) {
             system.terminate();
+        }
+    }
+
+    /**
+     * What runs on one backend: the materialization supervisor, the supervised weights, the stage lanes,
+     * the Llama program and the pipeline engine. Typed by the backend's tensor, executor, completion, work
+     * and parameter slot, so one code path serves every {@link InferenceBackend}.
+     */
+    private static final class Stages<T, E, C extends Completion, W, P> {
+        private final ActorRef<MaterializationSupervisor.Command<P>> supervisor;
+        /** The supervised weights of single-lane stages; null when the stages are tensor-parallel (they own their shards). */
+        private final SupervisedWeightsLoader<P, T> weights;
+        private final LaneGroup<E, C, W> lanes;
+        private final LlamaStageProgram<T, W> program;
+        private final Pipeline<W, StageSlot<T>> pipeline;
+
+        private Stages(ActorRef<MaterializationSupervisor.Command<P>> supervisor, SupervisedWeightsLoader<P, T> weights,
+                       LaneGroup<E, C, W> lanes, LlamaStageProgram<T, W> program, Pipeline<W, StageSlot<T>> pipeline) {
+            this.supervisor = supervisor;
+            this.weights = weights;
+            this.lanes = lanes;
+            this.program = program;
+            this.pipeline = pipeline;
+        }
+
+        /**
+         * Loads every stage's weights through a supervisor on a loading lane of {@code backend} (or, with
+         * tensor parallelism, the shards), spawns one lane per stage and starts the engine. On failure,
+         * everything started here is stopped or released again; the backend stays open for the caller.
+         */
+        static <T, E, C extends Completion, W, P> Stages<T, E, C, W, P> start(Builder b, ModelDirectory model,
+                InferenceBackend<T, E, C, W, P> backend, ActorSystem<?> system, int instance) {
+            LlamaConfig config = model.config();
+            E loadingLane = backend.device().forkExecutors(backend.device().rootExecutor(), 1).get(0);
+            ActorRef<MaterializationSupervisor.Command<P>> supervisor = system.systemActorOf(
+                    backend.supervisor(loadingLane, MaterializationSettings.fromConfig(system.settings().config())),
+                    "graphlane-materialization-" + instance, Props.empty());
+            SupervisedWeightsLoader<P, T> supervised = null;
+            LaneGroup<E, C, W> lanes = null;
+            try {
+                StagePlan plan = StagePlan.balanced(config.layerCount(), b.stages);
+                List<StageForward<T>> forwards = new ArrayList<>();
+                List<StageWeights<T>> loaded = new ArrayList<>();
+                if (b.tensorParallel > 1) {
+                    forwards.addAll(backend.loadTensorParallel(model, plan, b.tensorParallel, b.collectiveSettings, b.progress));
+                } else {
+                    // A stage's leases are all taken at once, so every shard may be pinned together.
+                    int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
+                    try (CheckpointSource source = model.openSource(shards)) {
+                        supervised = new SupervisedWeightsLoader<>(supervisor, system.scheduler(), source, config, b.loadTimeout,
+                                backend.weightSlots());
+                        for (StageSpec spec : plan.stages()) {
+                            loaded.add(supervised.load(spec));
+                            b.progress.accept(spec);
+                        }
+                    }
+                }
+                List<String> laneNames = new ArrayList<>();
+                for (int i = 0; i < b.stages; i++) {
+                    laneNames.add("stage-" + i);
+                }
+                lanes = LaneGroup.builder(system, backend.device()).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
+                        .workTracing(backend.workTracing()).spawn();
+                for (int i = 0; i < loaded.size(); i++) {
+                    // Each stage gets its lane's own ops: they keep scratch space (a cuBLAS handle) and run on that lane only.
+                    LaneId lane = lanes.laneIds().get(i);
+                    forwards.add(new LlamaStage<>(config, loaded.get(i), backend.ops(lanes.executor(lane))));
+                }
+                LlamaStageProgram<T, W> program = new LlamaStageProgram<>(forwards, backend::work);
+                PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(b.stages);
+                Pipeline<W, StageSlot<T>> pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings,
+                        "pipeline-" + instance);
+                return new Stages<>(supervisor, supervised, lanes, program, pipeline);
+            } catch (RuntimeException | Error e) {
+                if (lanes != null) {
+                    stopLanes(lanes, "a pipeline that failed to start");
+                }
+                if (supervised != null) {
+                    supervised.close(); // after the lanes stopped: nothing reads the weights
+                }
+                supervisor.tell(new MaterializationSupervisor.Stop<>());
+                throw e;
+            }
+        }
+
+        /** Stops the engine and the lanes, then frees the caches, the weights and the supervisor. */
+        void close(String model) {
+            try {
+                pipeline.stop(new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, "model " + model
+                        + " is shutting down")).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                LOG.warn("stopping the pipeline of {} did not finish cleanly: {}", model, e.toString());
+            }
+            stopLanes(lanes, model);
+            program.close();
+            if (weights != null) {
+                weights.close(); // after the lanes stopped: no work reads the weights any more
+            }
+            supervisor.tell(new MaterializationSupervisor.Stop<>());
+        }
+
+        private static void stopLanes(LaneGroup<?, ?, ?> lanes, String what) {
+            try {
+                lanes.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                LOG.warn("stopping the lanes of {} did not finish cleanly: {}", what, e.toString());
+            }
         }
     }
 
@@ -248,7 +295,8 @@ public final class InferencePipeline implements TextGenerator {
         private ActorSystem<?> system;
         private PipelineSettings settings;
         private TraceRecorder trace = TraceRecorder.DISABLED;
-        private WorkTracing<CpuWork> workTracing = WorkTracing.none();
+        private WorkTracing<CpuWork> workTracing;
+        private InferenceBackend.Factory backend;
         private Consumer<StageSpec> progress = s -> { };
         private Duration loadTimeout = Duration.ofMinutes(10);
 
@@ -305,7 +353,17 @@ public final class InferencePipeline implements TextGenerator {
             return this;
         }
 
-        /** How stage work is instrumented so the trace shows when it really started on its lane. */
+        /**
+         * The device the stages run on, opened (and owned) by {@link #build()}: by default the CPU
+         * ({@link CpuInference}); {@code io.graphlane.inference.gpu.GpuInference.device(n)} runs them on
+         * CUDA device n (with {@code graphlane-backend-gpu} on the class path). Tensor parallelism is CPU only.
+         */
+        public Builder backend(InferenceBackend.Factory factory) {
+            this.backend = Objects.requireNonNull(factory, "factory");
+            return this;
+        }
+
+        /** How CPU stage work is instrumented so the trace shows when it really started on its lane (the default backend only). */
         public Builder workTracing(WorkTracing<CpuWork> tracing) {
             this.workTracing = Objects.requireNonNull(tracing, "tracing");
             return this;
@@ -346,7 +404,19 @@ public final class InferencePipeline implements TextGenerator {
                 throw new GraphlaneException("--stages " + stages + " is more than the model's " + md.config().layerCount()
                         + " layers (num_hidden_layers in " + dir.resolve("config.json") + ")");
             }
-            return new InferencePipeline(this, md);
+            if (backend != null && workTracing != null) {
+                throw new GraphlaneException("workTracing instruments CPU work of the default backend; give it to the backend "
+                        + "(CpuInference.factory(tracing)) instead of combining it with backend(...)");
+            }
+            InferenceBackend.Factory factory = backend != null ? backend
+                    : CpuInference.factory(workTracing != null ? workTracing : WorkTracing.none());
+            InferenceBackend<?, ?, ?, ?, ?> opened = factory.open();
+            try {
+                return new InferencePipeline(this, md, opened);
+            } catch (RuntimeException | Error e) {
+                opened.close(); // idempotent: the constructor may have closed it already
+                throw e;
+            }
         }
     }
 }

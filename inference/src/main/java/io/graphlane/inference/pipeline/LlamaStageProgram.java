@@ -1,6 +1,6 @@
 package io.graphlane.inference.pipeline;
 
-import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.HostCopy;
 import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
@@ -19,7 +19,9 @@ import java.util.function.Function;
 /**
  * The Llama family as a {@link StageProgram}: stage k's work runs {@link StageForward#forward} of
  * stage k on its lane, reading the activation stage k−1 left in its slot; the last stage also
- * samples each request's next token with the request's {@link Sampler}. Everything that touches
+ * samples each request's next token with the request's {@link Sampler}: on its lane when the
+ * logits are readable at once (the CPU), otherwise from their host copy once the step completed
+ * ({@link #sampledTokens}, on a device whose work only enqueues). Everything that touches
  * a stage (its forward, its KV caches) runs on that stage's lane (a tensor-parallel stage fans out
  * from there to its shard lanes): the caches of ended requests are dropped, and those of failed
  * steps rewound, by the next work on the lane (in order, before it reads them), or when the
@@ -71,7 +73,16 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
             StageOutput<T> produced = llama.forward(in);
             out.fill(produced);
             if (last) {
-                out.sampled(sample(llama.ops(), produced.tensor(), batch));
+                HostCopy logits = llama.ops().copyToHost(produced.tensor());
+                if (logits.readableNow()) {
+                    try {
+                        out.sampled(sample(logits, batch));
+                    } finally {
+                        logits.close();
+                    }
+                } else {
+                    out.pendingLogits(logits);
+                }
             }
         };
         return new StageStep<>(asWork.apply(body), out);
@@ -79,7 +90,8 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
 
     @Override
     public int[] sampledTokens(MicroBatch batch, StageSlot<T> lastOutput) {
-        return lastOutput.sampled();
+        int[] sampled = lastOutput.sampledOrNull();
+        return sampled != null ? sampled : sample(lastOutput.logits(), batch); // the slot closes the copy on release
     }
 
     @Override
@@ -127,11 +139,10 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         return all;
     }
 
-    private static <T> int[] sample(NeuralOps<T> ops, T logits, MicroBatch batch) {
-        int rows = ops.rows(logits);
-        int vocab = ops.cols(logits);
-        float[] all = new float[rows * vocab];
-        ops.toHost(logits, all);
+    private static int[] sample(HostCopy logits, MicroBatch batch) {
+        int rows = logits.rows();
+        int vocab = logits.cols();
+        float[] all = logits.values();
         int[] tokens = new int[rows];
         float[] row = new float[vocab];
         for (int i = 0; i < rows; i++) {

@@ -5,14 +5,9 @@ import io.graphlane.actors.materialize.UnitFailure;
 import io.graphlane.actors.materialize.UnitReply;
 import io.graphlane.actors.materialize.WeightRequest;
 import io.graphlane.actors.materialize.WeightSource;
-import io.graphlane.backend.cpu.nn.CpuTensor;
-import io.graphlane.backend.cpu.param.CpuParameter;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.param.EncodedLease;
-import io.graphlane.core.tensor.DType;
-import io.graphlane.core.tensor.Shape;
-import io.graphlane.core.tensor.TensorSpec;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaTensors;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
@@ -29,7 +24,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -38,44 +32,41 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Loads each stage's weights as one atomic unit through a {@link MaterializationSupervisor} over
- * the CPU parameter backend: every tensor the stage reads ({@link LlamaTensors#forStage}) is leased
- * from the checkpoint and handed to the supervisor with a {@link CpuParameter} of the expected F32
- * shape; the supervisor realizes them on its loading lane (aligned F32 used in place, BF16/F16
- * widened), holds each lease until that realization's exact completion, validates the whole stage
- * and binds all of it or none of it. The bound weights are wrapped as {@link CpuTensor}s without a
- * copy.
+ * any parameter backend: every tensor the stage reads ({@link LlamaTensors#forStage}) is leased
+ * from the checkpoint and handed to the supervisor with a parameter slot of the expected F32 shape
+ * ({@link WeightSlots#slot}); the supervisor realizes them on its loading lane (on the CPU aligned
+ * F32 used in place, on a GPU uploaded; BF16/F16 widened), holds each lease until that
+ * realization's exact completion, validates the whole stage and binds all of it or none of it. The
+ * bound weights are wrapped as backend tensors without a copy ({@link WeightSlots#tensor}).
  *
  * <p>This loader owns what it bound: {@link #release} closes one stage's parameters exactly once,
  * {@link #close} those of every stage still held. It blocks the calling thread while a stage loads
  * (it is meant for the thread that builds a model, never for an actor).
+ *
+ * @param <P> the backend's parameter slot
+ * @param <T> the backend tensor
  */
-public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTensor>, AutoCloseable {
+public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T>, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SupervisedWeightsLoader.class);
     /** How long after the caller stopped waiting a stage's answer is still awaited, so that late weights get closed. */
     private static final Duration LATE_ANSWER_GRACE = Duration.ofDays(1);
 
-    private final ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor;
+    private final ActorRef<MaterializationSupervisor.Command<P>> supervisor;
     private final Scheduler scheduler;
     private final CheckpointSource source;
     private final LlamaConfig config;
     private final Duration timeout;
-    private final Function<Expected, CpuParameter> slots;
-    private final Map<StageWeights<CpuTensor>, List<CpuParameter>> held = new IdentityHashMap<>();
+    private final WeightSlots<P, T> slots;
+    private final Map<StageWeights<T>, List<P>> held = new IdentityHashMap<>();
     private boolean closed;
 
     /**
      * A loader of {@code config}'s stages from {@code source} through {@code supervisor}, waiting at
-     * most {@code timeout} for each stage's answer ({@code scheduler} times the wait).
+     * most {@code timeout} for each stage's answer ({@code scheduler} times the wait), with the slots
+     * and tensors of {@code slots}' backend (the supervisor's parameter backend).
      */
-    public SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor, Scheduler scheduler,
-                                   CheckpointSource source, LlamaConfig config, Duration timeout) {
-        this(supervisor, scheduler, source, config, timeout,
-                e -> new CpuParameter(e.name(), new TensorSpec(DType.F32, Shape.of(e.checkpointShape()))));
-    }
-
-    /** As the public constructor, with the parameter slot of each expected tensor made by {@code slots} (tests watch them). */
-    SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor, Scheduler scheduler,
-                            CheckpointSource source, LlamaConfig config, Duration timeout, Function<Expected, CpuParameter> slots) {
+    public SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<P>> supervisor, Scheduler scheduler,
+                                   CheckpointSource source, LlamaConfig config, Duration timeout, WeightSlots<P, T> slots) {
         this.slots = Objects.requireNonNull(slots, "slots");
         this.supervisor = Objects.requireNonNull(supervisor, "supervisor");
         this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
@@ -95,7 +86,7 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
      *         nothing of the stage is bound and no lease of it stays open
      */
     @Override
-    public StageWeights<CpuTensor> load(StageSpec stage) {
+    public StageWeights<T> load(StageSpec stage) {
         Objects.requireNonNull(stage, "stage");
         synchronized (this) {
             if (closed) {
@@ -104,19 +95,19 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
         }
         List<Expected> expected = LlamaTensors.forStage(config, stage);
         CheckpointTensors.requirePresent(source, expected);
-        List<CpuParameter> parameters = new ArrayList<>(expected.size());
-        List<WeightRequest<CpuParameter>> requests = leaseEvery(stage, expected, parameters);
+        List<P> parameters = new ArrayList<>(expected.size());
+        List<WeightRequest<P>> requests = leaseEvery(stage, expected, parameters);
         UnitReply reply = materialize(stage, requests, parameters);
         if (reply instanceof UnitReply.Failed failed) {
             throw failure(stage, failed);
         }
         try {
-            Map<String, CpuTensor> tensors = new HashMap<>();
+            Map<String, T> tensors = new HashMap<>();
             for (int i = 0; i < expected.size(); i++) {
                 Expected e = expected.get(i);
-                tensors.put(e.name(), CpuTensor.wrap(parameters.get(i).weight().floats(), e.rows(), e.cols()));
+                tensors.put(e.name(), slots.tensor(parameters.get(i), e));
             }
-            StageWeights<CpuTensor> weights = StageWeightsAssembly.fromNamed(config, stage, tensors);
+            StageWeights<T> weights = StageWeightsAssembly.fromNamed(config, stage, tensors);
             synchronized (this) {
                 if (closed) {
                     throw new IllegalStateException("this loader was closed while " + stage + " loaded");
@@ -136,8 +127,8 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
      *
      * @throws IllegalStateException if this loader does not hold {@code weights} (never loaded here, or already released)
      */
-    public void release(StageWeights<CpuTensor> weights) {
-        List<CpuParameter> parameters;
+    public void release(StageWeights<T> weights) {
+        List<P> parameters;
         synchronized (this) {
             parameters = held.remove(weights);
         }
@@ -149,8 +140,8 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
     }
 
     /** The parameters bound for {@code weights}, in {@link LlamaTensors#forStage} order, while this loader holds them. */
-    public synchronized List<CpuParameter> parameters(StageWeights<CpuTensor> weights) {
-        List<CpuParameter> parameters = held.get(weights);
+    public synchronized List<P> parameters(StageWeights<T> weights) {
+        List<P> parameters = held.get(weights);
         if (parameters == null) {
             throw new IllegalStateException("the weights of " + weights.stage() + " are not held by this loader");
         }
@@ -165,18 +156,18 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
     /** Refuses further loads and releases every stage still held, each exactly once; idempotent. */
     @Override
     public void close() {
-        List<List<CpuParameter>> remaining;
+        List<List<P>> remaining;
         synchronized (this) {
             closed = true;
             remaining = new ArrayList<>(held.values());
             held.clear();
         }
-        remaining.forEach(SupervisedWeightsLoader::closeAll);
+        remaining.forEach(this::closeAll);
     }
 
     /** One request per expected tensor; if a lease fails, those already taken are released and the error names the tensor. */
-    private List<WeightRequest<CpuParameter>> leaseEvery(StageSpec stage, List<Expected> expected, List<CpuParameter> parameters) {
-        List<WeightRequest<CpuParameter>> requests = new ArrayList<>(expected.size());
+    private List<WeightRequest<P>> leaseEvery(StageSpec stage, List<Expected> expected, List<P> parameters) {
+        List<WeightRequest<P>> requests = new ArrayList<>(expected.size());
         List<EncodedLease> taken = new ArrayList<>(expected.size());
         for (Expected e : expected) {
             EncodedLease lease;
@@ -190,7 +181,7 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
                         + e.name() + " failed: " + ex.getMessage(), ex);
             }
             taken.add(lease);
-            CpuParameter parameter = slots.apply(e);
+            P parameter = slots.slot(e);
             parameters.add(parameter);
             requests.add(new WeightRequest<>(e.name(), parameter, new WeightSource.FromLease(lease)));
         }
@@ -202,9 +193,9 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
      * answer. If the wait ends first, the answer is still awaited in the background: its parameters are
      * closed when it comes, so weights bound late are closed exactly once too.
      */
-    private UnitReply materialize(StageSpec stage, List<WeightRequest<CpuParameter>> requests, List<CpuParameter> parameters) {
+    private UnitReply materialize(StageSpec stage, List<WeightRequest<P>> requests, List<P> parameters) {
         String unit = "checkpoint " + source.catalog().dir().getFileName() + " " + stage;
-        CompletableFuture<UnitReply> reply = AskPattern.<MaterializationSupervisor.Command<CpuParameter>, UnitReply>ask(supervisor,
+        CompletableFuture<UnitReply> reply = AskPattern.<MaterializationSupervisor.Command<P>, UnitReply>ask(supervisor,
                 replyTo -> new MaterializationSupervisor.MaterializeUnit<>(unit, requests, replyTo), timeout.plus(LATE_ANSWER_GRACE),
                 scheduler).toCompletableFuture();
         try {
@@ -235,12 +226,12 @@ public final class SupervisedWeightsLoader implements StageWeightsLoader<CpuTens
         return error;
     }
 
-    private static void closeAll(List<CpuParameter> parameters) {
-        for (CpuParameter p : parameters) {
+    private void closeAll(List<P> parameters) {
+        for (P p : parameters) {
             try {
-                p.close();
+                slots.close(p);
             } catch (RuntimeException e) {
-                LOG.error("closing the weight of parameter {} failed", p.name(), e);
+                LOG.error("closing the weight of parameter {} failed", p, e);
             }
         }
     }

@@ -5,9 +5,10 @@
  *
  * <p>{@link io.graphlane.inference.weights.SupervisedWeightsLoader}, the path of the pipeline, hands
  * each stage to the {@link io.graphlane.actors.materialize.MaterializationSupervisor} as one atomic
- * unit of checkpoint leases, realized on a loading lane of the CPU backend: aligned F32 read in
- * place, F16/BF16 widened; the bound weights are wrapped as CPU tensors without a copy and owned by
- * that loader until its {@code release} or {@code close}.
+ * unit of checkpoint leases, realized on a loading lane of the pipeline's backend (on the CPU aligned
+ * F32 read in place, on a GPU uploaded; F16/BF16 widened); the bound weights are wrapped as backend
+ * tensors without a copy ({@link io.graphlane.inference.weights.WeightSlots}) and owned by that
+ * loader until its {@code release} or {@code close}.
  * {@link io.graphlane.inference.weights.CheckpointWeightsLoader} copies leased bytes into tensors on
  * the calling thread (the sequential path, with no actor system); those tensors belong to the caller
  * ({@code StageWeightsAssembly.release}).

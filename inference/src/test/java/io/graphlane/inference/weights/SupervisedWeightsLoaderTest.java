@@ -85,12 +85,12 @@ class SupervisedWeightsLoaderTest {
     }
 
     /** A loader whose parameter slots the test can inspect. */
-    private SupervisedWeightsLoader loader(CheckpointSource source, LlamaConfig config, Duration timeout) {
-        return new SupervisedWeightsLoader(supervisor, KIT.system().scheduler(), source, config, timeout, e -> {
+    private SupervisedWeightsLoader<CpuParameter, CpuTensor> loader(CheckpointSource source, LlamaConfig config, Duration timeout) {
+        return new SupervisedWeightsLoader<>(supervisor, KIT.system().scheduler(), source, config, timeout, new CpuWeightSlots(e -> {
             CpuParameter p = new CpuParameter(e.name(), new TensorSpec(DType.F32, Shape.of(e.checkpointShape())));
             slots.add(p);
             return p;
-        });
+        }));
     }
 
     @ParameterizedTest(name = "layout ''{0}'', {1} stage(s)")
@@ -99,7 +99,7 @@ class SupervisedWeightsLoaderTest {
         boolean bf16 = layout.equals("bf16");
         ModelDirectory model = ModelDirectory.open(Fixture.dir(layout));
         try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS);
-             SupervisedWeightsLoader loader = loader(source, model.config(), TIMEOUT)) {
+             SupervisedWeightsLoader<CpuParameter, CpuTensor> loader = loader(source, model.config(), TIMEOUT)) {
             List<LlamaStage<CpuTensor>> stages = new ArrayList<>();
             for (StageSpec spec : StagePlan.balanced(model.config().layerCount(), stageCount).stages()) {
                 StageWeights<CpuTensor> weights = loader.load(spec);
@@ -135,7 +135,7 @@ class SupervisedWeightsLoaderTest {
     void releasingAStageClosesEachOfItsWeightsOnceAndOnlyThatStage() {
         ModelDirectory model = ModelDirectory.open(Fixture.dir(""));
         try (CheckpointSource source = model.openSource(4);
-             SupervisedWeightsLoader loader = loader(source, model.config(), TIMEOUT)) {
+             SupervisedWeightsLoader<CpuParameter, CpuTensor> loader = loader(source, model.config(), TIMEOUT)) {
             List<StageSpec> plan = StagePlan.balanced(4, 2).stages();
             StageWeights<CpuTensor> first = loader.load(plan.get(0));
             StageWeights<CpuTensor> second = loader.load(plan.get(1));
@@ -162,7 +162,7 @@ class SupervisedWeightsLoaderTest {
         Path broken = CorruptCheckpoints.without(Fixture.dir(""), dir, missing);
         LlamaConfig config = ModelDirectory.open(Fixture.dir("")).config();
         try (CheckpointSource source = CheckpointSource.open(broken);
-             SupervisedWeightsLoader loader = loader(source, config, TIMEOUT)) {
+             SupervisedWeightsLoader<CpuParameter, CpuTensor> loader = loader(source, config, TIMEOUT)) {
             GraphlaneException e = assertThrows(GraphlaneException.class, () -> loader.load(StagePlan.balanced(4, 2).stage(0)));
             assertTrue(e.getMessage().contains("has no tensor " + missing + " (expected shape [32, 64])"), e.getMessage());
             assertEquals(0, source.openLeaseCount());
@@ -180,7 +180,7 @@ class SupervisedWeightsLoaderTest {
         Path broken = CorruptCheckpoints.transposed(Fixture.dir(""), dir, misshapen);
         LlamaConfig config = ModelDirectory.open(Fixture.dir("")).config();
         try (CheckpointSource source = CheckpointSource.open(broken);
-             SupervisedWeightsLoader loader = loader(source, config, TIMEOUT)) {
+             SupervisedWeightsLoader<CpuParameter, CpuTensor> loader = loader(source, config, TIMEOUT)) {
             StageSpec stage = StagePlan.balanced(4, 2).stage(1);
             GraphlaneException e = assertThrows(GraphlaneException.class, () -> loader.load(stage));
             assertTrue(e.getMessage().contains(misshapen + " (VALIDATION)") && e.getMessage().contains("shape: expected [172, 64], found [64, 172]")
@@ -199,7 +199,7 @@ class SupervisedWeightsLoaderTest {
         ModelDirectory model = ModelDirectory.open(Fixture.dir(""));
         device.shutdownExecutor(loadingLane).await();
         try (CheckpointSource source = model.openSource(4);
-             SupervisedWeightsLoader loader = loader(source, model.config(), TIMEOUT)) {
+             SupervisedWeightsLoader<CpuParameter, CpuTensor> loader = loader(source, model.config(), TIMEOUT)) {
             GraphlaneException e = assertThrows(GraphlaneException.class, () -> loader.load(StagePlan.balanced(4, 1).stage(0)));
             assertTrue(e.getMessage().contains(LlamaTensors.EMBEDDING + " (START)"), e.getMessage());
             assertEquals(0, source.openLeaseCount(), "leases open after a refused unit: " + source.openLeases());
@@ -218,8 +218,8 @@ class SupervisedWeightsLoaderTest {
         device.submit(loadingLane, () -> gate.await(30, TimeUnit.SECONDS)); // every realization queues behind it
         List<StageSpec> plan = StagePlan.balanced(4, 2).stages();
         try (CheckpointSource source = model.openSource(4);
-             SupervisedWeightsLoader impatient = loader(source, model.config(), Duration.ofMillis(300));
-             SupervisedWeightsLoader patient = loader(source, model.config(), TIMEOUT)) {
+             SupervisedWeightsLoader<CpuParameter, CpuTensor> impatient = loader(source, model.config(), Duration.ofMillis(300));
+             SupervisedWeightsLoader<CpuParameter, CpuTensor> patient = loader(source, model.config(), TIMEOUT)) {
             GraphlaneException e = assertThrows(GraphlaneException.class, () -> impatient.load(plan.get(0)));
             assertTrue(e.getMessage().contains("was not loaded within PT0.3S"), e.getMessage());
             int lateLeases = LlamaTensors.forStage(model.config(), plan.get(0)).size();

@@ -31,6 +31,18 @@ public final class GpuMatrix {
         return new GpuMatrix(storage, 0, rows, cols, false);
     }
 
+    /**
+     * A matrix over all of {@code storage} that somebody else owns (a bound weight): it is a view, so
+     * {@link GpuNeuralOps#release} refuses it and only the owner frees the storage.
+     */
+    public static GpuMatrix borrowed(DeviceBuffer storage, int rows, int cols) {
+        if (rows < 0 || cols < 0 || (long) rows * cols * Float.BYTES != storage.bytes()) {
+            throw new IllegalArgumentException("a " + rows + " x " + cols + " F32 matrix needs " + (long) rows * cols * Float.BYTES
+                    + " bytes, the buffer has " + storage.bytes());
+        }
+        return new GpuMatrix(storage, 0, rows, cols, true);
+    }
+
     /** The number of rows. */
     public int rows() {
         return rows;

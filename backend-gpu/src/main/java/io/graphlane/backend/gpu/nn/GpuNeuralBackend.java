@@ -28,6 +28,11 @@ public final class GpuNeuralBackend implements NeuralBackend<GpuStream, GpuMatri
         return new GpuNeuralBackend(device, GpuKernels.compile(device));
     }
 
+    /** The kernels compiled for the device (the parameter backend widens F16/BF16 with them too). */
+    public GpuKernels kernels() {
+        return kernels;
+    }
+
     @Override
     public NeuralOps<GpuMatrix> ops(GpuStream executor) {
         if (executor.backend() != device) {

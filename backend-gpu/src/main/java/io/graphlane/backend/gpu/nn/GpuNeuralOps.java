@@ -5,7 +5,9 @@ import io.graphlane.backend.gpu.CudaLibrary;
 import io.graphlane.backend.gpu.DeviceBuffer;
 import io.graphlane.backend.gpu.GpuBackend;
 import io.graphlane.backend.gpu.GpuStream;
+import io.graphlane.backend.gpu.PinnedBuffer;
 import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.nn.HostCopy;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.core.nn.ShapeMismatchException;
 import java.util.Objects;
@@ -21,8 +23,9 @@ import jcuda.runtime.cudaStream_t;
 /**
  * {@link NeuralOps} on one CUDA stream: projections through cuBLAS ({@code cublasSgemm}, one
  * row {@code cublasSgemv}), every other operation a kernel of {@link KernelSources}. Every
- * operation only enqueues; {@link #toHost} and {@link #argmax} synchronize the stream before
- * they return. Freed tensors and per-call scratch (token ids, positions) are released at the
+ * operation only enqueues (host values go up with asynchronous copies on the stream);
+ * {@link #toHost} and {@link #argmax} synchronize the stream before they return, and
+ * {@link #copyToHost} enqueues a copy into pinned memory that is read after the lane work completes. Freed tensors and per-call scratch (token ids, positions) are released at the
  * exact completion of the work enqueued before the release, never earlier.
  */
 public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
@@ -64,8 +67,7 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
                     data.length + " floats");
         }
         GpuMatrix m = newMatrix(rows, cols);
-        // A synchronous copy from pageable memory: complete when it returns, and the fresh buffer has no earlier readers.
-        check(JCudaDriver.cuMemcpyHtoD(m.pointer(), Pointer.to(data), (long) data.length * Float.BYTES), "cuMemcpyHtoD");
+        uploadOnStream(m.pointer(), Pointer.to(data), (long) data.length * Float.BYTES);
         return m;
     }
 
@@ -247,10 +249,78 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         return result;
     }
 
-    /** Destroys the cuBLAS handle once the work enqueued so far has finished. */
+    /**
+     * Starts an asynchronous copy of {@code tensor} into pinned host memory on this lane's stream; its values are
+     * readable at the exact completion of the lane work that issued it. Closing the copy frees the pinned memory
+     * after everything enqueued on the stream so far (a copy closed unread, after a failed step, frees it safely).
+     */
+    @Override
+    public HostCopy copyToHost(GpuMatrix tensor) {
+        long bytes = tensor.elements() * Float.BYTES;
+        PinnedBuffer pinned = PinnedBuffer.allocate(device, bytes);
+        if (bytes > 0) {
+            try {
+                device.makeCurrent();
+                check(JCudaDriver.cuMemcpyDtoHAsync(pinned.pointer(), tensor.pointer(), bytes, stream.cuStream()), "cuMemcpyDtoHAsync");
+            } catch (RuntimeException e) {
+                pinned.close(); // nothing was enqueued that writes it
+                throw e;
+            }
+        }
+        return new PinnedHostCopy(pinned, tensor.rows(), tensor.cols());
+    }
+
+    /** Destroys the cuBLAS handle once the work enqueued so far has finished (or the lane's stream has drained). */
     public void close() {
         stream.synchronize();
+        device.makeCurrent();
         checkBlas(JCublas2.cublasDestroy(blas), "cublasDestroy");
+    }
+
+    /** Logits (or any tensor) copied into pinned memory by {@link #copyToHost}. */
+    private final class PinnedHostCopy implements HostCopy {
+        private final PinnedBuffer pinned;
+        private final int rows;
+        private final int cols;
+        private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+
+        PinnedHostCopy(PinnedBuffer pinned, int rows, int cols) {
+            this.pinned = pinned;
+            this.rows = rows;
+            this.cols = cols;
+        }
+
+        @Override
+        public boolean readableNow() {
+            return false;
+        }
+
+        @Override
+        public int rows() {
+            return rows;
+        }
+
+        @Override
+        public int cols() {
+            return cols;
+        }
+
+        @Override
+        public float[] values() {
+            if (closed.get()) {
+                throw new IllegalStateException("the host copy of a " + rows + " x " + cols + " tensor of " + stream.name() + " was closed");
+            }
+            float[] out = new float[Math.multiplyExact(rows, cols)];
+            pinned.buffer().asFloatBuffer().get(out);
+            return out;
+        }
+
+        @Override
+        public void close() {
+            if (closed.compareAndSet(false, true)) {
+                releaseAfterEnqueuedWork(pinned, "host copy");
+            }
+        }
     }
 
     private void elementwise(String kernel, GpuMatrix a, GpuMatrix b, GpuMatrix out) {
@@ -270,12 +340,25 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
 
     private DeviceBuffer uploadInts(int[] values) {
         DeviceBuffer buffer = DeviceBuffer.allocate(device, (long) values.length * Integer.BYTES);
-        check(JCudaDriver.cuMemcpyHtoD(buffer.pointer(), Pointer.to(values), (long) values.length * Integer.BYTES), "cuMemcpyHtoD");
+        uploadOnStream(buffer.pointer(), Pointer.to(values), (long) values.length * Integer.BYTES);
         return buffer;
     }
 
-    private void releaseAfterEnqueuedWork(DeviceBuffer buffer, String what) {
-        device.retainUntilComplete(stream, stream.marker(what), buffer);
+    /**
+     * Copies host values to the device in this lane's order. A synchronous cuMemcpyHtoD from pageable memory may
+     * return before its DMA has landed and is not ordered with a non-blocking stream; the asynchronous copy on the
+     * stream is, and from pageable memory the driver stages the source before returning, so the array is free then.
+     */
+    private void uploadOnStream(jcuda.driver.CUdeviceptr destination, Pointer source, long bytes) {
+        if (bytes == 0) {
+            return;
+        }
+        device.makeCurrent();
+        check(JCudaDriver.cuMemcpyHtoDAsync(destination, source, bytes, stream.cuStream()), "cuMemcpyHtoDAsync");
+    }
+
+    private void releaseAfterEnqueuedWork(AutoCloseable value, String what) {
+        stream.releaseAfterEnqueuedWork(what, value);
     }
 
     private void check(int result, String call) {

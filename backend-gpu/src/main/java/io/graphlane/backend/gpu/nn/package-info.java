@@ -10,9 +10,13 @@
  * (a CUDA 12 toolkit, or the {@code nvidia-cuda-nvrtc-cu12} and {@code nvidia-cublas-cu12} wheels
  * with their {@code lib} folders on {@code LD_LIBRARY_PATH}).
  *
- * <p>Guarantees: operands are checked before anything is enqueued; operations only enqueue, and
- * only {@code toHost}/{@code argmax} wait; released tensors and per-call scratch are freed at the
- * exact completion of the work enqueued before the release. Refuses: attention over more
+ * <p>Guarantees: operands are checked before anything is enqueued; operations only enqueue (host
+ * values go up by copies ordered on the stream), and only {@code toHost}/{@code argmax} wait;
+ * {@code copyToHost} enqueues a copy into pinned memory that is read after the lane work
+ * completed, so stage work never blocks its lane actor; released tensors and per-call scratch are
+ * freed at the exact completion of the work enqueued before the release (or, after the lane's
+ * stream was shut down, once it drained). The embedded pipeline runs the Llama stages on these ops
+ * through {@code io.graphlane.inference.gpu.GpuInference} ({@code graphlane run --backend gpu}). Refuses: attention over more
  * positions than one block's shared memory holds (about 12k with the default 48 KiB).
  */
 package io.graphlane.backend.gpu.nn;

@@ -1,0 +1,101 @@
+package io.graphlane.inference.backend;
+
+import io.graphlane.actors.lane.WorkTracing;
+import io.graphlane.actors.materialize.MaterializationSettings;
+import io.graphlane.actors.materialize.MaterializationSupervisor;
+import io.graphlane.backend.cpu.CpuBackend;
+import io.graphlane.backend.cpu.CpuCompletion;
+import io.graphlane.backend.cpu.CpuExecutor;
+import io.graphlane.backend.cpu.CpuWork;
+import io.graphlane.backend.cpu.collective.CollectiveSettings;
+import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.backend.cpu.param.CpuParameter;
+import io.graphlane.backend.cpu.param.CpuParameterBackend;
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.inference.stage.StageSpec;
+import io.graphlane.inference.tensorparallel.TensorParallelStage;
+import io.graphlane.inference.tensorparallel.TensorParallelStages;
+import io.graphlane.inference.weights.CpuWeightSlots;
+import io.graphlane.inference.weights.WeightSlots;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.Behavior;
+
+/**
+ * The CPU as an {@link InferenceBackend}, the pipeline's default: one {@link CpuBackend} (a worker
+ * thread per lane), {@link io.graphlane.backend.cpu.nn.CpuNeuralOps} per lane on OpenBLAS, weights
+ * realized by the {@link CpuParameterBackend} (aligned F32 in place, F16/BF16 widened), and
+ * tensor-parallel stages. Opening it sets OpenBLAS to one thread per call, process-wide: several lanes
+ * call it at once and its own idle threads would spin against their workers.
+ */
+public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecutor, CpuCompletion, CpuWork, CpuParameter> {
+    private final CpuBackend backend = new CpuBackend();
+    private final CpuNeuralBackend neural = new CpuNeuralBackend();
+    private final WorkTracing<CpuWork> tracing;
+
+    /** A CPU backend whose stage work is not instrumented for the trace. */
+    public CpuInference() {
+        this(WorkTracing.none());
+    }
+
+    /** A CPU backend whose stage work is instrumented by {@code tracing}. */
+    public CpuInference(WorkTracing<CpuWork> tracing) {
+        this.tracing = Objects.requireNonNull(tracing, "tracing");
+        CpuNeuralBackend.setBlasThreads(1);
+    }
+
+    /** The factory the pipeline uses by default. */
+    public static InferenceBackend.Factory factory(WorkTracing<CpuWork> tracing) {
+        return () -> new CpuInference(tracing);
+    }
+
+    @Override
+    public String description() {
+        return "cpu";
+    }
+
+    @Override
+    public CpuBackend device() {
+        return backend;
+    }
+
+    @Override
+    public NeuralOps<CpuTensor> ops(CpuExecutor lane) {
+        return neural.ops(lane);
+    }
+
+    @Override
+    public CpuWork work(Runnable body) {
+        return body::run;
+    }
+
+    @Override
+    public WorkTracing<CpuWork> workTracing() {
+        return tracing;
+    }
+
+    @Override
+    public Behavior<MaterializationSupervisor.Command<CpuParameter>> supervisor(CpuExecutor loadingLane, MaterializationSettings settings) {
+        return MaterializationSupervisor.create(new CpuParameterBackend(backend), loadingLane, settings);
+    }
+
+    @Override
+    public WeightSlots<CpuParameter, CpuTensor> weightSlots() {
+        return new CpuWeightSlots();
+    }
+
+    @Override
+    public List<TensorParallelStage> loadTensorParallel(ModelDirectory model, StagePlan plan, int degree, CollectiveSettings settings,
+                                                        Consumer<StageSpec> progress) {
+        return TensorParallelStages.load(model, plan, degree, backend, settings, progress);
+    }
+
+    @Override
+    public void close() {
+        backend.close();
+    }
+}

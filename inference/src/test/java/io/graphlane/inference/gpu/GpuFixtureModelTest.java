@@ -1,0 +1,143 @@
+package io.graphlane.inference.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.graphlane.actors.materialize.MaterializationSettings;
+import io.graphlane.actors.materialize.MaterializationSupervisor;
+import io.graphlane.backend.gpu.CudaLibraries;
+import io.graphlane.backend.gpu.CudaLibrary;
+import io.graphlane.backend.gpu.GpuStream;
+import io.graphlane.backend.gpu.nn.GpuMatrix;
+import io.graphlane.backend.gpu.param.GpuParameter;
+import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.StagedModel;
+import io.graphlane.inference.llama.LlamaStage;
+import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.model.Fixture;
+import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.pipeline.InferencePipeline;
+import io.graphlane.inference.sampling.SamplingParams;
+import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.inference.stage.StageSpec;
+import io.graphlane.inference.weights.SupervisedWeightsLoader;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The tiny-llama fixture on a CUDA device against its PyTorch reference, at 1 and 2 stages: weights
+ * uploaded by the GPU parameter backend through the materialization supervisor, last-position logits
+ * within 1e-3, and greedy tokens exact both from the stages run in sequence and from the pipeline
+ * whose stages are CUDA streams ordered by events. Skipped, with the reason, where the CUDA driver,
+ * a device, NVRTC or cuBLAS is missing ({@code -Dgraphlane.gpu.test-device=N} picks the device).
+ */
+class GpuFixtureModelTest {
+    private static final float LOGIT_TOLERANCE = 1e-3f;
+    private static final Duration TIMEOUT = Duration.ofMinutes(2);
+    private static final ActorTestKit KIT = ActorTestKit.create();
+    private static final int DEVICE = Integer.getInteger("graphlane.gpu.test-device", 0);
+
+    @AfterAll
+    static void shutdown() {
+        KIT.shutdownTestKit();
+    }
+
+    @BeforeEach
+    void requireCuda() {
+        for (CudaLibrary library : new CudaLibrary[] {CudaLibrary.DRIVER, CudaLibrary.NVRTC, CudaLibrary.CUBLAS}) {
+            assumeTrue(CudaLibraries.isAvailable(library), () -> "the fixture on the GPU needs " + library.sharedObject() + ": "
+                    + CudaLibraries.unavailableReason(library).orElse(""));
+        }
+    }
+
+    @ParameterizedTest(name = "{0} stage(s)")
+    @ValueSource(ints = {1, 2})
+    void stagesOnTheGpuGiveTheReferenceLogitsAndGreedyTokens(int stageCount) {
+        ModelDirectory model = ModelDirectory.open(Fixture.dir(""));
+        try (GpuInference gpu = GpuInference.open(DEVICE)) {
+            GpuStream loadingLane = gpu.device().forkExecutors(gpu.device().rootExecutor(), 1).get(0);
+            // Stages run one after another from this thread, so they share one lane: its ops keep their order.
+            GpuStream computeLane = gpu.device().forkExecutors(gpu.device().rootExecutor(), 1).get(0);
+            NeuralOps<GpuMatrix> ops = gpu.ops(computeLane);
+            ActorRef<MaterializationSupervisor.Command<GpuParameter>> supervisor = KIT.spawn(gpu.supervisor(loadingLane,
+                    MaterializationSettings.fromConfig(KIT.system().settings().config())));
+            try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS);
+                 SupervisedWeightsLoader<GpuParameter, GpuMatrix> loader = new SupervisedWeightsLoader<>(supervisor,
+                         KIT.system().scheduler(), source, model.config(), TIMEOUT, gpu.weightSlots())) {
+                List<LlamaStage<GpuMatrix>> stages = new ArrayList<>();
+                for (StageSpec spec : StagePlan.balanced(model.config().layerCount(), stageCount).stages()) {
+                    stages.add(new LlamaStage<>(model.config(), loader.load(spec), ops));
+                    assertEquals(0, source.openLeaseCount(), "leases open after " + spec + ": " + source.openLeases());
+                }
+                try (StagedModel<GpuMatrix> staged = new StagedModel<>(stages)) {
+                    long id = 1;
+                    for (Fixture.Prompt prompt : Fixture.prompts()) {
+                        float[] last = staged.step(List.of(new Segment(id, 0, prompt.ids().length)), prompt.ids())[0];
+                        staged.endRequest(id++);
+                        assertClose(prompt.lastLogitsF32(), last, "last logits of a " + prompt.ids().length + "-token prompt at "
+                                + stageCount + " stage(s)");
+                        int[] greedy = SequentialGenerator.generate(staged, List.of(new io.graphlane.inference.generate.GenerationRequest(
+                                prompt.ids(), 16, SamplingParams.GREEDY))).get(0);
+                        assertArrayEquals(prompt.greedy16(), greedy, "greedy tokens at " + stageCount + " stage(s)");
+                    }
+                }
+                computeLane.synchronize(); // the caches' frees are enqueued behind the last step
+            } finally {
+                supervisor.tell(new MaterializationSupervisor.Stop<>());
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0} stage(s)")
+    @ValueSource(ints = {1, 2})
+    void thePipelineOnCudaStreamsGivesTheReferenceGreedyTokensForAllPromptsAtOnce(int stageCount) throws Exception {
+        List<Fixture.Prompt> prompts = Fixture.prompts();
+        try (InferencePipeline pipeline = InferencePipeline.builder().model(Fixture.dir("")).stages(stageCount)
+                .backend(GpuInference.device(DEVICE)).actorSystem(KIT.system()).build()) {
+            assertTrue(pipeline.backendDescription().startsWith("cuda"), pipeline.backendDescription());
+            List<GenerationRequest> requests = new ArrayList<>();
+            for (Fixture.Prompt p : prompts) {
+                requests.add(GenerationRequest.greedy(list(p.ids()), 16));
+            }
+            List<GenerationResult> results = pipeline.generateAll(requests, TIMEOUT);
+            for (int i = 0; i < prompts.size(); i++) {
+                assertEquals(list(prompts.get(i).greedy16()), results.get(i).generatedIds(), "prompt " + i + " at " + stageCount + " stage(s)");
+            }
+        }
+    }
+
+    private static List<Integer> list(int[] a) {
+        List<Integer> l = new ArrayList<>();
+        for (int v : a) {
+            l.add(v);
+        }
+        return l;
+    }
+
+    private static void assertClose(float[] expected, float[] actual, String what) {
+        assertEquals(expected.length, actual.length, what + ": length");
+        float worst = 0;
+        int at = -1;
+        for (int i = 0; i < expected.length; i++) {
+            float d = Math.abs(expected[i] - actual[i]);
+            if (d > worst) {
+                worst = d;
+                at = i;
+            }
+        }
+        assertTrue(worst <= LOGIT_TOLERANCE, what + ": max |diff| " + worst + " at " + at + " exceeds " + LOGIT_TOLERANCE);
+    }
+}
