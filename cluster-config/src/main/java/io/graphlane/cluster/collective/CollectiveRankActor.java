@@ -363,7 +363,7 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
             return Behaviors.stopped();
         }
         for (int r = 0; r < setup.size(); r++) {
-            if (r != setup.rank() && !lost[r]) {
+            if (r != setup.rank() && !lost[r] && !departed[r]) {
                 // Behind everything sent before, on the same ordered path: the peer has it all when this arrives.
                 outbox.get(r).add(new Goodbye(setup.rank()));
                 drain(r);
@@ -382,7 +382,7 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         if (peer != null) {
             peer.tell(new GoodbyeAck(setup.rank()));
         }
-        return this;
+        return finishCloseIfDone();
     }
 
     private Behavior<Command> onGoodbyeAck(GoodbyeAck ack) {
@@ -398,7 +398,8 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
             return this;
         }
         for (int r = 0; r < setup.size(); r++) {
-            if (r != setup.rank() && !lost[r] && !acked[r]) {
+            // A peer that said goodbye itself has finished its collectives and needs nothing more from this rank.
+            if (r != setup.rank() && !lost[r] && !acked[r] && !departed[r]) {
                 return this;
             }
         }
