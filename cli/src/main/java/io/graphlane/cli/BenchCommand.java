@@ -12,6 +12,7 @@ import picocli.CommandLine.Command;
             io.graphlane.cli.bench.PipelineBench.class,
             io.graphlane.cli.bench.LoadBench.class,
             io.graphlane.cli.bench.CollectiveBench.class,
+            io.graphlane.cli.bench.CollectiveWorker.class,
         })
 public final class BenchCommand implements Runnable {
     @CommandLine.Spec
