@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
             io.graphlane.cli.bench.DecodeBench.class,
             io.graphlane.cli.bench.LoadBench.class,
             io.graphlane.cli.bench.CollectiveBench.class,
+            io.graphlane.cli.bench.CollectiveWorker.class,
         })
 public final class BenchCommand implements Runnable {
     @CommandLine.Spec

@@ -5,6 +5,7 @@ import com.esotericsoftware.kryo.KryoException;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
 import com.esotericsoftware.kryo.util.Pool;
+import java.util.function.Function;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRefResolver;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
@@ -82,6 +83,19 @@ public abstract class PooledKryoSerializer extends JSerializer {
         } catch (WireFormatException e) {
             LOG.warn("{}", e.getMessage());
             throw e;
+        } finally {
+            pool.free(kryo);
+        }
+    }
+
+    /**
+     * Runs {@code use} with one of this serializer's pooled Kryo instances, for a subclass's own framing path (such
+     * as Artery's ByteBuffer one); the instance goes back to the pool when {@code use} returns or throws.
+     */
+    protected final <R> R withKryo(Function<Kryo, R> use) {
+        Kryo kryo = pool.obtain();
+        try {
+            return use.apply(kryo);
         } finally {
             pool.free(kryo);
         }

@@ -29,12 +29,17 @@ import picocli.CommandLine.Option;
  * nccl-tests definitions (size S: all-reduce and all-to-all the per-member buffer, all-gather the
  * gathered result; algbw = S / t; busbw = algbw × 2(n−1)/n for all-reduce, × (n−1)/n otherwise),
  * against a baseline measured in the same run: one thread copying the same S bytes out of a
- * buffer another thread handed it. The cross-node version needs the cluster transport and is not
- * measured here.
+ * buffer another thread handed it.
+ *
+ * <p>With {@code --nodes N} the group spans N JVMs on loopback, one rank each, over the cluster
+ * transport (rank actors over Artery, {@code io.graphlane.cluster.collective}); the baseline is then a
+ * plain socket copy of the same S bytes between two of those JVMs, measured in the same run, and the
+ * collective's time is the median over runs of its slowest rank.
  */
 @Command(name = "collective", mixinStandardHelpOptions = true,
-        description = {"One collective over N CPU lanes in this JVM (median of the runs), with nccl-tests algbw and busbw,",
-            "against a plain copy of the same bytes between two threads measured in the same run; ratio = busbw / copy."})
+        description = {"One collective over N CPU lanes in this JVM, or with --nodes over N node JVMs on loopback (median of the runs),",
+            "with nccl-tests algbw and busbw, against a baseline measured in the same run: a copy of the same bytes between two",
+            "threads (in this JVM) or a plain socket copy between two of the node JVMs (--nodes); ratio = busbw / baseline."})
 public final class CollectiveBench implements Callable<Integer> {
 
     @Option(names = "--op", paramLabel = "OP", defaultValue = "all-reduce", description = "all-reduce (default), all-gather or all-to-all.")
@@ -45,6 +50,14 @@ public final class CollectiveBench implements Callable<Integer> {
 
     @Option(names = "--members", paramLabel = "N", defaultValue = "2", description = "Members (lanes) of the group (default ${DEFAULT-VALUE}).")
     int members;
+
+    @Option(names = "--nodes", paramLabel = "N", description = {"Run across N node JVMs started on loopback (free ports), one rank each,",
+        "over the cluster transport; without it, --members lanes in this JVM."})
+    Integer nodes;
+
+    @Option(names = "--chunk-floats", paramLabel = "F", defaultValue = "262144",
+            description = "Across nodes: floats per payload chunk (default ${DEFAULT-VALUE} = 1 MiB).")
+    int chunkFloats;
 
     @Option(names = "--runs", paramLabel = "R", defaultValue = "7", description = "Measured runs after 2 warm-up runs; the median counts (default ${DEFAULT-VALUE}).")
     int runs;
@@ -59,14 +72,12 @@ public final class CollectiveBench implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        CollectiveKind kind = switch (op) {
-            case "all-reduce" -> CollectiveKind.ALL_REDUCE;
-            case "all-gather" -> CollectiveKind.ALL_GATHER;
-            case "all-to-all" -> CollectiveKind.ALL_TO_ALL;
-            default -> throw new GraphlaneException("--op must be all-reduce, all-gather or all-to-all, got '" + op + "'");
-        };
+        CollectiveKind kind = kindOf(op);
         if (mb < 1 || mb > 1024) {
             throw new GraphlaneException("--mb must be in [1, 1024], got " + mb);
+        }
+        if (nodes != null && (nodes < 2 || nodes > 16)) {
+            throw new GraphlaneException("--nodes must be in [2, 16], got " + nodes);
         }
         if (members < 1 || members > 64) {
             throw new GraphlaneException("--members must be in [1, 64], got " + members);
@@ -74,24 +85,59 @@ public final class CollectiveBench implements Callable<Integer> {
         if (runs < 1) {
             throw new GraphlaneException("--runs must be >= 1, got " + runs);
         }
+        if (chunkFloats < 1024 || chunkFloats > (1 << 20)) {
+            throw new GraphlaneException("--chunk-floats must be in [1024, 1048576], got " + chunkFloats);
+        }
+        int n = nodes != null ? nodes : members;
         long bytes = (long) mb << 20;
         int cols = 256;
         // Rows per member: S for all-reduce and all-to-all, S / n for all-gather; rounded to whole rows (and blocks for all-to-all).
         int totalRows = (int) (bytes / Float.BYTES / cols);
         int rows = switch (kind) {
-            case ALL_GATHER -> totalRows / members;
-            case ALL_TO_ALL -> totalRows / members * members;
+            case ALL_GATHER -> totalRows / n;
+            case ALL_TO_ALL -> totalRows / n * n;
             default -> totalRows;
         };
-        long size = (long) (kind == CollectiveKind.ALL_GATHER ? rows * members : rows) * cols * Float.BYTES;
+        long size = sizeBytes(kind, rows, cols, n);
+        double factor = kind == CollectiveKind.ALL_REDUCE ? 2.0 * (n - 1) / n : (double) (n - 1) / n;
+        PrintWriter out = spec.commandLine().getOut();
+        if (nodes != null) {
+            double[] measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, chunkFloats, spec.commandLine().getErr()).run();
+            double seconds = measured[0];
+            double algbw = size / seconds / 1e9;
+            double busbw = algbw * factor;
+            double tcp = size / measured[1] / 1e9;
+            double ratio = busbw / tcp;
+            if (json) {
+                ObjectNode o = new ObjectMapper().createObjectNode();
+                o.put("op", kind.label().replace('-', '_'));
+                o.put("nodes", nodes);
+                o.put("bytes", size);
+                o.put("seconds", seconds);
+                o.put("algbw_gb_per_s", algbw);
+                o.put("busbw_gb_per_s", busbw);
+                o.put("tcp_loopback_gb_per_s", tcp);
+                o.put("ratio", ratio);
+                o.put("transport", "artery");
+                o.put("runs", runs);
+                o.put("chunk_floats", chunkFloats);
+                o.put("cores", Runtime.getRuntime().availableProcessors());
+                out.println(o);
+            } else {
+                out.printf(Locale.ROOT, "%s over %d node JVMs on loopback, %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
+                        kind, nodes, size, seconds, algbw, busbw);
+                out.printf(Locale.ROOT, "baseline: plain socket copy of the same bytes between two of them %.3f GB/s; ratio busbw / tcp = %.2f%n",
+                        tcp, ratio);
+            }
+            out.flush();
+            return 0;
+        }
         double seconds = measureCollective(kind, rows, cols);
         double copySeconds = measureTwoThreadCopy((int) (size / Float.BYTES));
         double algbw = size / seconds / 1e9;
-        double factor = kind == CollectiveKind.ALL_REDUCE ? 2.0 * (members - 1) / members : (double) (members - 1) / members;
         double busbw = algbw * factor;
         double copy = size / copySeconds / 1e9;
         double ratio = busbw / copy;
-        PrintWriter out = spec.commandLine().getOut();
         if (json) {
             ObjectNode o = new ObjectMapper().createObjectNode();
             o.put("op", kind.label().replace('-', '_'));
@@ -109,10 +155,24 @@ public final class CollectiveBench implements Callable<Integer> {
             out.printf(Locale.ROOT, "%s over %d in-process member(s), %d bytes: %.4f s, algbw %.2f GB/s, busbw %.2f GB/s%n",
                     kind, members, size, seconds, algbw, busbw);
             out.printf(Locale.ROOT, "baseline: copy of the same bytes between two threads %.2f GB/s; ratio busbw / copy = %.2f%n", copy, ratio);
-            out.println("(across nodes the collectives need the cluster transport: not measured by this command)");
         }
         out.flush();
         return 0;
+    }
+
+    /** The collective {@code --op} names. */
+    static CollectiveKind kindOf(String op) {
+        return switch (op) {
+            case "all-reduce" -> CollectiveKind.ALL_REDUCE;
+            case "all-gather" -> CollectiveKind.ALL_GATHER;
+            case "all-to-all" -> CollectiveKind.ALL_TO_ALL;
+            default -> throw new GraphlaneException("--op must be all-reduce, all-gather or all-to-all, got '" + op + "'");
+        };
+    }
+
+    /** The size S of nccl-tests: the per-member buffer (all-reduce, all-to-all) or the gathered result (all-gather). */
+    static long sizeBytes(CollectiveKind kind, int rows, int cols, int n) {
+        return (long) (kind == CollectiveKind.ALL_GATHER ? rows * n : rows) * cols * Float.BYTES;
     }
 
     /** The median seconds of one collective on every member, from submitting the first to the last completion. */

@@ -30,6 +30,12 @@ public final class CpuCollectiveMember {
     private static final CpuNeuralOps ALLOCATOR = new CpuNeuralOps();
     /** Floats per block of a reduction: two blocks stay in the core's L1/L2 cache. */
     private static final int SCRATCH_FLOATS = 4096;
+    /**
+     * Over a transport that copies, how many chunks an exchange sends ahead of the one it waits for:
+     * the link then carries a stream of chunks instead of one chunk per round trip. The transport's
+     * own flow control bounds what is actually in flight.
+     */
+    static final int SEND_AHEAD = 8;
 
     private final String group;
     private final int rank;
@@ -63,6 +69,24 @@ public final class CpuCollectiveMember {
             pending.add(new ArrayDeque<>());
             answers.add(new ArrayDeque<>());
         }
+    }
+
+    /**
+     * Member {@code rank} of group {@code group} over {@code transport}: how one member is made where each
+     * member has its own transport endpoint (across nodes, one per node). Its collectives are synchronous
+     * and run on the calling thread, which must be the member's lane worker; every member of the group
+     * must be made with the same group name and settings.
+     *
+     * @throws IllegalArgumentException if {@code rank} is not in {@code [0, transport.size())}
+     */
+    public static CpuCollectiveMember over(String group, int rank, CollectiveTransport transport, CollectiveSettings settings) {
+        Objects.requireNonNull(group, "group");
+        Objects.requireNonNull(transport, "transport");
+        Objects.requireNonNull(settings, "settings");
+        if (rank < 0 || rank >= transport.size()) {
+            throw new IllegalArgumentException("collective group " + group + ": rank must be in [0, " + transport.size() + "), got " + rank);
+        }
+        return new CpuCollectiveMember(group, rank, transport, settings);
     }
 
     /** This member's rank in its group. */
@@ -345,6 +369,9 @@ public final class CpuCollectiveMember {
      * {@code dst} receives the received floats folded with {@code mine}'s at the same place (either may
      * be {@code dst} itself); without, they are copied.
      *
+     * <p>Over a transport that copies, sends run up to {@link #SEND_AHEAD} chunks ahead of the receive
+     * this waits for (a send never reads what this exchange receives).
+     *
      * <p>Over a transport that shares memory each side is one chunk lent by reference: the receiver
      * folds or copies straight from the sender's storage and answers {@link CollectiveMessage.Consumed},
      * and this returns only once its own chunk was answered for, so the storage may change afterwards.
@@ -355,15 +382,18 @@ public final class CpuCollectiveMember {
         long step = byReference ? Integer.MAX_VALUE : chunkFloats;
         long sendChunks = (sendLength + step - 1) / step;
         long recvChunks = (recvLength + step - 1) / step;
+        long ahead = byReference ? 0 : SEND_AHEAD;
+        long sent = 0;
         for (long c = 0; c < Math.max(sendChunks, recvChunks); c++) {
-            if (c < sendChunks) {
-                int at = (int) (sendOffset + c * step);
+            // The sends never depend on this exchange's receives, so they may run ahead of them.
+            for (; sent < sendChunks && sent <= c + ahead; sent++) {
+                int at = (int) (sendOffset + sent * step);
                 int length = (int) Math.min(step, sendOffset + sendLength - at);
                 ChunkLoan loan = byReference ? new ChunkLoan() : null;
                 if (loan != null) {
                     lent.add(loan);
                 }
-                transport.send(rank, to, new CollectiveMessage.Chunk(sequence, landsAt + c * step, src.slice(at, length).asReadOnlyBuffer(), loan));
+                transport.send(rank, to, new CollectiveMessage.Chunk(sequence, landsAt + sent * step, src.slice(at, length).asReadOnlyBuffer(), loan));
             }
             if (c < recvChunks) {
                 long expectedAt = recvOffset + c * step;

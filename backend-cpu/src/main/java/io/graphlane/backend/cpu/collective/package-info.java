@@ -19,8 +19,11 @@
  *
  * <p>Transport: members only exchange {@link io.graphlane.backend.cpu.collective.CollectiveMessage}s
  * through a {@link io.graphlane.backend.cpu.collective.CollectiveTransport}. In one JVM that is a
- * queue per member; across nodes a transport carrying the same messages between rank actors plugs
- * in without touching consensus or the algorithms.
+ * queue per member; across nodes it is the cluster transport of {@code io.graphlane.cluster.collective}
+ * (one endpoint per node), over which
+ * {@link io.graphlane.backend.cpu.collective.CpuCollectiveMember#over} makes each node's member, with
+ * consensus and the algorithms unchanged. Over a transport that copies, a member streams its segments
+ * as chunks of the group's chunk size and sends a few chunks ahead of the one it waits for.
  *
  * <p>Refuses: reductions the CPU does not compute (product, average) with
  * {@link io.graphlane.core.backend.AbsentCapabilityException}, before anything is queued; send

@@ -1,0 +1,153 @@
+package io.graphlane.cluster.collective;
+
+import io.graphlane.backend.cpu.collective.CollectiveMessage;
+import io.graphlane.backend.cpu.collective.CollectiveTransport;
+import java.nio.FloatBuffer;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.pekko.actor.typed.ActorRef;
+
+/**
+ * This node's endpoint of one collective group across nodes: the {@link CollectiveTransport} of rank
+ * {@link #localRank()}, made by {@link ClusterCollectives#join}. Make the rank's member over it with
+ * {@code CpuCollectiveMember.over(group, localRank(), transport, settings)}.
+ *
+ * <p>Owns: the rank's inbox (what {@link #poll} reads) and its rank actor, which carries messages to and from the other
+ * ranks' actors over Artery (framed by {@link CollectiveWireSerializer}). Guarantees: {@link #send} copies a chunk's
+ * floats and returns at once, never waiting for the receiver or the network; messages from one rank to another arrive
+ * in send order, each once; at most a window of chunks per peer is in flight (credit returned as this rank's member
+ * consumes them), so a large tensor streams and no queue overflows; a peer lost to the cluster (stopped, unreachable,
+ * left, removed) appears in the inbox as a {@link CollectiveMessage.Left} naming its rank.
+ *
+ * <p>Refuses: sending as or polling for another rank than the local one, a chunk lent by reference (this transport
+ * does not share memory), and any send after {@link #close}.
+ */
+public final class ClusterCollectiveTransport implements CollectiveTransport, AutoCloseable {
+    private final String group;
+    private final int rank;
+    private final int size;
+    private final LinkedBlockingQueue<Envelope> inbox;
+    private final ActorRef<CollectiveRankActor.Command> actor;
+    private final List<ActorRef<CollectiveRankActor.Command>> creditTargets;
+    private final int creditBatch;
+    private final Duration closeTimeout;
+    private final int[] consumed;
+    private final CompletionStage<?> systemTerminated;
+    private volatile boolean closed;
+
+    ClusterCollectiveTransport(String group, int rank, int size, LinkedBlockingQueue<Envelope> inbox,
+                               ActorRef<CollectiveRankActor.Command> actor, List<ActorRef<CollectiveRankActor.Command>> creditTargets,
+                               int creditBatch, Duration closeTimeout, CompletionStage<?> systemTerminated) {
+        this.group = group;
+        this.rank = rank;
+        this.size = size;
+        this.inbox = inbox;
+        this.actor = actor;
+        this.creditTargets = creditTargets;
+        this.creditBatch = creditBatch;
+        this.closeTimeout = closeTimeout;
+        this.consumed = new int[size];
+        this.systemTerminated = systemTerminated;
+    }
+
+    /** The rank this node holds in the group. */
+    public int localRank() {
+        return rank;
+    }
+
+    /** The group's name. */
+    public String group() {
+        return group;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    /** False: chunks cross nodes as copies. */
+    @Override
+    public boolean sharesMemory() {
+        return false;
+    }
+
+    @Override
+    public void send(int from, int to, CollectiveMessage message) {
+        Objects.requireNonNull(message, "message");
+        if (from != rank) {
+            throw new IllegalArgumentException("collective group " + group + ": this node's transport sends as rank " + rank + ", not " + from);
+        }
+        if (to < 0 || to >= size || to == rank) {
+            throw new IllegalArgumentException("collective group " + group + ": rank " + rank + " cannot send to rank " + to
+                    + " (ranks 0.." + (size - 1) + ", other than itself)");
+        }
+        if (closed) {
+            throw new IllegalStateException("collective group " + group + ": the transport of rank " + rank + " is closed");
+        }
+        CollectiveMessage outgoing = message;
+        if (message instanceof CollectiveMessage.Chunk chunk) {
+            if (chunk.loan() != null) {
+                throw new IllegalArgumentException("collective group " + group + ": a chunk lent by reference cannot cross nodes");
+            }
+            FloatBuffer values = chunk.values();
+            float[] copy = new float[values.remaining()];
+            values.get(values.position(), copy);
+            outgoing = new CollectiveMessage.Chunk(chunk.sequence(), chunk.offset(), FloatBuffer.wrap(copy), null);
+        }
+        actor.tell(new CollectiveRankActor.Send(to, outgoing));
+    }
+
+    @Override
+    public Envelope poll(int to, long timeoutNanos) throws InterruptedException {
+        if (to != rank) {
+            throw new IllegalArgumentException("collective group " + group + ": this node's transport receives for rank " + rank + ", not " + to);
+        }
+        Envelope envelope = inbox.poll(Math.max(0, timeoutNanos), TimeUnit.NANOSECONDS);
+        if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk) {
+            int from = envelope.from();
+            if (++consumed[from] >= creditBatch) {
+                creditTargets.get(from).tell(new CollectiveRankActor.Credit(rank, consumed[from]));
+                consumed[from] = 0;
+            }
+        }
+        return envelope;
+    }
+
+    /**
+     * Closes this rank's endpoint in order: what it sent is delivered first, then every live peer is told that this rank
+     * left in order (so it is not reported as lost), and the rank actor stops once they acknowledged or after the
+     * group's member timeout. The returned stage completes then; it never fails.
+     */
+    public CompletionStage<Void> closeAsync() {
+        closed = true;
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        actor.tell(new CollectiveRankActor.Close(done));
+        // With its actor system gone, the rank actor is gone too.
+        systemTerminated.whenComplete((t, e) -> done.complete(null));
+        return done;
+    }
+
+    /** {@link #closeAsync()}, waiting for it at most the group's member timeout and a little more. */
+    @Override
+    public void close() {
+        try {
+            closeAsync().toCompletableFuture().get(closeTimeout.toMillis() + 5_000, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // The rank actor stops at its own deadline; nothing is left to wait for.
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ClusterCollectiveTransport(" + group + ", rank " + rank + " of " + size + ")";
+    }
+}

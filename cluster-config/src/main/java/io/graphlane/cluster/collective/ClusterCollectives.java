@@ -1,0 +1,116 @@
+package io.graphlane.cluster.collective;
+
+import com.typesafe.config.Config;
+import io.graphlane.backend.cpu.collective.CollectiveSettings;
+import io.graphlane.backend.cpu.collective.CollectiveTransport.Envelope;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.LinkedBlockingQueue;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.receptionist.ServiceKey;
+
+/**
+ * Collective groups whose ranks live on different nodes of one Pekko cluster: {@link #join} makes this node's
+ * {@link ClusterCollectiveTransport} for one rank of one group, over which {@code CpuCollectiveMember.over} makes the
+ * rank's member. The ranks find each other through the receptionist (one {@link ServiceKey} per group) and exchange
+ * {@code CollectiveMessage}s as actor messages over Artery (see {@link ClusterCollectiveTransport}).
+ *
+ * <p>Configuration (reference.conf): {@code graphlane.cluster.collective.join-timeout} and {@code window-chunks}; the
+ * Artery large-message stream and its frame size under {@code graphlane.cluster.profiles.common}, which a node built
+ * by {@code NodeConfig} applies. Refuses a chunk size that does not fit the frame Artery would carry it in.
+ */
+public final class ClusterCollectives {
+    /**
+     * Bytes a chunk's frame holds besides its floats, with room to spare: Artery's envelope header (recipient path
+     * before it is compressed, serializer id, manifest) and the chunk's own header (class id, ranks, sequence, offset).
+     */
+    static final int CHUNK_FRAME_OVERHEAD = 1024;
+
+    private ClusterCollectives() {
+    }
+
+    /**
+     * Joins rank {@code rank} of the {@code size}-rank group {@code group} on the node of {@code system}, waiting for
+     * the other ranks at most {@code graphlane.cluster.collective.join-timeout}.
+     *
+     * @return completes with this rank's transport once every rank of the group has joined; fails with a
+     *         {@link ClusterCollectiveException} naming the ranks missing at the deadline, a rank claimed twice, or
+     *         a rank told another group size
+     * @throws IllegalArgumentException if the rank, size or chunk size is out of range (nothing was started)
+     */
+    public static CompletionStage<ClusterCollectiveTransport> join(ActorSystem<?> system, String group, int rank, int size,
+                                                                   CollectiveSettings settings) {
+        Objects.requireNonNull(system, "system");
+        return join(system, group, rank, size, settings, collectiveConfig(system).getDuration("join-timeout"));
+    }
+
+    /** Like {@link #join(ActorSystem, String, int, int, CollectiveSettings)} with an explicit deadline for the others to join. */
+    public static CompletionStage<ClusterCollectiveTransport> join(ActorSystem<?> system, String group, int rank, int size,
+                                                                   CollectiveSettings settings, Duration joinTimeout) {
+        Objects.requireNonNull(system, "system");
+        Objects.requireNonNull(group, "group");
+        Objects.requireNonNull(settings, "settings");
+        Objects.requireNonNull(joinTimeout, "joinTimeout");
+        if (group.isEmpty()) {
+            throw new IllegalArgumentException("collective group name must not be empty");
+        }
+        if (size < 1) {
+            throw new IllegalArgumentException("collective group " + group + ": size must be >= 1, got " + size);
+        }
+        if (rank < 0 || rank >= size) {
+            throw new IllegalArgumentException("collective group " + group + ": rank must be in [0, " + size + "), got " + rank);
+        }
+        if (joinTimeout.isNegative() || joinTimeout.isZero()) {
+            throw new IllegalArgumentException("collective group " + group + ": join timeout must be positive, got " + joinTimeout);
+        }
+        requireChunkFits(system.settings().config(), group, settings.chunkFloats());
+        int window = collectiveConfig(system).getInt("window-chunks");
+        if (window < 1) {
+            throw new IllegalArgumentException("graphlane.cluster.collective.window-chunks must be >= 1, got " + window);
+        }
+        LinkedBlockingQueue<Envelope> inbox = new LinkedBlockingQueue<>();
+        CompletableFuture<List<ActorRef<CollectiveRankActor.Command>>> joined = new CompletableFuture<>();
+        CollectiveRankActor.Setup setup = new CollectiveRankActor.Setup(group, rank, size, window, joinTimeout, settings.memberTimeout(),
+                inbox, joined);
+        CompletableFuture<ActorRef<CollectiveRankActor.Command>> spawned = new CompletableFuture<>();
+        CollectiveRanks.ID.apply(system).spawn(new CollectiveRanks.Spawn(setup, actorName(group, rank), spawned));
+        CompletionStage<?> terminated = system.getWhenTerminated();
+        int batch = Math.max(1, window / 4);
+        return spawned.thenCompose(actor -> joined.thenApply(credits -> new ClusterCollectiveTransport(group, rank, size, inbox, actor,
+                credits, batch, settings.memberTimeout(), terminated)));
+    }
+
+    /** The receptionist key the rank actors of {@code group} register under. */
+    static ServiceKey<CollectiveRankActor.Command> serviceKey(String group) {
+        return ServiceKey.create(CollectiveRankActor.Command.class, "graphlane-collective-" + group);
+    }
+
+    /** The rank actor's name: the group (URL-encoded, so any name is a valid path element) and the rank. */
+    static String actorName(String group, int rank) {
+        return URLEncoder.encode(group, StandardCharsets.UTF_8) + "-" + rank;
+    }
+
+    private static Config collectiveConfig(ActorSystem<?> system) {
+        return system.settings().config().getConfig("graphlane.cluster.collective");
+    }
+
+    /** Refuses a chunk whose frame exceeds the Artery frame the rank actors' messages travel in. */
+    static void requireChunkFits(Config config, String group, int chunkFloats) {
+        boolean large = config.getStringList("pekko.remote.artery.large-message-destinations").contains(CollectiveRanks.DESTINATIONS);
+        String key = large ? "pekko.remote.artery.advanced.maximum-large-frame-size" : "pekko.remote.artery.advanced.maximum-frame-size";
+        long frame = config.getBytes(key);
+        long needed = (long) chunkFloats * Float.BYTES + CHUNK_FRAME_OVERHEAD;
+        if (needed > frame) {
+            throw new IllegalArgumentException("collective group " + group + ": a chunk of " + chunkFloats + " floats needs a frame of "
+                    + needed + " bytes but " + key + " is " + frame + " bytes; lower the chunk size to at most "
+                    + (frame - CHUNK_FRAME_OVERHEAD) / Float.BYTES + " floats or raise " + key
+                    + (large ? "" : " (or list " + CollectiveRanks.DESTINATIONS + " in pekko.remote.artery.large-message-destinations)"));
+        }
+    }
+}

@@ -1,0 +1,329 @@
+package io.graphlane.cluster.collective;
+
+import com.esotericsoftware.kryo.Kryo;
+import com.esotericsoftware.kryo.KryoException;
+import com.esotericsoftware.kryo.Serializer;
+import com.esotericsoftware.kryo.io.ByteBufferInput;
+import com.esotericsoftware.kryo.io.ByteBufferOutput;
+import com.esotericsoftware.kryo.io.Input;
+import com.esotericsoftware.kryo.io.Output;
+import io.graphlane.actors.wire.PooledKryoSerializer;
+import io.graphlane.actors.wire.WireFormatException;
+import io.graphlane.actors.wire.WireRegistry;
+import io.graphlane.backend.cpu.collective.CollectiveDescriptor;
+import io.graphlane.backend.cpu.collective.CollectiveKind;
+import io.graphlane.backend.cpu.collective.CollectiveMessage;
+import io.graphlane.backend.cpu.collective.ReduceOp;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorRefResolver;
+import org.apache.pekko.serialization.ByteBufferSerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The wire format of the rank actors of collective groups across nodes ({@link CollectiveRankActor}'s wire messages):
+ * Kryo 5 with registration required, the fixed ids of {@link WireRegistry} plus this protocol's own from 210, actor
+ * refs through {@link ActorRefResolver}. A payload chunk is its header followed by its floats, little-endian, written
+ * and read in bulk.
+ *
+ * <p>Artery frames messages through the {@link ByteBufferSerializer} side: Kryo writes straight into Artery's pooled
+ * envelope buffer and the floats are one bulk copy each way, with no intermediate byte array. The byte-array side
+ * (from {@link PooledKryoSerializer}) writes the same frames, so either side reads either. A frame that is truncated,
+ * of an unknown class or with trailing bytes is refused with a logged {@link WireFormatException}; the node stays up.
+ */
+public final class CollectiveWireSerializer extends PooledKryoSerializer implements ByteBufferSerializer {
+    private static final Logger LOG = LoggerFactory.getLogger(CollectiveWireSerializer.class);
+
+    /** This serializer's Pekko identifier; the same on every node. */
+    public static final int IDENTIFIER = 474_210;
+
+    /** The protocol's classes with their fixed ids; never renumbered or reused. */
+    static final int HELLO_ID = 210;
+    static final int DELIVER_ID = 211;
+    static final int CREDIT_ID = 212;
+    static final int GOODBYE_ID = 213;
+    static final int GOODBYE_ACK_ID = 214;
+
+    private static final byte DESCRIPTOR = 0;
+    private static final byte CHUNK = 1;
+    private static final byte CONSUMED = 2;
+    private static final byte LEFT = 3;
+    /** The most floats one chunk frame may announce (a 2 GiB frame); anything larger is a corrupt frame. */
+    private static final int MAX_CHUNK_FLOATS = Integer.MAX_VALUE / Float.BYTES;
+    private static final int MAX_COUNTS = 1 << 20;
+
+    /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
+    public CollectiveWireSerializer(ExtendedActorSystem system) {
+        super(system);
+    }
+
+    @Override
+    protected Kryo newKryo(ActorRefResolver resolver) {
+        Kryo kryo = WireRegistry.newKryo(resolver);
+        kryo.register(CollectiveRankActor.Hello.class, new HelloSerializer(resolver), HELLO_ID);
+        kryo.register(CollectiveRankActor.Deliver.class, new DeliverSerializer(), DELIVER_ID);
+        kryo.register(CollectiveRankActor.Credit.class, new CreditSerializer(), CREDIT_ID);
+        kryo.register(CollectiveRankActor.Goodbye.class, new GoodbyeSerializer(), GOODBYE_ID);
+        kryo.register(CollectiveRankActor.GoodbyeAck.class, new GoodbyeAckSerializer(), GOODBYE_ACK_ID);
+        return kryo;
+    }
+
+    @Override
+    public int identifier() {
+        return IDENTIFIER;
+    }
+
+    /** Artery's path: frames {@code message} straight into {@code buf} from its position. */
+    @Override
+    public void toBinary(Object message, ByteBuffer buf) {
+        withKryo(kryo -> {
+            try {
+                ByteBufferOutput out = new ByteBufferOutput(buf, buf.limit());
+                kryo.writeClassAndObject(out, message);
+                return null;
+            } catch (IllegalArgumentException | KryoException | WireFormatException | java.nio.BufferOverflowException e) {
+                WireFormatException refused = e instanceof WireFormatException w ? w : new WireFormatException("cannot frame a "
+                        + message.getClass().getName() + " into a buffer of " + buf.remaining() + " bytes: " + firstLine(e), e);
+                LOG.warn("refused outgoing collective message: {}", refused.getMessage());
+                throw refused;
+            }
+        });
+    }
+
+    /** Artery's path: reads one frame from {@code buf}'s position to its limit. */
+    @Override
+    public Object fromBinary(ByteBuffer buf, String manifest) {
+        int bytes = buf.remaining();
+        return withKryo(kryo -> {
+            try {
+                ByteBufferInput in = new ByteBufferInput(buf);
+                Object message = kryo.readClassAndObject(in);
+                if (in.position() != in.limit()) {
+                    throw new WireFormatException("refused a frame of " + bytes + " bytes: " + (in.limit() - in.position())
+                            + " trailing bytes after a " + (message == null ? "null" : message.getClass().getName()));
+                }
+                if (message == null) {
+                    throw new WireFormatException("refused a frame of " + bytes + " bytes: it holds null, not a message");
+                }
+                return message;
+            } catch (KryoException | IllegalArgumentException | IndexOutOfBoundsException | java.nio.BufferUnderflowException e) {
+                WireFormatException refused = new WireFormatException("refused a frame of " + bytes + " bytes: " + firstLine(e)
+                        + " (truncated, or sent by a node with other registrations)", e);
+                LOG.warn("{}", refused.getMessage());
+                throw refused;
+            } catch (WireFormatException e) {
+                LOG.warn("{}", e.getMessage());
+                throw e;
+            }
+        });
+    }
+
+    private static String firstLine(Throwable e) {
+        String m = String.valueOf(e.getMessage());
+        int nl = m.indexOf('\n');
+        return nl < 0 ? m : m.substring(0, nl);
+    }
+
+    // ------------------------------------------------------------------ floats in bulk
+
+    /** Writes the floats of {@code values} (from its position to its limit), little-endian, in one bulk copy where it can. */
+    static void writeFloats(Output out, FloatBuffer values) {
+        int n = values.remaining();
+        if (out instanceof ByteBufferOutput bbo) {
+            ByteBuffer target = bbo.getByteBuffer();
+            int at = bbo.position();
+            long bytes = (long) n * Float.BYTES;
+            if (bytes > target.limit() - at) {
+                throw new WireFormatException("a collective chunk of " + n + " floats (" + bytes + " bytes) does not fit the "
+                        + (target.limit() - at) + " bytes left in the frame; lower the group's chunk size or raise Artery's"
+                        + " maximum-large-frame-size");
+            }
+            ByteBuffer view = target.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+            view.position(at);
+            view.asFloatBuffer().put(values.duplicate());
+            bbo.setPosition(at + (int) bytes);
+        } else if (values.hasArray()) {
+            out.writeFloats(values.array(), values.arrayOffset() + values.position(), n);
+        } else {
+            float[] copy = new float[n];
+            values.get(values.position(), copy);
+            out.writeFloats(copy, 0, n);
+        }
+    }
+
+    /** Reads {@code n} little-endian floats, in one bulk copy where it can. */
+    static float[] readFloats(Input in, int n) {
+        if (in instanceof ByteBufferInput bbi) {
+            long bytes = (long) n * Float.BYTES;
+            int at = bbi.position();
+            if (bytes > bbi.limit() - at) {
+                throw new WireFormatException("a collective chunk announces " + n + " floats but its frame holds only "
+                        + (bbi.limit() - at) + " more bytes");
+            }
+            float[] values = new float[n];
+            ByteBuffer view = bbi.getByteBuffer().duplicate().order(ByteOrder.LITTLE_ENDIAN);
+            view.position(at);
+            view.asFloatBuffer().get(values);
+            bbi.setPosition(at + (int) bytes);
+            return values;
+        }
+        return in.readFloats(n);
+    }
+
+    // ------------------------------------------------------------------ the messages
+
+    private static final class HelloSerializer extends Serializer<CollectiveRankActor.Hello> {
+        private final ActorRefResolver resolver;
+
+        HelloSerializer(ActorRefResolver resolver) {
+            this.resolver = resolver;
+        }
+
+        @Override
+        public void write(Kryo kryo, Output out, CollectiveRankActor.Hello h) {
+            out.writeString(h.group());
+            out.writeVarInt(h.rank(), true);
+            out.writeVarInt(h.size(), true);
+            out.writeString(resolver.toSerializationFormat(h.rankActor()));
+            out.writeString(resolver.toSerializationFormat(h.credits()));
+        }
+
+        @Override
+        public CollectiveRankActor.Hello read(Kryo kryo, Input in, Class<? extends CollectiveRankActor.Hello> type) {
+            String group = in.readString();
+            int rank = in.readVarInt(true);
+            int size = in.readVarInt(true);
+            ActorRef<CollectiveRankActor.Command> actor = resolver.resolveActorRef(in.readString());
+            ActorRef<CollectiveRankActor.Command> credits = resolver.resolveActorRef(in.readString());
+            return new CollectiveRankActor.Hello(group, rank, size, actor, credits);
+        }
+    }
+
+    private static final class DeliverSerializer extends Serializer<CollectiveRankActor.Deliver> {
+        @Override
+        public void write(Kryo kryo, Output out, CollectiveRankActor.Deliver d) {
+            out.writeVarInt(d.from(), true);
+            CollectiveMessage m = d.message();
+            if (m instanceof CollectiveMessage.Chunk c) {
+                if (c.loan() != null) {
+                    throw new WireFormatException("a collective chunk lent by reference cannot cross nodes");
+                }
+                out.writeByte(CHUNK);
+                out.writeVarLong(c.sequence(), true);
+                out.writeVarLong(c.offset(), true);
+                out.writeVarInt(c.values().remaining(), true);
+                writeFloats(out, c.values());
+            } else if (m instanceof CollectiveMessage.Descriptor desc) {
+                CollectiveDescriptor x = desc.descriptor();
+                out.writeByte(DESCRIPTOR);
+                out.writeVarLong(x.sequence(), true);
+                out.writeString(x.kind().name());
+                out.writeString(x.reduceOp() == null ? null : x.reduceOp().name());
+                out.writeString(x.dtype());
+                out.writeVarInt(x.rows(), true);
+                out.writeVarInt(x.cols(), true);
+                int[] counts = x.sendCounts();
+                out.writeVarInt(counts == null ? 0 : counts.length + 1, true);
+                if (counts != null) {
+                    out.writeInts(counts, 0, counts.length, true);
+                }
+            } else if (m instanceof CollectiveMessage.Consumed c) {
+                out.writeByte(CONSUMED);
+                out.writeVarLong(c.sequence(), true);
+                out.writeVarLong(c.offset(), true);
+            } else if (m instanceof CollectiveMessage.Left l) {
+                out.writeByte(LEFT);
+                out.writeVarInt(l.member(), true);
+                out.writeString(l.reason());
+            } else {
+                throw new WireFormatException("unknown collective message " + m);
+            }
+        }
+
+        @Override
+        public CollectiveRankActor.Deliver read(Kryo kryo, Input in, Class<? extends CollectiveRankActor.Deliver> type) {
+            int from = in.readVarInt(true);
+            byte tag = in.readByte();
+            CollectiveMessage m = switch (tag) {
+                case CHUNK -> {
+                    long sequence = in.readVarLong(true);
+                    long offset = in.readVarLong(true);
+                    int n = in.readVarInt(true);
+                    if (n < 0 || n > MAX_CHUNK_FLOATS) {
+                        throw new WireFormatException("a collective chunk of " + n + " floats; expected 0.." + MAX_CHUNK_FLOATS);
+                    }
+                    yield new CollectiveMessage.Chunk(sequence, offset, FloatBuffer.wrap(readFloats(in, n)), null);
+                }
+                case DESCRIPTOR -> {
+                    long sequence = in.readVarLong(true);
+                    CollectiveKind kind = enumOf(CollectiveKind.class, in.readString(), "operation");
+                    String op = in.readString();
+                    ReduceOp reduce = op == null ? null : enumOf(ReduceOp.class, op, "reduction");
+                    String dtype = in.readString();
+                    int rows = in.readVarInt(true);
+                    int cols = in.readVarInt(true);
+                    int counted = in.readVarInt(true);
+                    if (counted < 0 || counted > MAX_COUNTS + 1) {
+                        throw new WireFormatException("a collective descriptor with " + (counted - 1) + " send counts; expected at most " + MAX_COUNTS);
+                    }
+                    int[] counts = counted == 0 ? null : in.readInts(counted - 1, true);
+                    yield new CollectiveMessage.Descriptor(new CollectiveDescriptor(sequence, kind, reduce, dtype == null ? "" : dtype,
+                            rows, cols, counts));
+                }
+                case CONSUMED -> new CollectiveMessage.Consumed(in.readVarLong(true), in.readVarLong(true));
+                case LEFT -> new CollectiveMessage.Left(in.readVarInt(true), String.valueOf(in.readString()));
+                default -> throw new WireFormatException("unknown collective message tag " + tag + "; expected 0..3");
+            };
+            return new CollectiveRankActor.Deliver(from, m);
+        }
+
+        private static <E extends Enum<E>> E enumOf(Class<E> type, String name, String what) {
+            try {
+                return Enum.valueOf(type, String.valueOf(name));
+            } catch (IllegalArgumentException e) {
+                throw new WireFormatException("a collective descriptor names the unknown " + what + " '" + name + "'");
+            }
+        }
+    }
+
+    private static final class CreditSerializer extends Serializer<CollectiveRankActor.Credit> {
+        @Override
+        public void write(Kryo kryo, Output out, CollectiveRankActor.Credit c) {
+            out.writeVarInt(c.from(), true);
+            out.writeVarInt(c.chunks(), true);
+        }
+
+        @Override
+        public CollectiveRankActor.Credit read(Kryo kryo, Input in, Class<? extends CollectiveRankActor.Credit> type) {
+            return new CollectiveRankActor.Credit(in.readVarInt(true), in.readVarInt(true));
+        }
+    }
+
+    private static final class GoodbyeSerializer extends Serializer<CollectiveRankActor.Goodbye> {
+        @Override
+        public void write(Kryo kryo, Output out, CollectiveRankActor.Goodbye g) {
+            out.writeVarInt(g.from(), true);
+        }
+
+        @Override
+        public CollectiveRankActor.Goodbye read(Kryo kryo, Input in, Class<? extends CollectiveRankActor.Goodbye> type) {
+            return new CollectiveRankActor.Goodbye(in.readVarInt(true));
+        }
+    }
+
+    private static final class GoodbyeAckSerializer extends Serializer<CollectiveRankActor.GoodbyeAck> {
+        @Override
+        public void write(Kryo kryo, Output out, CollectiveRankActor.GoodbyeAck g) {
+            out.writeVarInt(g.from(), true);
+        }
+
+        @Override
+        public CollectiveRankActor.GoodbyeAck read(Kryo kryo, Input in, Class<? extends CollectiveRankActor.GoodbyeAck> type) {
+            return new CollectiveRankActor.GoodbyeAck(in.readVarInt(true));
+        }
+    }
+}

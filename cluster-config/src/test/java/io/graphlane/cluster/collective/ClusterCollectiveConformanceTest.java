@@ -1,0 +1,168 @@
+package io.graphlane.cluster.collective;
+
+import io.graphlane.backend.cpu.CpuBackend;
+import io.graphlane.backend.cpu.CpuCompletion;
+import io.graphlane.backend.cpu.CpuExecutor;
+import io.graphlane.backend.cpu.CpuWork;
+import io.graphlane.backend.cpu.collective.CollectiveMessage;
+import io.graphlane.backend.cpu.collective.CollectiveSettings;
+import io.graphlane.backend.cpu.collective.CollectiveTransport;
+import io.graphlane.backend.cpu.collective.CpuCollectiveGroup;
+import io.graphlane.backend.cpu.collective.CpuCollectives;
+import io.graphlane.backend.cpu.collective.ReduceOp;
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.core.backend.CollectiveBackend;
+import io.graphlane.core.backend.SubmissionBackend;
+import io.graphlane.core.completion.Completion;
+import io.graphlane.testkit.conformance.CollectiveConformanceSuite;
+import io.graphlane.testkit.conformance.ConformanceWork;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+
+/**
+ * The collective laws over the cluster transport: member i of every group is rank i on node i of four actor systems
+ * joined into one cluster over Artery on loopback, so every descriptor and chunk is framed by
+ * {@link CollectiveWireSerializer} and crosses a socket. The lanes all live in this JVM (the suite drives them), but each
+ * member sends and receives only through its own node's {@link ClusterCollectiveTransport}. Chunks are 1000 floats, so
+ * the suite's larger shapes stream as many uneven chunks, past the credit window.
+ */
+class ClusterCollectiveConformanceTest
+        extends CollectiveConformanceSuite<CpuExecutor, CpuCompletion, CpuWork, CpuTensor, CpuCollectiveGroup> {
+    private static final AtomicInteger GROUPS = new AtomicInteger();
+    private static List<ActorSystem<Void>> nodes;
+    private final CpuNeuralOps ops = new CpuNeuralOps();
+    private final List<ClusterCollectiveTransport> joined = new ArrayList<>();
+
+    @BeforeAll
+    static void formCluster() throws Exception {
+        nodes = CollectiveNodes.cluster(4);
+    }
+
+    @AfterAll
+    static void stopCluster() throws Exception {
+        CollectiveNodes.terminate(nodes);
+    }
+
+    @AfterEach
+    void closeGroups() throws Exception {
+        CollectiveNodes.closeAll(joined);
+        joined.clear();
+    }
+
+    /** Routes each member's sends and polls to its own node's transport, so one group object can span the nodes. */
+    private record ByRank(List<ClusterCollectiveTransport> ranks) implements CollectiveTransport {
+        @Override
+        public int size() {
+            return ranks.size();
+        }
+
+        @Override
+        public void send(int from, int to, CollectiveMessage message) {
+            ranks.get(from).send(from, to, message);
+        }
+
+        @Override
+        public Envelope poll(int to, long timeoutNanos) throws InterruptedException {
+            return ranks.get(to).poll(to, timeoutNanos);
+        }
+    }
+
+    @Override
+    protected CpuCollectiveGroup group(SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> backend, List<CpuExecutor> members,
+                                       Duration memberTimeout) {
+        String name = "conformance-" + GROUPS.incrementAndGet();
+        CollectiveSettings settings = new CollectiveSettings(memberTimeout, 1000);
+        try {
+            List<ClusterCollectiveTransport> ranks = CollectiveNodes.join(nodes, name, members.size(), settings);
+            joined.addAll(ranks);
+            return CpuCollectiveGroup.over(name, members, settings, new ByRank(ranks));
+        } catch (Exception e) {
+            throw new IllegalStateException("group " + name + " did not form", e);
+        }
+    }
+
+    @Override
+    protected SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> createBackend() {
+        return new CpuBackend();
+    }
+
+    @Override
+    protected CollectiveBackend<CpuExecutor, CpuTensor, CpuCollectiveGroup> collectivesFor(SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> backend) {
+        return new CpuCollectives((CpuBackend) backend);
+    }
+
+    @Override
+    protected ConformanceWork<CpuWork> workFor(SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> backend) {
+        return new ConformanceWork<>() {
+            @Override
+            public CpuWork noop() {
+                return CpuWork.NOOP;
+            }
+
+            @Override
+            public CpuWork failing(RuntimeException cause) {
+                return () -> {
+                    throw cause;
+                };
+            }
+
+            @Override
+            public CpuWork marker(Runnable onReached) {
+                return onReached::run;
+            }
+
+            @Override
+            public Gate<CpuWork> gate(String name) {
+                CountDownLatch open = new CountDownLatch(1);
+                CpuWork wait = () -> {
+                    if (!open.await(2, TimeUnit.MINUTES)) {
+                        throw new IllegalStateException("gate '" + name + "' was never opened");
+                    }
+                };
+                return Gate.of(wait, open::countDown);
+            }
+        };
+    }
+
+    @Override
+    protected CpuTensor tensor(CpuExecutor lane, float[] values, int rows, int cols) {
+        return ops.fromHost(values, rows, cols);
+    }
+
+    @Override
+    protected float[] read(CpuTensor tensor) {
+        float[] out = new float[tensor.rows() * tensor.cols()];
+        ops.toHost(tensor, out);
+        return out;
+    }
+
+    @Override
+    protected int rows(CpuTensor tensor) {
+        return tensor.rows();
+    }
+
+    @Override
+    protected void release(CpuTensor tensor) {
+        ops.release(tensor);
+    }
+
+    @Override
+    protected Completion leave(CpuCollectiveGroup group, CpuExecutor lane, RuntimeException cause) {
+        return ((CpuCollectives) collectives()).leave(group, lane, cause);
+    }
+
+    @Override
+    protected Optional<Runnable> unsupportedCollective(CpuCollectiveGroup group, CpuExecutor lane, CpuTensor value) {
+        return Optional.of(() -> ((CpuCollectives) collectives()).allReduce(value, ReduceOp.AVERAGE, group, lane));
+    }
+}
