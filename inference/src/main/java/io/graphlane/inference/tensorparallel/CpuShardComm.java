@@ -4,11 +4,15 @@ import io.graphlane.backend.cpu.collective.CpuCollectiveMember;
 import io.graphlane.backend.cpu.collective.ReduceOp;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 
-/** A shard's collectives on CPU lanes: the member's synchronous operations, run on the shard's lane worker. */
-final class CpuShardComm implements ShardComm<CpuTensor> {
+/**
+ * A shard's collectives on CPU lanes: the member's synchronous operations, run on the shard's lane worker. The
+ * member's transport decides where the other shards are: queues in this JVM, or rank actors on other nodes.
+ */
+public final class CpuShardComm implements ShardComm<CpuTensor> {
     private final CpuCollectiveMember member;
 
-    CpuShardComm(CpuCollectiveMember member) {
+    /** The collectives of {@code member}, whose rank is the shard's. */
+    public CpuShardComm(CpuCollectiveMember member) {
         this.member = member;
     }
 

@@ -50,6 +50,11 @@ public final class LlamaShard<T> implements AutoCloseable {
                 tp.kvHeadsPerRank() * config.headDim(), config.maxPositions());
     }
 
+    /** The shard's tensor-parallel rank. */
+    public int rank() {
+        return comm.rank();
+    }
+
     /** The shard's weights (owned by whoever loaded them). */
     public ShardWeights<T> weights() {
         return weights;
