@@ -10,28 +10,47 @@ import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.backend.cpu.collective.CollectiveSettings;
+import io.graphlane.backend.cpu.collective.CpuCollectiveMember;
+import io.graphlane.cluster.ClusterConfigException;
 import io.graphlane.cluster.HostedStages;
+import io.graphlane.cluster.collective.ClusterCollectiveTransport;
+import io.graphlane.cluster.collective.ClusterCollectives;
 import io.graphlane.cluster.LaneStageHosting;
 import io.graphlane.cluster.StageHosting;
 import io.graphlane.core.graph.LaneId;
+import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.model.CpuModels;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.inference.stage.StageSpec;
+import io.graphlane.inference.tensorparallel.CpuShardComm;
+import io.graphlane.inference.tensorparallel.LeadShardStage;
+import io.graphlane.inference.tensorparallel.LlamaShard;
+import io.graphlane.inference.tensorparallel.ShardWeights;
+import io.graphlane.inference.tensorparallel.ShardedWeightsLoader;
+import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.weights.StageWeightsAssembly;
 import io.graphlane.inference.weights.StageWeightsLoader;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,18 +60,40 @@ import org.slf4j.LoggerFactory;
  * checkpoint source maps only the tensors those stages read), starts one CPU lane per stage and the node's
  * {@link StageHost}, and registers the host under {@link StageHostKeys#stage} for each hosted stage once its weights
  * are bound. Loading runs on {@code loader}, never on the caller's thread.
+ *
+ * <p>With tensor parallelism T &gt; 1 a node holds one shard of one stage ({@link io.graphlane.cluster.ParallelLayout}):
+ * it reads only its shard's selections of the checkpoint (its heads of q/k/v, its columns of gate/up, its slices of o
+ * and down), starts one lane, and joins the stage's collective group ({@code tp-stage-i}, over the cluster) as its
+ * shard's rank. Shard 0 then finds the {@link ShardHost}s of the other shards, and only then registers the stage's
+ * {@link StageHost}: a stage is served once all its shards are up. Shards 1 and up register their {@link ShardHost}
+ * under {@link StageHostKeys#shard}.
  */
 public final class ModelStageHosting implements StageHosting {
     private static final Logger LOG = LoggerFactory.getLogger(ModelStageHosting.class);
 
+    private static final Duration SHARD_HOST_POLL = Duration.ofMillis(200);
+
     private final Path modelDir;
     private final int stageCount;
+    private final int tensorParallel;
     private final Executor loader;
 
     /** Hosting of {@code modelDir} split into {@code stageCount} stages, loading on {@code loader}. */
     public ModelStageHosting(Path modelDir, int stageCount, Executor loader) {
+        this(modelDir, stageCount, 1, loader);
+    }
+
+    /**
+     * Hosting of {@code modelDir} split into {@code stageCount} stages of {@code tensorParallel} shards each (the
+     * layout of {@link io.graphlane.cluster.ParallelLayout}), loading on {@code loader}.
+     */
+    public ModelStageHosting(Path modelDir, int stageCount, int tensorParallel, Executor loader) {
+        if (tensorParallel < 1) {
+            throw new ClusterConfigException("--tensor-parallel must be >= 1, got " + tensorParallel);
+        }
         this.modelDir = modelDir;
         this.stageCount = stageCount;
+        this.tensorParallel = tensorParallel;
         this.loader = loader;
     }
 
@@ -62,7 +103,125 @@ public final class ModelStageHosting implements StageHosting {
             return CompletableFuture.completedFuture(new HostedStages(Map.of(), CompletableFuture.completedFuture(null),
                     () -> CompletableFuture.completedFuture(null)));
         }
+        if (tensorParallel > 1) {
+            if (stages.size() != 1) {
+                throw new ClusterConfigException("with --tensor-parallel " + tensorParallel + " a node holds one shard of one stage,"
+                        + " but rank " + rank + " was given stages " + stages);
+            }
+            int stage = stages.get(0);
+            int shard = rank % tensorParallel;
+            return CompletableFuture.supplyAsync(() -> loadShard(stage, shard), loader)
+                    .thenCompose(loaded -> startShard(system, loaded));
+        }
         return CompletableFuture.supplyAsync(() -> start(system, stages), loader);
+    }
+
+    /** One shard's weights, read from the checkpoint, before its lane and group exist. */
+    private record LoadedShard(LlamaConfig config, TensorParallelism tp, StageSpec spec, ShardWeights<CpuTensor> weights,
+                               CpuNeuralOps loadOps) {
+        int shard() {
+            return weights.rank();
+        }
+
+        String group() {
+            return "tp-stage-" + spec.index();
+        }
+    }
+
+    private LoadedShard loadShard(int stage, int shard) {
+        ModelDirectory model = ModelDirectory.open(modelDir);
+        TensorParallelism tp = new TensorParallelism(model.config(), tensorParallel);
+        StageSpec spec = StagePlan.balanced(model.config().layerCount(), stageCount).stage(stage);
+        CpuNeuralOps loadOps = new CpuNeuralOps();
+        CpuNeuralBackend.setBlasThreads(1);
+        try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
+            ShardWeights<CpuTensor> weights = new ShardedWeightsLoader<>(source, tp, loadOps, loadOps::fromBuffer).load(spec, shard);
+            LOG.info("shard {} of {} of stage {} of {} loaded: layers {}", shard, tensorParallel, stage, stageCount, spec.layers());
+            return new LoadedShard(model.config(), tp, spec, weights, loadOps);
+        }
+    }
+
+    private CompletionStage<HostedStages> startShard(ActorSystem<?> system, LoadedShard loaded) {
+        int stage = loaded.spec().index();
+        CollectiveSettings settings = CollectiveSettings.defaults();
+        CompletionStage<ClusterCollectiveTransport> joined;
+        try {
+            joined = ClusterCollectives.join(system, loaded.group(), loaded.shard(), tensorParallel, settings);
+        } catch (RuntimeException e) {
+            ShardedWeightsLoader.release(loaded.weights(), loaded.loadOps());
+            throw e;
+        }
+        return joined.whenComplete((transport, error) -> {
+            if (error != null) {
+                ShardedWeightsLoader.release(loaded.weights(), loaded.loadOps());
+            }
+        }).thenCompose(transport -> {
+            CpuCollectiveMember member = CpuCollectiveMember.over(loaded.group(), loaded.shard(), transport, settings);
+            LlamaShard<CpuTensor> shard = new LlamaShard<>(loaded.tp(), loaded.weights(), new CpuNeuralOps(), new CpuShardComm(member));
+            CpuBackend backend = new CpuBackend();
+            String laneName = LaneStageHosting.laneName(stage);
+            LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes = LaneGroup.builder(system, backend).lanes(laneName).spawn();
+            LaneId lane = new LaneId(laneName);
+            Supplier<CompletionStage<Void>> stop = () -> lanes.stop().thenCompose(stopped -> {
+                // The lane has finished its work: nothing reads the caches or weights any more.
+                shard.close();
+                ShardedWeightsLoader.release(loaded.weights(), loaded.loadOps());
+                return transport.closeAsync();
+            }).thenRun(backend::close);
+            String node = Cluster.get(system).selfMember().address().toString();
+            if (loaded.shard() > 0) {
+                ActorRef<ShardHost.Command> host = system.systemActorOf(ShardHost.create(shard, lane, lanes.registry(),
+                        "shard " + loaded.shard() + " of stage " + stage + " on " + node), "shard-host", Props.empty());
+                system.receptionist().tell(Receptionist.register(StageHostKeys.shard(stage, loaded.shard()), host));
+                return CompletableFuture.completedFuture(new HostedStages(Map.of(), CompletableFuture.completedFuture(null), stop));
+            }
+            Duration patience = system.settings().config().getDuration("graphlane.cluster.formation-timeout");
+            return shardHosts(system, stage, System.nanoTime() + patience.toNanos()).thenApply(shardHosts -> {
+                StageHost.HostedStage hosted = new StageHost.HostedStage(new LeadShardStage<>(shard), loaded.spec().isLast(),
+                        loaded.config(), lane, shardHosts);
+                ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(Map.of(stage, hosted), lanes.registry(),
+                        node), "stage-host", Props.empty());
+                system.receptionist().tell(Receptionist.register(StageHostKeys.stage(stage), host));
+                return new HostedStages(Map.of(stage, lanes.lane(laneName)), CompletableFuture.completedFuture(null), stop);
+            }).whenComplete((hosted, error) -> {
+                if (error != null) {
+                    stop.get();
+                }
+            });
+        });
+    }
+
+    /** The hosts of shards 1.. of {@code stage}, once the Receptionist knows each of them, or a failure at the deadline. */
+    private CompletionStage<List<ActorRef<ShardHost.Command>>> shardHosts(ActorSystem<?> system, int stage, long deadlineNanos) {
+        List<CompletionStage<Receptionist.Listing>> finds = new ArrayList<>();
+        for (int t = 1; t < tensorParallel; t++) {
+            ServiceKey<ShardHost.Command> key = StageHostKeys.shard(stage, t);
+            finds.add(AskPattern.ask(system.receptionist(), (ActorRef<Receptionist.Listing> replyTo) -> Receptionist.find(key, replyTo),
+                    Duration.ofSeconds(5), system.scheduler()));
+        }
+        CompletableFuture<?>[] all = finds.stream().map(CompletionStage::toCompletableFuture).toArray(CompletableFuture[]::new);
+        return CompletableFuture.allOf(all).thenCompose(ignored -> {
+            List<ActorRef<ShardHost.Command>> found = new ArrayList<>();
+            List<Integer> missing = new ArrayList<>();
+            for (int t = 1; t < tensorParallel; t++) {
+                Set<ActorRef<ShardHost.Command>> instances = finds.get(t - 1).toCompletableFuture().join()
+                        .getServiceInstances(StageHostKeys.shard(stage, t));
+                if (instances.isEmpty()) {
+                    missing.add(t);
+                } else {
+                    found.add(instances.iterator().next());
+                }
+            }
+            if (missing.isEmpty()) {
+                return CompletableFuture.completedFuture(found);
+            }
+            if (System.nanoTime() > deadlineNanos) {
+                return CompletableFuture.failedFuture(new ClusterConfigException("stage " + stage + ": the hosts of shards " + missing
+                        + " did not register before graphlane.cluster.formation-timeout"));
+            }
+            Executor later = CompletableFuture.delayedExecutor(SHARD_HOST_POLL.toMillis(), TimeUnit.MILLISECONDS);
+            return CompletableFuture.supplyAsync(() -> null, later).thenCompose(x -> shardHosts(system, stage, deadlineNanos));
+        });
     }
 
     private HostedStages start(ActorSystem<?> system, List<Integer> stages) {

@@ -6,14 +6,17 @@ import io.graphlane.actors.wire.ActivationFrame;
 import io.graphlane.actors.wire.WireTensor;
 import io.graphlane.backend.cpu.CpuWork;
 import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.completion.PoisonedPreconditionException;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.core.tensor.Shape;
+import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
 import java.util.Collections;
@@ -30,6 +33,7 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
 
 /**
  * The stage host of one node: owns the lanes of the stages its rank hosts and runs their steps for the engine on
@@ -39,12 +43,18 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * logits go to the engine. The consumer submits its own forward only once the frame has arrived, so stages order
  * across nodes by message, with no global barrier. A failed forward poisons the stages after it: a {@link Poisoned}
  * travels down the rest of the route and the last stage reports the root failure to the engine.
+ *
+ * <p>A tensor-parallel stage is hosted here by its shard 0, with the {@link ShardHost}s of its other shards on other
+ * nodes: each step (and each {@link Forget}) is told to them in this host's submission order, so every shard runs the
+ * same steps in the same order and their collectives line up. The host watches them: once one is gone, it withdraws
+ * the stage from the Receptionist (the serving node then reports the stage unavailable) and fails its steps at once,
+ * naming the lost shard, rather than letting each one wait for the collective's timeout.
  */
 public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private static final int REMEMBERED_FORGOTTEN = 4096;
 
     /** What a stage host accepts. */
-    public sealed interface Command permits Run, Poisoned, Forget, LaneAnswer {
+    public sealed interface Command permits Run, Poisoned, Forget, LaneAnswer, ShardLost {
     }
 
     /**
@@ -85,8 +95,28 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     record LaneAnswer(LaneProtocol.LaneReply reply) implements Command {
     }
 
-    /** One hosted stage: the model stage and the lane its work runs on. */
-    public record HostedStage(LlamaStage<CpuTensor> llama, LaneId lane) {
+    /** The host of shard {@code shard} of stage {@code stage} has stopped or its node has left. */
+    record ShardLost(int stage, int shard, String host) implements Command {
+    }
+
+    /**
+     * One hosted stage: what a step runs, whether it is the model's last stage, the model, the lane its work runs on,
+     * and, for a tensor-parallel stage, the hosts of its shards 1, 2, … (empty otherwise).
+     */
+    public record HostedStage(StageForward<CpuTensor> forward, boolean last, LlamaConfig config, LaneId lane,
+                              List<ActorRef<ShardHost.Command>> shards) {
+        /** Copies the shard hosts. */
+        public HostedStage {
+            Objects.requireNonNull(forward, "forward");
+            Objects.requireNonNull(config, "config");
+            Objects.requireNonNull(lane, "lane");
+            shards = List.copyOf(shards);
+        }
+
+        /** A whole stage on one lane. */
+        public HostedStage(LlamaStage<CpuTensor> llama, LaneId lane) {
+            this(llama, llama.spec().isLast(), llama.config(), lane, List.of());
+        }
     }
 
     /** One step in flight on this node: the copy-out it waits for and what it fills. */
@@ -98,6 +128,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private final String node;
     private final ActorRef<LaneProtocol.LaneReply> replies;
     private final Map<CompletionHandle, InFlight> waiting = new HashMap<>();
+    /** Why a tensor-parallel stage can no longer run, by stage. */
+    private final Map<Integer, String> lost = new HashMap<>();
     /** Requests recently forgotten: a step of theirs still on its way is dropped rather than caching them again. */
     private final Set<Long> forgotten = Collections.newSetFromMap(new LinkedHashMap<>() {
         @Override
@@ -112,6 +144,12 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         this.registry = registry;
         this.node = node;
         this.replies = context.messageAdapter(LaneProtocol.LaneReply.class, LaneAnswer::new);
+        this.stages.forEach((stage, hosted) -> {
+            for (int i = 0; i < hosted.shards().size(); i++) {
+                ActorRef<ShardHost.Command> shard = hosted.shards().get(i);
+                context.watchWith(shard, new ShardLost(stage, i + 1, shard.path().address().toString()));
+            }
+        });
     }
 
     /**
@@ -129,6 +167,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 .onMessage(Poisoned.class, this::onPoisoned)
                 .onMessage(Forget.class, this::onForget)
                 .onMessage(LaneAnswer.class, this::onLaneAnswer)
+                .onMessage(ShardLost.class, this::onShardLost)
                 .build();
     }
 
@@ -145,7 +184,13 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                     + run.stage() + "; it hosts " + stages.keySet())));
             return this;
         }
-        LlamaStage<CpuTensor> llama = hosted.llama();
+        String gone = lost.get(run.stage());
+        if (gone != null) {
+            CompletionHandle none = new CompletionHandle(node, hosted.lane(), 0);
+            poisonDownstream(run, none, new Outcome.Failed(new GraphlaneException(gone)));
+            return this;
+        }
+        StageForward<CpuTensor> llama = hosted.forward();
         NeuralOps<CpuTensor> ops = llama.ops();
         int rows = run.stage() == 0 ? run.tokens().length : (int) run.input().activation().shape().dims()[0];
         List<Segment> segments = List.of(new Segment(run.requestId(), run.startPosition(), rows));
@@ -166,9 +211,9 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 ops.release(in);
             }
         };
-        boolean last = llama.spec().isLast();
+        boolean last = hosted.last();
         int outRows = last ? 1 : rows;
-        int outCols = last ? llama.config().vocabSize() : llama.config().hiddenSize();
+        int outCols = last ? hosted.config().vocabSize() : hosted.config().hiddenSize();
         CpuWork copyOut = () -> {
             StageOutput<CpuTensor> out = produced.getAndSet(null);
             try {
@@ -183,6 +228,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         CompletionHandle forwardHandle = CompletionHandle.local(hosted.lane(), first);
         CompletionHandle copyHandle = CompletionHandle.local(hosted.lane(), first + 1);
         ActorRef<LaneProtocol.Command> lane = registry.lane(hosted.lane());
+        ShardHost.Step shardStep = new ShardHost.Step(run.requestId(), run.step(), run.startPosition(), rows);
+        hosted.shards().forEach(shard -> shard.tell(shardStep));
         lane.tell(LaneProtocol.Submit.of(forwardHandle, forward, replies).inRequest(run.requestId()).consumedBy(1));
         lane.tell(LaneProtocol.Submit.of(copyHandle, copyOut, replies).after(forwardHandle).inRequest(run.requestId()));
         waiting.put(copyHandle, new InFlight(run, new CompletionHandle(node, hosted.lane(), first), copied, outRows, outCols));
@@ -257,9 +304,23 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         forgotten.add(forget.requestId());
         for (HostedStage hosted : stages.values()) {
             CompletionHandle handle = CompletionHandle.local(hosted.lane(), registry.reserveSequences(1));
-            CpuWork drop = () -> hosted.llama().endRequest(forget.requestId());
+            CpuWork drop = () -> hosted.forward().endRequest(forget.requestId());
             registry.lane(hosted.lane()).tell(LaneProtocol.Submit.of(handle, drop, replies));
+            hosted.shards().forEach(shard -> shard.tell(new ShardHost.Forget(forget.requestId())));
         }
+        return this;
+    }
+
+    private Behavior<Command> onShardLost(ShardLost shardLost) {
+        if (lost.containsKey(shardLost.stage())) {
+            return this;
+        }
+        String why = "shard " + shardLost.shard() + " of tensor-parallel stage " + shardLost.stage() + " (on " + shardLost.host()
+                + ") is gone; the stage hosted on " + node + " cannot run until the cluster hosts it again";
+        lost.put(shardLost.stage(), why);
+        getContext().getLog().warn(why);
+        getContext().getSystem().receptionist().tell(Receptionist.deregister(StageHostKeys.stage(shardLost.stage()),
+                getContext().getSelf()));
         return this;
     }
 }

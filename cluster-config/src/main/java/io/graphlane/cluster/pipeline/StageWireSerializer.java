@@ -20,7 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The wire format of the cross-node stage protocol ({@link StageHost} and {@link StageReply} messages): Kryo 5 with
+ * The wire format of the cross-node stage protocol ({@link StageHost}, {@link ShardHost} and {@link StageReply} messages): Kryo 5 with
  * registration required, the fixed ids of {@link WireRegistry} (frames, tensors, handles, outcomes) plus this
  * protocol's own fixed ids from 200, actor refs through {@link ActorRefResolver}. A frame of an unknown class,
  * truncated or with trailing bytes is refused with a logged {@link WireFormatException}; the node stays up.
@@ -35,6 +35,8 @@ public final class StageWireSerializer extends PooledKryoSerializer {
     static final int FORGET_ID = 202;
     static final int STEP_DONE_ID = 203;
     static final int STEP_FAILED_ID = 204;
+    static final int SHARD_STEP_ID = 205;
+    static final int SHARD_FORGET_ID = 206;
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public StageWireSerializer(ExtendedActorSystem system) {
@@ -50,6 +52,8 @@ public final class StageWireSerializer extends PooledKryoSerializer {
         kryo.register(StageHost.Forget.class, new ForgetSerializer(), FORGET_ID);
         kryo.register(StageReply.StepDone.class, new StepDoneSerializer(), STEP_DONE_ID);
         kryo.register(StageReply.StepFailed.class, new StepFailedSerializer(), STEP_FAILED_ID);
+        kryo.register(ShardHost.Step.class, new ShardStepSerializer(), SHARD_STEP_ID);
+        kryo.register(ShardHost.Forget.class, new ShardForgetSerializer(), SHARD_FORGET_ID);
         return kryo;
     }
 
@@ -191,6 +195,40 @@ public final class StageWireSerializer extends PooledKryoSerializer {
         public StageReply.StepFailed read(Kryo kryo, Input in, Class<? extends StageReply.StepFailed> type) {
             return new StageReply.StepFailed(in.readVarLong(false), in.readVarLong(true), in.readVarInt(true), in.readString(),
                     kryo.readObject(in, Outcome.Failed.class));
+        }
+    }
+
+    private static final class ShardStepSerializer extends Serializer<ShardHost.Step> {
+        @Override
+        public void write(Kryo kryo, Output out, ShardHost.Step s) {
+            out.writeVarLong(s.requestId(), false);
+            out.writeVarLong(s.step(), true);
+            out.writeVarInt(s.startPosition(), true);
+            out.writeVarInt(s.rows(), true);
+        }
+
+        @Override
+        public ShardHost.Step read(Kryo kryo, Input in, Class<? extends ShardHost.Step> type) {
+            long request = in.readVarLong(false);
+            long step = in.readVarLong(true);
+            int start = in.readVarInt(true);
+            int rows = in.readVarInt(true);
+            if (rows < 1 || rows > 1 << 20) {
+                throw new WireFormatException("shard step of " + rows + " rows; expected 1 to " + (1 << 20));
+            }
+            return new ShardHost.Step(request, step, start, rows);
+        }
+    }
+
+    private static final class ShardForgetSerializer extends Serializer<ShardHost.Forget> {
+        @Override
+        public void write(Kryo kryo, Output out, ShardHost.Forget f) {
+            out.writeVarLong(f.requestId(), false);
+        }
+
+        @Override
+        public ShardHost.Forget read(Kryo kryo, Input in, Class<? extends ShardHost.Forget> type) {
+            return new ShardHost.Forget(in.readVarLong(false));
         }
     }
 }
