@@ -10,9 +10,10 @@ import io.graphlane.cluster.LaneStageHosting;
 import io.graphlane.cluster.NodeIdentity;
 import io.graphlane.cluster.NodeSettings;
 import io.graphlane.cluster.StageHosting;
-import io.graphlane.cluster.StagePlacement;
+import io.graphlane.cluster.ParallelLayout;
 import io.graphlane.cluster.pipeline.ClusterPipeline;
 import io.graphlane.cluster.pipeline.ModelStageHosting;
+import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.server.OpenAiServer;
 import java.io.PrintWriter;
@@ -32,7 +33,9 @@ import picocli.CommandLine.Option;
  * rank (given, or derived from membership), hosts the lanes of stage i on rank i mod N, registers them with the
  * Receptionist and reports readiness on Pekko Management ({@code /ready}, {@code /alive}, {@code /cluster/members}).
  * With {@code --model} it loads only the weights of its stages; the serving node (rank 0, or {@code --serve}) runs
- * the OpenAI-compatible server over the stages of every node.
+ * the OpenAI-compatible server over the stages of every node. With {@code --tensor-parallel T} every node holds one
+ * shard of one stage (rank r: shard r mod T of stage r / T; N = stages × T) and the shards of a stage all-reduce
+ * over the cluster.
  */
 @Command(name = "node",
         mixinStandardHelpOptions = true,
@@ -51,8 +54,13 @@ public final class NodeCommand implements Callable<Integer> {
             defaultValue = "1")
     int nodes;
 
-    @Option(names = "--stages", description = "Pipeline stages over the cluster; stage i runs on rank i mod N (default: --nodes).")
+    @Option(names = "--stages", description = "Pipeline stages over the cluster; stage i runs on rank i mod N (default: --nodes,"
+            + " or --nodes / T with --tensor-parallel T).")
     Integer stages;
+
+    @Option(names = "--tensor-parallel", paramLabel = "T", defaultValue = "1", description = "Shards per stage, one per node:"
+            + " rank r holds shard r mod T of stage r / T, so --nodes must be stages x T (needs --model; default: ${DEFAULT-VALUE}).")
+    int tensorParallel;
 
     @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory to host and serve.")
     Path model;
@@ -90,23 +98,32 @@ public final class NodeCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         Config base = ConfigFactory.load();
         NodeSettings settings = settings(base);
-        int stageCount = stages == null ? nodes : stages;
-        StagePlacement.stagesOf(0, nodes, stageCount);
+        if (tensorParallel < 1) {
+            throw new ClusterConfigException("--tensor-parallel must be >= 1, got " + tensorParallel);
+        }
+        int stageCount = stages != null ? stages : tensorParallel > 1 && nodes % tensorParallel == 0 ? nodes / tensorParallel : nodes;
+        ParallelLayout layout = new ParallelLayout(nodes, stageCount, tensorParallel);
         if (Boolean.TRUE.equals(serve) && model == null) {
             throw new ClusterConfigException("--serve needs --model: a node serves the model its cluster hosts");
+        }
+        if (tensorParallel > 1 && model == null) {
+            throw new ClusterConfigException("--tensor-parallel " + tensorParallel + " needs --model: shards split a model's weights");
         }
         ModelDirectory directory = model == null ? null : ModelDirectory.open(model);
         if (directory != null && stageCount > directory.config().layerCount()) {
             throw new ClusterConfigException("--stages " + stageCount + " is more than the model's " + directory.config().layerCount()
                     + " layers (num_hidden_layers in " + model.resolve("config.json") + ")");
         }
+        if (directory != null && tensorParallel > 1) {
+            new TensorParallelism(directory.config(), tensorParallel);
+        }
         StageHosting hosting = directory == null ? new LaneStageHosting<>(new CpuBackend())
-                : new ModelStageHosting(model, stageCount, Executors.newSingleThreadExecutor(r -> {
+                : new ModelStageHosting(model, stageCount, tensorParallel, Executors.newSingleThreadExecutor(r -> {
                     Thread t = new Thread(r, "stage-loader");
                     t.setDaemon(true);
                     return t;
                 }));
-        GraphlaneNode node = GraphlaneNode.start(settings, base, stageCount, hosting);
+        GraphlaneNode node = GraphlaneNode.start(settings, base, layout, hosting);
         boolean serving = model != null && (serve != null ? serve : settings.rank().orElse(-1) == 0);
         if (serving) {
             ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, stageCount,
@@ -122,7 +139,8 @@ public final class NodeCommand implements Callable<Integer> {
         out.flush();
         node.hosted().whenComplete((NodeIdentity id, Throwable error) -> {
             if (error == null) {
-                out.println("graphlane node " + id.address() + ": rank " + id.rank() + " of " + id.nodes() + ", stages "
+                out.println("graphlane node " + id.address() + ": rank " + id.rank() + " of " + id.nodes() + ", "
+                        + (tensorParallel > 1 ? "shard " + id.shard() + " of " + tensorParallel + " of stage " : "stages ")
                         + id.stages() + " of " + stageCount + " up");
                 out.flush();
             }

@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Timeout;
  * The local cluster as a user runs it: {@code local-cluster.sh start 3} starts three node JVMs from the built jar on
  * loopback, the serving node answers {@code /v1/completions} with the fixture's greedy tokens through stages on all
  * three, a {@code kill -9} of a non-serving node fails requests with a 503 naming it, and the same start command
- * brings the node back without restarting the others. Runs in the integration-test phase, after the jar is built.
+ * brings the node back without restarting the others; and four nodes holding two stages of two tensor-parallel shards
+ * each answer with the same tokens. Runs in the integration-test phase, after the jar is built.
  */
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class LocalClusterIT {
@@ -111,5 +112,20 @@ class LocalClusterIT {
         HttpResponse<String> back = completeOnceAvailable(prompts.get(0).get("ids"), Duration.ofSeconds(60));
         assertEquals(200, back.statusCode(), back.body());
         assertEquals(prompts.get(0).get("greedy_16"), JSON.readTree(back.body()).get("choices").get(0).get("token_ids"));
+    }
+
+    @Test
+    void fourNodesHoldingTwoStagesOfTwoShardsServeTheFixturesGreedyTokens() throws Exception {
+        Files.createDirectories(RUN_DIR);
+        JsonNode prompts = JSON.readTree(FIXTURE.resolve("reference.json").toFile()).get("prompts");
+        assertEquals(0, script("start", "4", "--model", startArgs(), "--stages", "2", "--tensor-parallel", "2"),
+                "cluster formed; see " + RUN_DIR);
+        for (JsonNode p : prompts) {
+            HttpResponse<String> r = completeOnceAvailable(p.get("ids"), Duration.ofSeconds(60));
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(p.get("greedy_16"), JSON.readTree(r.body()).get("choices").get(0).get("token_ids"));
+        }
+        String shardLog = Files.readString(RUN_DIR.resolve("node-3.log"));
+        assertTrue(shardLog.contains("shard 1 of 2 of stage [1]"), "node 3 holds shard 1 of stage 1: " + shardLog);
     }
 }

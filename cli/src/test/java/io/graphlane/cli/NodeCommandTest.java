@@ -56,4 +56,22 @@ class NodeCommandTest {
         assertEquals("2", tooMany[0]);
         assertTrue(tooMany[1].contains("--stages 5 is more than the model's 4 layers"), tooMany[1]);
     }
+
+    @Test
+    void tensorParallelNeedsAModelOneShardPerNodeAndDividingHeads() throws Exception {
+        String[] noModel = run("node", "--rank", "0", "--nodes", "4", "--stages", "2", "--tensor-parallel", "2");
+        assertEquals("2", noModel[0]);
+        assertTrue(noModel[1].contains("--tensor-parallel 2 needs --model"), noModel[1]);
+        java.nio.file.Path dir = java.nio.file.Path.of(getClass().getResource("/tiny-llama/config.json").toURI()).getParent();
+        String[] wrongNodes = run("node", "--rank", "0", "--nodes", "3", "--stages", "2", "--tensor-parallel", "2", "--model",
+                dir.toString());
+        assertEquals("2", wrongNodes[0]);
+        assertTrue(wrongNodes[1].contains("--stages 2 x --tensor-parallel 2 needs --nodes 4") && wrongNodes[1].contains("got --nodes 3"),
+                wrongNodes[1]);
+        String[] kvHeads = run("node", "--rank", "0", "--nodes", "4", "--stages", "1", "--tensor-parallel", "4", "--model",
+                dir.toString());
+        assertEquals("2", kvHeads[0]);
+        assertTrue(kvHeads[1].contains("num_key_value_heads = 2"), kvHeads[1]);
+        assertEquals(1, kvHeads[1].strip().lines().count(), "one line, no stack trace: " + kvHeads[1]);
+    }
 }
