@@ -1,5 +1,9 @@
 package io.graphlane.testkit.conformance;
 
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
 /**
  * The work a backend's conformance test makes for {@link SubmissionConformanceSuite}: four kinds
  * that every backend can build from its own native work, so the same laws run on the CPU, the
@@ -29,6 +33,53 @@ public interface ConformanceWork<W> {
      * latch the worker waits on; on a GPU a host-written flag the stream waits on, blocking no other stream).
      */
     Gate<W> gate(String name);
+
+    /** An action a lane runs on its own host thread; a thrown exception fails the work. */
+    @FunctionalInterface
+    interface HostAction {
+        /** Runs the action. */
+        void run() throws Exception;
+    }
+
+    /**
+     * The four kinds for a backend whose work runs on its lane's own host thread (a CPU worker): each is a
+     * {@link HostAction} made native by {@code adapt}, and a gate is a latch the lane thread waits on, for two
+     * minutes at most, so a test that never opens it fails instead of hanging.
+     *
+     * @param noop the backend's work that does nothing
+     * @param adapt turns an action into the backend's work
+     */
+    static <W> ConformanceWork<W> onHostThread(W noop, Function<HostAction, W> adapt) {
+        return new ConformanceWork<>() {
+            @Override
+            public W noop() {
+                return noop;
+            }
+
+            @Override
+            public W failing(RuntimeException cause) {
+                return adapt.apply(() -> {
+                    throw cause;
+                });
+            }
+
+            @Override
+            public W marker(Runnable onReached) {
+                return adapt.apply(onReached::run);
+            }
+
+            @Override
+            public Gate<W> gate(String name) {
+                CountDownLatch open = new CountDownLatch(1);
+                W wait = adapt.apply(() -> {
+                    if (!open.await(2, TimeUnit.MINUTES)) {
+                        throw new IllegalStateException("gate '" + name + "' was never opened");
+                    }
+                });
+                return Gate.of(wait, open::countDown);
+            }
+        };
+    }
 
     /**
      * A gate made by {@link ConformanceWork#gate}.

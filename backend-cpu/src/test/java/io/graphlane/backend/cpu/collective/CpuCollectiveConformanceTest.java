@@ -14,8 +14,6 @@ import io.graphlane.testkit.conformance.ConformanceWork;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The collective laws on CPU lanes in one JVM, over the default in-process transport: segments are
@@ -37,35 +35,7 @@ class CpuCollectiveConformanceTest extends CollectiveConformanceSuite<CpuExecuto
 
     @Override
     protected ConformanceWork<CpuWork> workFor(SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> backend) {
-        return new ConformanceWork<>() {
-            @Override
-            public CpuWork noop() {
-                return CpuWork.NOOP;
-            }
-
-            @Override
-            public CpuWork failing(RuntimeException cause) {
-                return () -> {
-                    throw cause;
-                };
-            }
-
-            @Override
-            public CpuWork marker(Runnable onReached) {
-                return onReached::run;
-            }
-
-            @Override
-            public Gate<CpuWork> gate(String name) {
-                CountDownLatch open = new CountDownLatch(1);
-                CpuWork wait = () -> {
-                    if (!open.await(2, TimeUnit.MINUTES)) {
-                        throw new IllegalStateException("gate '" + name + "' was never opened");
-                    }
-                };
-                return Gate.of(wait, open::countDown);
-            }
-        };
+        return ConformanceWork.onHostThread(CpuWork.NOOP, action -> action::run);
     }
 
     @Override
