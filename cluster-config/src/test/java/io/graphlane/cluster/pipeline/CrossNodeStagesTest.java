@@ -6,14 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import io.graphlane.actors.wire.ActivationFrame;
 import io.graphlane.actors.wire.RemoteFailureException;
 import io.graphlane.actors.wire.WireTensor;
-import io.graphlane.cluster.ClusterProfile;
 import io.graphlane.cluster.GraphlaneNode;
-import io.graphlane.cluster.NodeIdentity;
 import io.graphlane.cluster.NodeSettings;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
@@ -23,13 +19,10 @@ import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.model.ModelDirectory;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -64,7 +57,7 @@ class CrossNodeStagesTest {
     static void formCluster() throws Exception {
         model = Path.of(CrossNodeStagesTest.class.getResource("/tiny-llama/config.json").toURI()).getParent();
         reference = new ObjectMapper().readTree(model.resolve("reference.json").toFile());
-        settings = localCluster();
+        settings = FixtureNodes.localCluster(NODES);
         for (int rank = 0; rank < NODES; rank++) {
             RUNNING.add(start(rank));
         }
@@ -89,16 +82,7 @@ class CrossNodeStagesTest {
     @Test
     @Order(1)
     void stagesOnThreeNodesGenerateTheFixturesGreedyTokens() throws Exception {
-        List<GenerationRequest> requests = new ArrayList<>();
-        List<List<Integer>> expected = new ArrayList<>();
-        for (JsonNode p : reference.get("prompts")) {
-            requests.add(GenerationRequest.greedy(ints(p.get("ids")), 16));
-            expected.add(ints(p.get("greedy_16")));
-        }
-        List<GenerationResult> results = pipeline.generateAll(requests, Duration.ofSeconds(60));
-        for (int i = 0; i < requests.size(); i++) {
-            assertEquals(expected.get(i), results.get(i).generatedIds(), "greedy tokens of prompt " + requests.get(i).promptIds());
-        }
+        FixtureNodes.assertGreedyTokens(pipeline, reference, Duration.ofSeconds(60));
     }
 
     @Test
@@ -152,9 +136,9 @@ class CrossNodeStagesTest {
         RUNNING.get(2).hosted().toCompletableFuture().get(60, TimeUnit.SECONDS);
         awaitAvailable();
         JsonNode first = reference.get("prompts").get(0);
-        GenerationResult again = pipeline.generateAll(List.of(GenerationRequest.greedy(ints(first.get("ids")), 16)),
+        GenerationResult again = pipeline.generateAll(List.of(GenerationRequest.greedy(FixtureNodes.ints(first.get("ids")), 16)),
                 Duration.ofSeconds(30)).get(0);
-        assertEquals(ints(first.get("greedy_16")), again.generatedIds());
+        assertEquals(FixtureNodes.ints(first.get("greedy_16")), again.generatedIds());
     }
 
     private static Throwable catchFailure(CompletableFuture<GenerationResult> result) throws Exception {
@@ -167,13 +151,7 @@ class CrossNodeStagesTest {
     }
 
     private static void awaitAvailable() throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (pipeline.unavailableReason().isPresent()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("the pipeline is still unavailable: " + pipeline.unavailableReason().get());
-            }
-            Thread.sleep(100); // paces the polling only
-        }
+        FixtureNodes.awaitUntil("the pipeline is available", () -> pipeline.unavailableReason().isEmpty());
     }
 
     private static ActorRef<StageHost.Command> hostOf(int stage) {
@@ -187,36 +165,7 @@ class CrossNodeStagesTest {
     }
 
     private static GraphlaneNode start(int rank) {
-        Config base = ConfigFactory.parseString("""
-                pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
-                pekko.loglevel = WARNING
-                pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
-                pekko.coordinated-shutdown.run-by-actor-system-terminate = off
-                """).withFallback(ConfigFactory.load());
-        return GraphlaneNode.start(settings.get(rank), base, NODES, new ModelStageHosting(model, NODES, LOADER));
+        return GraphlaneNode.start(settings.get(rank), FixtureNodes.base(), NODES, new ModelStageHosting(model, NODES, LOADER));
     }
 
-    private static List<NodeSettings> localCluster() throws Exception {
-        List<ServerSocket> sockets = new ArrayList<>();
-        for (int i = 0; i < 2 * NODES; i++) {
-            sockets.add(new ServerSocket(0));
-        }
-        int[] ports = sockets.stream().mapToInt(ServerSocket::getLocalPort).toArray();
-        for (ServerSocket s : sockets) {
-            s.close();
-        }
-        List<Integer> management = Arrays.stream(ports, NODES, 2 * NODES).boxed().toList();
-        List<NodeSettings> all = new ArrayList<>();
-        for (int rank = 0; rank < NODES; rank++) {
-            all.add(new NodeSettings(ClusterProfile.LOCAL, NODES, OptionalInt.of(rank), "127.0.0.1", ports[rank],
-                    management.get(rank), management, List.of(), false));
-        }
-        return all;
-    }
-
-    private static List<Integer> ints(JsonNode array) {
-        List<Integer> out = new ArrayList<>();
-        array.forEach(n -> out.add(n.asInt()));
-        return out;
-    }
 }
