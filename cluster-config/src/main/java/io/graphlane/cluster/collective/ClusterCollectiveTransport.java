@@ -40,11 +40,12 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
     private final Duration closeTimeout;
     private final int[] consumed;
     private final CompletionStage<?> systemTerminated;
+    private final SocketPayloadPlane plane;
     private volatile boolean closed;
 
     ClusterCollectiveTransport(String group, int rank, int size, LinkedBlockingQueue<Envelope> inbox,
                                ActorRef<CollectiveRankActor.Command> actor, List<ActorRef<CollectiveRankActor.Command>> creditTargets,
-                               int creditBatch, Duration closeTimeout, CompletionStage<?> systemTerminated) {
+                               int creditBatch, Duration closeTimeout, CompletionStage<?> systemTerminated, SocketPayloadPlane plane) {
         this.group = group;
         this.rank = rank;
         this.size = size;
@@ -55,6 +56,7 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
         this.closeTimeout = closeTimeout;
         this.consumed = new int[size];
         this.systemTerminated = systemTerminated;
+        this.plane = plane;
     }
 
     /** The rank this node holds in the group. */
@@ -91,11 +93,16 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
         if (closed) {
             throw new IllegalStateException("collective group " + group + ": the transport of rank " + rank + " is closed");
         }
+        if (message instanceof CollectiveMessage.Chunk chunk && chunk.loan() != null) {
+            throw new IllegalArgumentException("collective group " + group + ": a chunk lent by reference cannot cross nodes");
+        }
+        if (plane != null) {
+            // Framed (the floats copied) on this thread; the link's writer thread does the rest.
+            plane.send(to, message);
+            return;
+        }
         CollectiveMessage outgoing = message;
         if (message instanceof CollectiveMessage.Chunk chunk) {
-            if (chunk.loan() != null) {
-                throw new IllegalArgumentException("collective group " + group + ": a chunk lent by reference cannot cross nodes");
-            }
             FloatBuffer values = chunk.values();
             float[] copy = new float[values.remaining()];
             values.get(values.position(), copy);
@@ -110,7 +117,9 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
             throw new IllegalArgumentException("collective group " + group + ": this node's transport receives for rank " + rank + ", not " + to);
         }
         Envelope envelope = inbox.poll(Math.max(0, timeoutNanos), TimeUnit.NANOSECONDS);
-        if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk) {
+        if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk && plane != null) {
+            plane.consumed(envelope.from());
+        } else if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk) {
             int from = envelope.from();
             if (++consumed[from] >= creditBatch) {
                 creditTargets.get(from).tell(new CollectiveRankActor.Credit(rank, consumed[from]));
@@ -128,7 +137,11 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
     public CompletionStage<Void> closeAsync() {
         closed = true;
         CompletableFuture<Void> done = new CompletableFuture<>();
-        actor.tell(new CollectiveRankActor.Close(done));
+        if (plane != null) {
+            plane.closeAsync(closeTimeout.toMillis()).whenComplete((v, e) -> actor.tell(new CollectiveRankActor.Close(done)));
+        } else {
+            actor.tell(new CollectiveRankActor.Close(done));
+        }
         // With its actor system gone, the rank actor is gone too.
         systemTerminated.whenComplete((t, e) -> done.complete(null));
         return done;

@@ -45,8 +45,13 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
     sealed interface Command {
     }
 
-    /** Wire: rank {@code rank} of {@code group} ({@code size} ranks) is {@code rankActor}; credits for it go to {@code credits}. */
-    record Hello(String group, int rank, int size, ActorRef<Command> rankActor, ActorRef<Command> credits) implements Command {
+    /**
+     * Wire: rank {@code rank} of {@code group} ({@code size} ranks) is {@code rankActor}; credits for it go to {@code credits}.
+     * With the socket payload plane, its server socket is {@code payloadHost:payloadPort} and a lower rank connecting there
+     * presents {@code payloadNonce}; with the Artery plane the port is 0.
+     */
+    record Hello(String group, int rank, int size, ActorRef<Command> rankActor, ActorRef<Command> credits,
+                 String payloadHost, int payloadPort, long payloadNonce) implements Command {
     }
 
     /** Wire: a collective message from rank {@code from}. */
@@ -76,6 +81,14 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
     private record Listed(Receptionist.Listing listing) implements Command {
     }
 
+    /** Local: the payload socket to rank {@code rank} is up (socket plane). */
+    private record LinkUp(int rank) implements Command {
+    }
+
+    /** Local: the payload socket to rank {@code rank} could not be set up (socket plane). */
+    private record LinkFailed(int rank, String why) implements Command {
+    }
+
     private record MemberChanged(ClusterEvent.MemberEvent event) implements Command {
     }
 
@@ -86,9 +99,13 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         JOIN, CLOSE
     }
 
-    /** How the rank actor is set up. */
+    /**
+     * How the rank actor is set up: {@code plane} is the socket payload plane, or null when the member's messages travel
+     * through the rank actors over Artery; {@code status} is shared with the plane.
+     */
     record Setup(String group, int rank, int size, int window, Duration joinTimeout, Duration closeTimeout,
-                 BlockingQueue<Envelope> inbox, CompletableFuture<List<ActorRef<Command>>> joined) {
+                 BlockingQueue<Envelope> inbox, CompletableFuture<List<ActorRef<Command>>> joined, PeerStatus status,
+                 SocketPayloadPlane plane) {
     }
 
     private final Setup setup;
@@ -99,8 +116,9 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
     private final List<ActorRef<Command>> peerCredits;
     private final List<ArrayDeque<Command>> outbox;
     private final int[] creditLeft;
-    private final boolean[] lost;
-    private final boolean[] departed;
+    private final PeerStatus status;
+    private final SocketPayloadPlane plane;
+    private final boolean[] linkUp;
     private final boolean[] acked;
     private final Set<ActorRef<Command>> greeted = new HashSet<>();
     private boolean joined;
@@ -122,8 +140,10 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         }
         creditLeft = new int[n];
         Arrays.fill(creditLeft, setup.window());
-        lost = new boolean[n];
-        departed = new boolean[n];
+        status = setup.status();
+        plane = setup.plane();
+        linkUp = new boolean[n];
+        linkUp[setup.rank()] = true;
         acked = new boolean[n];
         peers.set(setup.rank(), context.getSelf());
         ActorRef<Command> self = context.getSelf();
@@ -137,6 +157,19 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         if (n == 1) {
             completeJoin();
             return;
+        }
+        if (plane != null) {
+            plane.start(new SocketPayloadPlane.Listener() {
+                @Override
+                public void linkUp(int peer) {
+                    self.tell(new LinkUp(peer));
+                }
+
+                @Override
+                public void linkFailed(int peer, String why) {
+                    self.tell(new LinkFailed(peer, why));
+                }
+            });
         }
         context.getSystem().receptionist().tell(Receptionist.register(key, self));
         context.getSystem().receptionist().tell(Receptionist.subscribe(key, context.messageAdapter(Receptionist.Listing.class, Listed::new)));
@@ -160,6 +193,8 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
                 .onMessage(Credit.class, this::onCredit)
                 .onMessage(Listed.class, this::onListed)
                 .onMessage(Hello.class, this::onHello)
+                .onMessage(LinkUp.class, this::onLinkUp)
+                .onMessage(LinkFailed.class, this::onLinkFailed)
                 .onMessage(Goodbye.class, this::onGoodbye)
                 .onMessage(GoodbyeAck.class, this::onGoodbyeAck)
                 .onMessage(Close.class, this::onClose)
@@ -175,7 +210,7 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
     // ------------------------------------------------------------------ payload
 
     private Behavior<Command> onSend(Send send) {
-        if (!lost[send.to()]) {
+        if (!status.isLost(send.to())) {
             outbox.get(send.to()).add(new Deliver(setup.rank(), send.message()));
             drain(send.to());
         }
@@ -240,7 +275,9 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
     }
 
     private Hello hello() {
-        return new Hello(setup.group(), setup.rank(), setup.size(), getContext().getSelf(), credits);
+        return plane == null
+                ? new Hello(setup.group(), setup.rank(), setup.size(), getContext().getSelf(), credits, "", 0, 0L)
+                : new Hello(setup.group(), setup.rank(), setup.size(), getContext().getSelf(), credits, plane.host(), plane.port(), plane.nonce());
     }
 
     private Behavior<Command> onHello(Hello hello) {
@@ -256,18 +293,51 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         if (known != null && !known.equals(hello.rankActor())) {
             return joinFailed("rank " + hello.rank() + " is claimed both by " + known.path().address() + " and by " + where);
         }
+        boolean peerUsesSockets = hello.payloadPort() > 0;
+        if (peerUsesSockets != (plane != null)) {
+            return joinFailed("rank " + hello.rank() + " on " + where + " carries payload over " + (peerUsesSockets ? "sockets" : "Artery")
+                    + ", this rank over " + (plane != null ? "sockets" : "Artery")
+                    + "; set graphlane.cluster.collective.payload alike on every node");
+        }
         if (known == null) {
             peers.set(hello.rank(), hello.rankActor());
             peerCredits.set(hello.rank(), hello.credits());
             getContext().watch(hello.rankActor());
+            if (plane != null) {
+                plane.peerNode(hello.rank(), where);
+                if (hello.rank() > setup.rank()) {
+                    plane.connect(hello.rank(), hello.payloadHost(), hello.payloadPort(), hello.payloadNonce());
+                }
+            }
         }
         if (greeted.add(hello.rankActor())) {
             hello.rankActor().tell(hello());
         }
         drain(hello.rank());
-        if (!joined && !peers.contains(null)) {
-            completeJoin();
+        return completeJoinIfReady();
+    }
+
+    private Behavior<Command> onLinkUp(LinkUp up) {
+        linkUp[up.rank()] = true;
+        return completeJoinIfReady();
+    }
+
+    private Behavior<Command> onLinkFailed(LinkFailed failed) {
+        return joinFailed("the payload socket to rank " + failed.rank() + " could not be set up: " + failed.why());
+    }
+
+    private Behavior<Command> completeJoinIfReady() {
+        if (joined || peers.contains(null)) {
+            return this;
         }
+        if (plane != null) {
+            for (boolean up : linkUp) {
+                if (!up) {
+                    return this;
+                }
+            }
+        }
+        completeJoin();
         return this;
     }
 
@@ -282,10 +352,17 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
             return this;
         }
         List<Integer> missing = new ArrayList<>();
+        List<Integer> unlinked = new ArrayList<>();
         for (int r = 0; r < setup.size(); r++) {
             if (peers.get(r) == null) {
                 missing.add(r);
+            } else if (plane != null && !linkUp[r]) {
+                unlinked.add(r);
             }
+        }
+        if (missing.isEmpty()) {
+            return joinFailed("the payload sockets to ranks " + unlinked + " were not up within " + setup.joinTimeout()
+                    + " (check that the nodes reach each other's Artery hosts on any TCP port)");
         }
         return joinFailed("ranks " + missing + " did not join within " + setup.joinTimeout()
                 + " (check that every rank joins the group with the same name and size and that their nodes are members of this cluster)");
@@ -305,7 +382,7 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
 
     private Behavior<Command> onTerminated(Terminated terminated) {
         int r = peers.indexOf(terminated.getRef());
-        if (r >= 0 && departed[r]) {
+        if (r >= 0 && status.isDeparted(r)) {
             // It left in order and may have stopped before this rank's goodbye reached it: nothing more can come.
             acked[r] = true;
         } else if (r >= 0) {
@@ -341,14 +418,9 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
 
     /** Reports rank {@code r} lost to the member, once; a rank that said goodbye left in order and is not reported. */
     private void peerLost(int r, String why) {
-        if (lost[r] || departed[r]) {
-            return;
+        if (status.lost(r, why)) {
+            outbox.get(r).clear();
         }
-        lost[r] = true;
-        outbox.get(r).clear();
-        setup.inbox().add(new Envelope(r, new CollectiveMessage.Left(r, "member " + r + " of collective group " + setup.group()
-                + " was lost: " + why)));
-        getContext().getLog().warn("collective group {} rank {}: member {} was lost: {}", setup.group(), setup.rank(), r, why);
     }
 
     // ------------------------------------------------------------------ close
@@ -359,11 +431,12 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
             return this;
         }
         closing = close.done();
-        if (!joined) {
+        if (!joined || plane != null) {
+            // With the socket plane the goodbyes went over the sockets before the transport sent Close.
             return Behaviors.stopped();
         }
         for (int r = 0; r < setup.size(); r++) {
-            if (r != setup.rank() && !lost[r] && !departed[r]) {
+            if (r != setup.rank() && status.isLive(r)) {
                 // Behind everything sent before, on the same ordered path: the peer has it all when this arrives.
                 outbox.get(r).add(new Goodbye(setup.rank()));
                 drain(r);
@@ -377,7 +450,7 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         if (!isPeer(goodbye.from(), goodbye)) {
             return this;
         }
-        departed[goodbye.from()] = true;
+        status.depart(goodbye.from());
         ActorRef<Command> peer = peerCredits.get(goodbye.from());
         if (peer != null) {
             peer.tell(new GoodbyeAck(setup.rank()));
@@ -399,7 +472,7 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         }
         for (int r = 0; r < setup.size(); r++) {
             // A peer that said goodbye itself has finished its collectives and needs nothing more from this rank.
-            if (r != setup.rank() && !lost[r] && !acked[r] && !departed[r]) {
+            if (r != setup.rank() && status.isLive(r) && !acked[r]) {
                 return this;
             }
         }
@@ -413,6 +486,9 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
     }
 
     private Behavior<Command> onPostStop(PostStop stop) {
+        if (plane != null) {
+            plane.abort();
+        }
         setup.joined().completeExceptionally(new ClusterCollectiveException("collective group " + setup.group() + ", rank "
                 + setup.rank() + ": the transport was closed before every rank joined"));
         if (closing != null) {

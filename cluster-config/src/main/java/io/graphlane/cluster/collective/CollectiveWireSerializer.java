@@ -190,6 +190,10 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
             out.writeVarInt(h.size(), true);
             out.writeString(resolver.toSerializationFormat(h.rankActor()));
             out.writeString(resolver.toSerializationFormat(h.credits()));
+            // Added after the first version, at the end: a frame without them reads as the Artery payload plane.
+            out.writeString(h.payloadHost());
+            out.writeVarInt(h.payloadPort(), true);
+            out.writeLong(h.payloadNonce());
         }
 
         @Override
@@ -199,7 +203,16 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
             int size = in.readVarInt(true);
             ActorRef<CollectiveRankActor.Command> actor = resolver.resolveActorRef(in.readString());
             ActorRef<CollectiveRankActor.Command> credits = resolver.resolveActorRef(in.readString());
-            return new CollectiveRankActor.Hello(group, rank, size, actor, credits);
+            if (in.end()) {
+                return new CollectiveRankActor.Hello(group, rank, size, actor, credits, "", 0, 0L);
+            }
+            String payloadHost = in.readString();
+            int payloadPort = in.readVarInt(true);
+            if (payloadPort < 0 || payloadPort > 65_535) {
+                throw new WireFormatException("a collective hello announces payload port " + payloadPort + "; expected 0..65535");
+            }
+            long nonce = in.readLong();
+            return new CollectiveRankActor.Hello(group, rank, size, actor, credits, payloadHost == null ? "" : payloadHost, payloadPort, nonce);
         }
     }
 

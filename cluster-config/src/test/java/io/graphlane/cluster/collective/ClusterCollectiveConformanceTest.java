@@ -28,22 +28,24 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 
 /**
- * The collective laws over the cluster transport: member i of every group is rank i on node i of four actor systems
- * joined into one cluster over Artery on loopback, so every descriptor and chunk is framed by
- * {@link CollectiveWireSerializer} and crosses a socket. The lanes all live in this JVM (the suite drives them), but each
+ * The collective laws over the cluster transport with the socket payload plane: member i of every group is rank i on
+ * node i of four actor systems joined into one cluster over Artery on loopback, and every descriptor and chunk is framed
+ * by {@link CollectiveWireSerializer} and crosses the direct TCP socket between its two ranks
+ * ({@link ClusterCollectiveArteryConformanceTest}: the same laws with the payload over Artery). The lanes all live in this JVM (the suite drives them), but each
  * member sends and receives only through its own node's {@link ClusterCollectiveTransport}. Chunks are 1000 floats, so
  * the suite's larger shapes stream as many uneven chunks, past the credit window.
  */
 class ClusterCollectiveConformanceTest
         extends CollectiveConformanceSuite<CpuExecutor, CpuCompletion, CpuWork, CpuTensor, CpuCollectiveGroup> {
     private static final AtomicInteger GROUPS = new AtomicInteger();
-    private static List<ActorSystem<Void>> nodes;
+    static List<ActorSystem<Void>> nodes;
     private final CpuNeuralOps ops = new CpuNeuralOps();
     private final List<ClusterCollectiveTransport> joined = new ArrayList<>();
 
+    /** Hidden by {@link ClusterCollectiveArteryConformanceTest}'s, which forms the cluster with the other plane. */
     @BeforeAll
     static void formCluster() throws Exception {
-        nodes = CollectiveNodes.cluster(4);
+        nodes = CollectiveNodes.cluster(4, "socket");
     }
 
     @AfterAll

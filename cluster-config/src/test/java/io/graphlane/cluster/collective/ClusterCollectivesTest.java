@@ -30,6 +30,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.junit.jupiter.api.AfterAll;
@@ -54,7 +55,7 @@ class ClusterCollectivesTest {
 
     @BeforeAll
     static void formCluster() throws Exception {
-        nodes = CollectiveNodes.cluster(3);
+        nodes = CollectiveNodes.cluster(3, "socket");
     }
 
     @AfterAll
@@ -71,7 +72,10 @@ class ClusterCollectivesTest {
         return members;
     }
 
-    /** Both framing paths (Artery's ByteBuffer one and the byte-array one) write the same frames and read each other's. */
+    /**
+     * Both framing paths (Artery's ByteBuffer one, which the payload sockets use too, and the byte-array one) write the
+     * same frames and read each other's; a hello carries its payload socket, and one without it reads as the Artery plane.
+     */
     @Test
     @Order(0)
     void bothFramingPathsReadEachOthersFrames() throws Exception {
@@ -105,14 +109,22 @@ class ClusterCollectivesTest {
                 }
             }
         }
+        ActorRef<CollectiveRankActor.Command> someone = nodes.get(0).deadLetters().unsafeUpcast();
+        CollectiveRankActor.Hello hello = new CollectiveRankActor.Hello("g", 1, 3, someone, someone, "10.0.0.7", 40_123, -5L);
+        assertEquals(hello, wire.fromBinary(wire.toBinary(hello), (Class<?>) null), "a hello with its payload socket");
+        // A hello of the first version ends after the credits ref: it reads as the Artery plane (port 0).
+        CollectiveRankActor.Hello artery = new CollectiveRankActor.Hello("g", 1, 3, someone, someone, "", 0, 0L);
+        byte[] current = wire.toBinary(artery);
+        byte[] firstVersion = java.util.Arrays.copyOf(current, current.length - 10);
+        assertEquals(artery, wire.fromBinary(firstVersion, (Class<?>) null), "a hello of the first version");
         ByteBuffer truncated = ByteBuffer.allocate(8);
         truncated.put((byte) (CollectiveWireSerializer.DELIVER_ID + 2)).put((byte) 1).put((byte) 1).flip();
         assertThrows(WireFormatException.class, () -> wire.fromBinary(truncated, ""));
     }
 
     /**
-     * 100 000-float chunks (400 KB, past Artery's 256 KiB ordinary frame, so they must take the large-message stream) and
-     * a tensor of 3.3 million floats: each ring step streams many chunks, more than the credit window, on every link.
+     * 100 000-float chunks (400 KB) and a tensor of 3.3 million floats over the payload sockets: each ring step streams
+     * many chunks, more than the window, on every link, so each link's reader waits for its member to poll.
      */
     @Test
     @Order(1)
@@ -165,9 +177,16 @@ class ClusterCollectivesTest {
     @Order(3)
     void aRankClaimedTwiceOrAChunkPastTheFrameIsRefused() {
         assertThrows(IllegalArgumentException.class, () -> ClusterCollectives.join(nodes.get(0), "g", 3, 3, CollectiveSettings.defaults()));
-        IllegalArgumentException tooLarge = assertThrows(IllegalArgumentException.class, () -> ClusterCollectives.join(nodes.get(0),
-                "g", 0, 3, new CollectiveSettings(Duration.ofSeconds(5), 2 << 20)));
+        IllegalArgumentException tooLarge = assertThrows(IllegalArgumentException.class,
+                () -> ClusterCollectives.requireChunkFits(CollectiveNodes.config("artery"), "g", 2 << 20));
         assertTrue(tooLarge.getMessage().contains("maximum-large-frame-size"), tooLarge.getMessage());
+        IllegalArgumentException pastSocketFrame = assertThrows(IllegalArgumentException.class, () -> ClusterCollectives.join(nodes.get(0),
+                "g", 0, 3, new CollectiveSettings(Duration.ofSeconds(5), ClusterCollectives.MAX_SOCKET_CHUNK_FLOATS + 1)));
+        assertTrue(pastSocketFrame.getMessage().contains("payload socket frame"), pastSocketFrame.getMessage());
+        IllegalArgumentException badPlane = assertThrows(IllegalArgumentException.class, () -> ClusterCollectives.payload(
+                com.typesafe.config.ConfigFactory.parseString("graphlane.cluster.collective.payload = carrier-pigeon")));
+        assertTrue(badPlane.getMessage().contains("graphlane.cluster.collective.payload must be socket or artery, got 'carrier-pigeon'"),
+                badPlane.getMessage());
         CompletableFuture<ClusterCollectiveTransport> first = ClusterCollectives.join(nodes.get(0), "twice", 0, 2,
                 CollectiveSettings.defaults(), Duration.ofSeconds(2)).toCompletableFuture();
         CompletableFuture<ClusterCollectiveTransport> again = ClusterCollectives.join(nodes.get(0), "twice", 0, 2,

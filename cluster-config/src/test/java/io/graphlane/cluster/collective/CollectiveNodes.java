@@ -28,9 +28,9 @@ final class CollectiveNodes {
     private CollectiveNodes() {
     }
 
-    /** The configuration of one test node. */
-    static Config config() {
-        Config base = ConfigFactory.parseString("""
+    /** The configuration of one test node whose collective payload travels over {@code payload} (socket or artery). */
+    static Config config(String payload) {
+        Config base = ConfigFactory.parseString("graphlane.cluster.collective.payload = " + payload + "\n" + """
                 pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
                 pekko.loglevel = WARNING
                 pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
@@ -43,10 +43,15 @@ final class CollectiveNodes {
         return ConfigFactory.parseString("pekko.cluster.seed-nodes = []").withFallback(NodeConfig.build(settings, base));
     }
 
-    /** {@code n} nodes joined into one cluster, every one seeing all {@code n} members up. */
+    /** {@code n} nodes joined into one cluster, every one seeing all {@code n} members up, with the default payload plane. */
     static List<ActorSystem<Void>> cluster(int n) throws Exception {
+        return cluster(n, ConfigFactory.load().getString("graphlane.cluster.collective.payload"));
+    }
+
+    /** {@code n} nodes joined into one cluster whose collective payload travels over {@code payload} (socket or artery). */
+    static List<ActorSystem<Void>> cluster(int n, String payload) throws Exception {
         List<ActorSystem<Void>> systems = new ArrayList<>();
-        Config config = config();
+        Config config = config(payload);
         for (int i = 0; i < n; i++) {
             systems.add(ActorSystem.create(Behaviors.empty(), NodeConfig.systemName(config), config));
         }

@@ -1,0 +1,641 @@
+package io.graphlane.cluster.collective;
+
+import io.graphlane.actors.wire.WireFormatException;
+import io.graphlane.backend.cpu.collective.CollectiveMessage;
+import io.graphlane.backend.cpu.collective.CollectiveTransport.Envelope;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The payload plane of one rank of a collective group across nodes when {@code graphlane.cluster.collective.payload =
+ * socket}: one direct TCP connection per pair of ranks, carrying every member message between them (descriptors,
+ * chunks, consumption answers, departures) in send order, while Artery keeps only the control plane (the rank actors'
+ * greeting, death watch and the cluster's membership events).
+ *
+ * <p>Join: the plane binds a server socket on this node's Artery host (an ephemeral port) before the rank actor greets
+ * the others, and the {@link CollectiveRankActor.Hello} carries its host, port and a random join nonce. For each pair
+ * the lower rank connects to the higher rank's port and sends a handshake (magic, version, group, its rank, the
+ * receiver's rank and the receiver's nonce); the receiver refuses, and logs, a handshake of another group, rank or
+ * nonce (a stray), and answers one byte. The rank actor completes the join only once every pair's socket is up.
+ *
+ * <p>Frames: a 4-byte little-endian length, then what {@link CollectiveWireSerializer} writes for a
+ * {@link CollectiveRankActor.Deliver} or {@link CollectiveRankActor.Goodbye} (the same Kryo frames Artery carries; a
+ * chunk's floats copied in bulk into and out of the frame). {@link #send} frames the message on the caller's thread
+ * (a chunk into a pooled direct buffer of the group's chunk size) and hands the frame to the link's writer thread: it
+ * never waits for the network. One writer and one reader thread per peer (daemon, named after the group, the ranks and
+ * the direction); sockets with TCP_NODELAY and large buffers.
+ *
+ * <p>Memory: the receiving side bounds it. A link's reader puts at most {@code window-chunks} chunks the member has not
+ * polled yet into the inbox and then stops reading, so TCP's own flow control holds the sender's writer; what the sender's
+ * member sends ahead of that waits, framed, in the writer's queue (at most what the algorithm sends before its next
+ * receive: one ring step's segment, or one block per peer of an all-to-all).
+ *
+ * <p>Loss and close: a socket that ends (EOF, reset, a frame this node cannot read) before its peer said goodbye reports
+ * that peer lost through {@link PeerStatus}, once, whichever of the plane and the rank actor notices first. An orderly
+ * {@link #closeAsync} queues a goodbye frame behind everything queued and half-closes each socket; a peer answers a
+ * goodbye with its own, and a link is finished once both ways ended. A peer that said goodbye is never reported lost.
+ */
+final class SocketPayloadPlane {
+    private static final Logger LOG = LoggerFactory.getLogger(SocketPayloadPlane.class);
+    private static final int MAGIC = 0x474C5043;
+    private static final byte VERSION = 1;
+    private static final long HANDSHAKE_TIMEOUT_MS = 10_000;
+    /** Bytes a chunk's frame holds besides its floats: the length prefix and the Kryo header, with room to spare. */
+    static final int CHUNK_FRAME_OVERHEAD = 64;
+    /** The largest frame other than a chunk (a descriptor with up to 2^20 send counts, a departure's reason). */
+    private static final int MAX_CONTROL_FRAME = 8 << 20;
+    private static final byte ACCEPTED = 1;
+    private static final byte REFUSED = 0;
+
+    /** What the rank actor hears from the plane during the join. */
+    interface Listener {
+        void linkUp(int peer);
+
+        void linkFailed(int peer, String why);
+    }
+
+    private record Frame(ByteBuffer bytes, boolean pooled, boolean goodbye) {
+    }
+
+    private final String group;
+    private final int rank;
+    private final int window;
+    private final int bufferBytes;
+    private final int chunkFrameBytes;
+    private final int maxFrameBytes;
+    private final CollectiveWireSerializer serializer;
+    private final PeerStatus status;
+    private final BlockingQueue<Envelope> inbox;
+    private final ServerSocketChannel server;
+    private final String host;
+    private final int port;
+    private final long nonce;
+    private final AtomicReferenceArray<Link> links;
+    private final AtomicReferenceArray<String> nodes;
+    private final AtomicBoolean started = new AtomicBoolean();
+    private volatile Listener listener;
+    private volatile boolean closing;
+    private volatile boolean aborted;
+
+    private SocketPayloadPlane(String group, int rank, int size, int window, int bufferBytes, int chunkFloats,
+                               CollectiveWireSerializer serializer, PeerStatus status, BlockingQueue<Envelope> inbox,
+                               ServerSocketChannel server, String host) throws IOException {
+        this.group = group;
+        this.rank = rank;
+        this.window = window;
+        this.bufferBytes = bufferBytes;
+        this.chunkFrameBytes = Math.toIntExact((long) chunkFloats * Float.BYTES + CHUNK_FRAME_OVERHEAD);
+        this.maxFrameBytes = Math.max(chunkFrameBytes, MAX_CONTROL_FRAME);
+        this.serializer = serializer;
+        this.status = status;
+        this.inbox = inbox;
+        this.server = server;
+        this.host = host;
+        this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
+        this.nonce = new SecureRandom().nextLong();
+        this.links = new AtomicReferenceArray<>(size);
+        this.nodes = new AtomicReferenceArray<>(size);
+        status.onLost(this::abortLink);
+    }
+
+    /**
+     * Binds the plane's server socket on {@code bindHost} (an ephemeral port) and advertises {@code host}.
+     *
+     * @throws IOException if no socket could be bound there
+     */
+    static SocketPayloadPlane open(String group, int rank, int window, int bufferBytes, int chunkFloats, CollectiveWireSerializer serializer,
+                                   PeerStatus status, BlockingQueue<Envelope> inbox, String host, String bindHost) throws IOException {
+        ServerSocketChannel server = ServerSocketChannel.open();
+        try {
+            server.setOption(StandardSocketOptions.SO_RCVBUF, bufferBytes);
+            server.bind(new InetSocketAddress(InetAddress.getByName(bindHost), 0));
+            return new SocketPayloadPlane(group, rank, status.size(), window, bufferBytes, chunkFloats, serializer, status, inbox, server, host);
+        } catch (IOException | RuntimeException e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    /** The host the Hello advertises. */
+    String host() {
+        return host;
+    }
+
+    /** The port the Hello advertises. */
+    int port() {
+        return port;
+    }
+
+    /** The nonce a lower rank must present when it connects. */
+    long nonce() {
+        return nonce;
+    }
+
+    /** Records the node of rank {@code peer} (its Artery address), for the reason a loss names. */
+    void peerNode(int peer, String node) {
+        nodes.set(peer, node);
+    }
+
+    /** Starts accepting the lower ranks' connections; {@code listener} hears of each link that comes up or fails. */
+    void start(Listener listener) {
+        this.listener = listener;
+        if (!started.compareAndSet(false, true)) {
+            return;
+        }
+        if (rank == 0) {
+            closeQuietly(server);
+            return;
+        }
+        Thread acceptor = new Thread(this::acceptLoop, "graphlane-collective-" + group + "-" + rank + "-accept");
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    /** Connects to the higher rank {@code peer} at {@code peerHost:peerPort}, presenting {@code peerNonce}; asynchronous. */
+    void connect(int peer, String peerHost, int peerPort, long peerNonce) {
+        Link link = new Link(peer);
+        if (!links.compareAndSet(peer, null, link)) {
+            return;
+        }
+        link.writer = new Thread(() -> {
+            SocketChannel ch = null;
+            try {
+                ch = SocketChannel.open();
+                configure(ch);
+                ch.socket().connect(new InetSocketAddress(peerHost, peerPort), (int) HANDSHAKE_TIMEOUT_MS);
+                ByteBuffer hs = handshake(peer, peerNonce);
+                while (hs.hasRemaining()) {
+                    ch.write(hs);
+                }
+                ByteBuffer answer = ByteBuffer.allocate(1);
+                if (!readWithin(ch, answer) || answer.get(0) != ACCEPTED) {
+                    throw new IOException("rank " + peer + " refused the handshake");
+                }
+            } catch (IOException e) {
+                closeQuietly(ch);
+                link.finishUnconnected();
+                if (!aborted && !closing) {
+                    listener.linkFailed(peer, "connecting to " + peerHost + ":" + peerPort + " failed: " + e);
+                }
+                return;
+            }
+            if (link.attach(ch)) {
+                listener.linkUp(peer);
+            }
+            link.writeLoop();
+        }, threadName(peer, "to"));
+        link.writer.setDaemon(true);
+        link.writer.start();
+    }
+
+    private String threadName(int peer, String direction) {
+        return "graphlane-collective-" + group + "-" + rank + "-" + direction + "-" + peer;
+    }
+
+    private void configure(SocketChannel ch) throws IOException {
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        ch.setOption(StandardSocketOptions.SO_SNDBUF, bufferBytes);
+        ch.setOption(StandardSocketOptions.SO_RCVBUF, bufferBytes);
+        ch.setOption(StandardSocketOptions.SO_KEEPALIVE, true);
+    }
+
+    private ByteBuffer handshake(int to, long toNonce) {
+        byte[] g = group.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer b = ByteBuffer.allocate(4 + 1 + 4 + g.length + 4 + 4 + 8);
+        b.putInt(MAGIC).put(VERSION).putInt(g.length).put(g).putInt(rank).putInt(to).putLong(toNonce).flip();
+        return b;
+    }
+
+    /** Reads {@code into} fully within the handshake timeout; false at EOF. */
+    private static boolean readWithin(SocketChannel ch, ByteBuffer into) throws IOException {
+        AtomicBoolean settled = new AtomicBoolean();
+        CompletableFuture.delayedExecutor(HANDSHAKE_TIMEOUT_MS, TimeUnit.MILLISECONDS).execute(() -> {
+            if (settled.compareAndSet(false, true)) {
+                closeQuietly(ch);
+            }
+        });
+        boolean read = true;
+        try {
+            while (into.hasRemaining() && read) {
+                read = ch.read(into) >= 0;
+            }
+        } catch (ClosedChannelException e) {
+            if (!settled.compareAndSet(false, true)) {
+                throw new IOException("no handshake within " + HANDSHAKE_TIMEOUT_MS + " ms", e);
+            }
+            throw e;
+        }
+        if (!settled.compareAndSet(false, true)) {
+            throw new IOException("no handshake within " + HANDSHAKE_TIMEOUT_MS + " ms");
+        }
+        return read;
+    }
+
+    private void acceptLoop() {
+        int accepted = 0;
+        try {
+            while (accepted < rank && !aborted && !closing) {
+                SocketChannel ch = server.accept();
+                try {
+                    configure(ch);
+                    String refused = acceptHandshake(ch);
+                    if (refused != null) {
+                        LOG.warn("collective group {} rank {}: refused a payload connection from {}: {}", group, rank,
+                                ch.getRemoteAddress(), refused);
+                        ch.write(ByteBuffer.wrap(new byte[] {REFUSED}));
+                        closeQuietly(ch);
+                    } else {
+                        accepted++;
+                    }
+                } catch (IOException e) {
+                    LOG.warn("collective group {} rank {}: a payload connection failed during its handshake: {}", group, rank, e.toString());
+                    closeQuietly(ch);
+                }
+            }
+        } catch (IOException e) {
+            if (!aborted && !closing) {
+                LOG.warn("collective group {} rank {}: stopped accepting payload connections: {}", group, rank, e.toString());
+            }
+        } finally {
+            closeQuietly(server);
+        }
+    }
+
+    /** Reads and checks a lower rank's handshake; null once its link is up, else why it was refused. */
+    private String acceptHandshake(SocketChannel ch) throws IOException {
+        ByteBuffer head = ByteBuffer.allocate(4 + 1 + 4);
+        if (!readWithin(ch, head)) {
+            return "it closed before its handshake";
+        }
+        head.flip();
+        int magic = head.getInt();
+        byte version = head.get();
+        int groupBytes = head.getInt();
+        if (magic != MAGIC || version != VERSION || groupBytes < 0 || groupBytes > 4096) {
+            return "not a collective payload handshake (magic " + Integer.toHexString(magic) + ", version " + version + ")";
+        }
+        ByteBuffer rest = ByteBuffer.allocate(groupBytes + 16);
+        if (!readWithin(ch, rest)) {
+            return "it closed during its handshake";
+        }
+        rest.flip();
+        byte[] g = new byte[groupBytes];
+        rest.get(g);
+        String theirGroup = new String(g, StandardCharsets.UTF_8);
+        int from = rest.getInt();
+        int to = rest.getInt();
+        long theirNonce = rest.getLong();
+        if (!theirGroup.equals(group) || to != rank || theirNonce != nonce) {
+            return "it names group " + theirGroup + " rank " + to + " with another join's nonce; this is group " + group + " rank " + rank;
+        }
+        if (from < 0 || from >= rank) {
+            return "it claims rank " + from + ", but only ranks 0.." + (rank - 1) + " connect to rank " + rank;
+        }
+        Link link = new Link(from);
+        if (!links.compareAndSet(from, null, link)) {
+            return "rank " + from + " is connected already";
+        }
+        ch.write(ByteBuffer.wrap(new byte[] {ACCEPTED}));
+        link.writer = new Thread(link::writeLoop, threadName(from, "to"));
+        link.writer.setDaemon(true);
+        if (link.attach(ch)) {
+            listener.linkUp(from);
+        }
+        link.writer.start();
+        return null;
+    }
+
+    // ------------------------------------------------------------------ the member's side
+
+    /** Frames {@code message} from this rank and queues it for rank {@code to}; drops it if that rank is lost or departed. */
+    void send(int to, CollectiveMessage message) {
+        Link link = links.get(to);
+        if (link == null || !status.isLive(to)) {
+            return;
+        }
+        ByteBuffer frame;
+        boolean pooled = false;
+        if (message instanceof CollectiveMessage.Chunk chunk && (long) chunk.values().remaining() * Float.BYTES + CHUNK_FRAME_OVERHEAD <= chunkFrameBytes) {
+            frame = link.pool.poll();
+            if (frame == null) {
+                frame = ByteBuffer.allocateDirect(chunkFrameBytes).order(ByteOrder.LITTLE_ENDIAN);
+            }
+            pooled = true;
+        } else {
+            frame = ByteBuffer.allocate(frameBound(message)).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        frame.clear();
+        frame.position(4);
+        serializer.toBinary(new CollectiveRankActor.Deliver(rank, message), frame);
+        frame.putInt(0, frame.position() - 4);
+        frame.flip();
+        link.enqueue(new Frame(frame, pooled, false));
+    }
+
+    /** An upper bound of the frame of a message other than a chunk that fits the pooled buffers. */
+    private static int frameBound(CollectiveMessage message) {
+        long bound = 4 + CHUNK_FRAME_OVERHEAD;
+        if (message instanceof CollectiveMessage.Chunk c) {
+            bound += (long) c.values().remaining() * Float.BYTES;
+        } else if (message instanceof CollectiveMessage.Descriptor d) {
+            int[] counts = d.descriptor().sendCounts();
+            bound += 4L * (d.descriptor().kind().name().length() + String.valueOf(d.descriptor().reduceOp()).length()
+                    + String.valueOf(d.descriptor().dtype()).length()) + 5L * (counts == null ? 0 : counts.length) + 64;
+        } else if (message instanceof CollectiveMessage.Left l) {
+            bound += 4L * String.valueOf(l.reason()).length();
+        }
+        return Math.toIntExact(bound);
+    }
+
+    /** The member polled a chunk from rank {@code from}: that link's reader may put one more into the inbox. */
+    void consumed(int from) {
+        Link link = links.get(from);
+        if (link != null) {
+            link.window.release();
+        }
+    }
+
+    // ------------------------------------------------------------------ close
+
+    /**
+     * Says goodbye on every link behind what is queued and completes once every link ended both ways, or after
+     * {@code timeoutMillis} (then the sockets are closed at once). Never fails.
+     */
+    CompletableFuture<Void> closeAsync(long timeoutMillis) {
+        closing = true;
+        closeQuietly(server);
+        List<CompletableFuture<Void>> finishing = new ArrayList<>();
+        for (int r = 0; r < links.length(); r++) {
+            Link link = links.get(r);
+            if (link != null) {
+                // Nothing polls any more: a reader held by the window must read on to the peer's goodbye.
+                link.window.release(Integer.MAX_VALUE / 2);
+                link.queueGoodbye();
+                finishing.add(link.finished);
+            }
+        }
+        return CompletableFuture.allOf(finishing.toArray(CompletableFuture[]::new))
+                .orTimeout(timeoutMillis, TimeUnit.MILLISECONDS)
+                .handle((v, e) -> {
+                    if (e != null) {
+                        LOG.warn("collective group {} rank {}: closing the payload sockets without every peer's goodbye after {} ms",
+                                group, rank, timeoutMillis);
+                    }
+                    abort();
+                    return null;
+                });
+    }
+
+    /** Closes every socket at once, reporting nothing (this rank's node or transport is going away). */
+    void abort() {
+        aborted = true;
+        closeQuietly(server);
+        for (int r = 0; r < links.length(); r++) {
+            abortLink(r);
+        }
+    }
+
+    private void abortLink(int r) {
+        Link link = links.get(r);
+        if (link != null) {
+            link.abort();
+        }
+    }
+
+    private static void closeQuietly(java.io.Closeable c) {
+        if (c != null) {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // Closing anyway.
+            }
+        }
+    }
+
+    private String nodeOf(int peer, SocketChannel ch) {
+        String node = nodes.get(peer);
+        if (node != null) {
+            return node;
+        }
+        try {
+            return String.valueOf(ch.getRemoteAddress());
+        } catch (IOException e) {
+            return "(unknown address)";
+        }
+    }
+
+    /** One pair's socket, its writer queue and its reader. */
+    private final class Link {
+        final int peer;
+        final LinkedBlockingQueue<Frame> queue = new LinkedBlockingQueue<>();
+        final ArrayBlockingQueue<ByteBuffer> pool = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
+        final Semaphore window = new Semaphore(SocketPayloadPlane.this.window);
+        final CompletableFuture<Void> finished = new CompletableFuture<>();
+        volatile SocketChannel channel;
+        volatile Thread writer;
+        volatile Thread reader;
+        volatile boolean peerSaidGoodbye;
+        volatile boolean linkAborted;
+        private boolean goodbyeQueued;
+        private boolean writerDone;
+        private boolean readerDone;
+
+        Link(int peer) {
+            this.peer = peer;
+        }
+
+        /** Starts reading {@code ch}; false (and the socket closed) if the link was aborted meanwhile. */
+        boolean attach(SocketChannel ch) {
+            synchronized (this) {
+                channel = ch;
+                if (linkAborted || aborted) {
+                    readerDone = true;
+                    closeQuietly(ch);
+                    return false;
+                }
+                reader = new Thread(this::readLoop, threadName(peer, "from"));
+                reader.setDaemon(true);
+            }
+            reader.start();
+            return true;
+        }
+
+        synchronized void enqueue(Frame frame) {
+            if (goodbyeQueued || linkAborted) {
+                return;
+            }
+            queue.add(frame);
+        }
+
+        synchronized void queueGoodbye() {
+            if (goodbyeQueued || linkAborted) {
+                return;
+            }
+            goodbyeQueued = true;
+            ByteBuffer frame = ByteBuffer.allocate(64).order(ByteOrder.LITTLE_ENDIAN);
+            frame.position(4);
+            serializer.toBinary(new CollectiveRankActor.Goodbye(rank), frame);
+            frame.putInt(0, frame.position() - 4);
+            frame.flip();
+            queue.add(new Frame(frame, false, true));
+        }
+
+        void writeLoop() {
+            SocketChannel ch = channel;
+            try {
+                while (!linkAborted) {
+                    Frame f = queue.take();
+                    ByteBuffer bytes = f.bytes();
+                    while (bytes.hasRemaining()) {
+                        ch.write(bytes);
+                    }
+                    if (f.pooled()) {
+                        pool.offer(bytes);
+                    }
+                    if (f.goodbye()) {
+                        ch.shutdownOutput();
+                        break;
+                    }
+                }
+            } catch (InterruptedException e) {
+                // Aborted.
+            } catch (IOException e) {
+                if (!linkAborted && !aborted && !peerSaidGoodbye) {
+                    status.lost(peer, "writing to its payload socket to node " + nodeOf(peer, ch) + " failed: " + e);
+                }
+                abort();
+            }
+            done(true);
+        }
+
+        void readLoop() {
+            SocketChannel ch = channel;
+            ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer body = ByteBuffer.allocateDirect(Math.min(chunkFrameBytes, 1 << 20)).order(ByteOrder.LITTLE_ENDIAN);
+            String failure = null;
+            try {
+                while (true) {
+                    header.clear();
+                    if (!readFully(ch, header, true)) {
+                        if (!peerSaidGoodbye) {
+                            failure = "its payload socket from node " + nodeOf(peer, ch) + " closed before it said goodbye";
+                        }
+                        break;
+                    }
+                    int length = header.getInt(0);
+                    if (length <= 0 || length > maxFrameBytes) {
+                        throw new WireFormatException("a payload frame of " + length + " bytes; expected 1.." + maxFrameBytes);
+                    }
+                    if (body.capacity() < length) {
+                        body = ByteBuffer.allocateDirect(Math.max(length, Math.min(maxFrameBytes, body.capacity() * 2))).order(ByteOrder.LITTLE_ENDIAN);
+                    }
+                    body.clear();
+                    body.limit(length);
+                    if (!readFully(ch, body, false)) {
+                        throw new IOException("the socket closed in the middle of a frame");
+                    }
+                    body.flip();
+                    Object message = serializer.fromBinary(body, "");
+                    if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
+                        if (d.message() instanceof CollectiveMessage.Chunk) {
+                            window.acquire();
+                        }
+                        inbox.add(new Envelope(peer, d.message()));
+                    } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
+                        peerSaidGoodbye = true;
+                        status.depart(peer);
+                        queueGoodbye();
+                    } else {
+                        throw new WireFormatException("a payload frame holding " + message + ", expected a message from rank " + peer);
+                    }
+                }
+            } catch (InterruptedException e) {
+                // Aborted.
+            } catch (IOException | WireFormatException e) {
+                if (!peerSaidGoodbye) {
+                    failure = "its payload socket from node " + nodeOf(peer, ch) + " failed: " + e;
+                }
+            }
+            if (failure != null && !linkAborted && !aborted) {
+                status.lost(peer, failure);
+                abort();
+            }
+            done(false);
+        }
+
+        private boolean readFully(SocketChannel ch, ByteBuffer into, boolean eofAllowed) throws IOException {
+            while (into.hasRemaining()) {
+                if (ch.read(into) < 0) {
+                    if (eofAllowed && into.position() == 0) {
+                        return false;
+                    }
+                    throw new IOException("the socket closed in the middle of a frame");
+                }
+            }
+            return true;
+        }
+
+        /** The link never connected: nothing will run on it. */
+        synchronized void finishUnconnected() {
+            writerDone = true;
+            readerDone = true;
+            finished.complete(null);
+        }
+
+        private void done(boolean writing) {
+            boolean both;
+            synchronized (this) {
+                if (writing) {
+                    writerDone = true;
+                } else {
+                    readerDone = true;
+                }
+                both = writerDone && readerDone;
+            }
+            if (both) {
+                closeQuietly(channel);
+                finished.complete(null);
+            }
+        }
+
+        void abort() {
+            synchronized (this) {
+                linkAborted = true;
+                queue.clear();
+            }
+            closeQuietly(channel);
+            Thread w = writer;
+            if (w != null && w != Thread.currentThread()) {
+                w.interrupt();
+            }
+            Thread r = reader;
+            if (r != null && r != Thread.currentThread()) {
+                r.interrupt();
+            }
+            if (channel == null && (w == null || !w.isAlive())) {
+                finishUnconnected();
+            }
+        }
+    }
+}
