@@ -33,6 +33,7 @@ class CollectiveBenchIT {
         JsonNode o = new ObjectMapper().readTree(out);
         assertEquals("all_reduce", o.get("op").asText());
         assertEquals(2, o.get("nodes").asInt());
+        assertEquals("socket", o.get("transport").asText(), "the default payload plane");
         assertEquals(1 << 20, o.get("bytes").asLong());
         double seconds = o.get("seconds").asDouble();
         double algbw = o.get("algbw_gb_per_s").asDouble();

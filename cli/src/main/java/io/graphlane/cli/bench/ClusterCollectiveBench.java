@@ -37,18 +37,20 @@ final class ClusterCollectiveBench {
     private final int cols;
     private final int runs;
     private final int chunkFloats;
+    private final String payload;
     private final PrintWriter err;
     private final List<Process> ranks = new ArrayList<>();
     private final BlockingQueue<Line> lines = new LinkedBlockingQueue<>();
     private final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS);
 
-    ClusterCollectiveBench(CollectiveKind kind, int nodes, int rows, int cols, int runs, int chunkFloats, PrintWriter err) {
+    ClusterCollectiveBench(CollectiveKind kind, int nodes, int rows, int cols, int runs, int chunkFloats, String payload, PrintWriter err) {
         this.kind = kind;
         this.nodes = nodes;
         this.rows = rows;
         this.cols = cols;
         this.runs = runs;
         this.chunkFloats = chunkFloats;
+        this.payload = payload;
         this.err = err;
     }
 
@@ -109,7 +111,8 @@ final class ClusterCollectiveBench {
         List<String> command = new ArrayList<>(List.of(java, "-Xmx" + heapMb + "m", "-XX:+UseParallelGC",
                 "-cp", System.getProperty("java.class.path"), "io.graphlane.cli.GraphlaneCli", "bench", "collective-worker",
                 "--rank", String.valueOf(rank), "--nodes", String.valueOf(nodes), "--op", kind.label(), "--rows", String.valueOf(rows),
-                "--cols", String.valueOf(cols), "--runs", String.valueOf(runs), "--chunk-floats", String.valueOf(chunkFloats)));
+                "--cols", String.valueOf(cols), "--runs", String.valueOf(runs), "--chunk-floats", String.valueOf(chunkFloats),
+                "--payload", payload));
         Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         ranks.add(p);
         Thread reader = new Thread(() -> {

@@ -32,7 +32,8 @@ import picocli.CommandLine.Option;
  * buffer another thread handed it.
  *
  * <p>With {@code --nodes N} the group spans N JVMs on loopback, one rank each, over the cluster
- * transport (rank actors over Artery, {@code io.graphlane.cluster.collective}); the baseline is then a
+ * transport ({@code io.graphlane.cluster.collective}: payload over a TCP socket per pair of ranks, or with
+ * {@code --payload artery} as actor messages over Artery); the baseline is then a
  * plain socket copy of the same S bytes between two of those JVMs, measured in the same run, and the
  * collective's time is the median over runs of its slowest rank.
  */
@@ -58,6 +59,11 @@ public final class CollectiveBench implements Callable<Integer> {
     @Option(names = "--chunk-floats", paramLabel = "F", defaultValue = "262144",
             description = "Across nodes: floats per payload chunk (default ${DEFAULT-VALUE} = 1 MiB).")
     int chunkFloats;
+
+    @Option(names = "--payload", paramLabel = "PLANE", defaultValue = "socket",
+            description = {"Across nodes: where the payload travels, socket (a TCP connection per pair of ranks, the default)",
+                "or artery (actor messages on Artery's large-message stream); graphlane.cluster.collective.payload."})
+    String payload;
 
     @Option(names = "--runs", paramLabel = "R", defaultValue = "7", description = "Measured runs after 2 warm-up runs; the median counts (default ${DEFAULT-VALUE}).")
     int runs;
@@ -85,6 +91,9 @@ public final class CollectiveBench implements Callable<Integer> {
         if (runs < 1) {
             throw new GraphlaneException("--runs must be >= 1, got " + runs);
         }
+        if (!payload.equals("socket") && !payload.equals("artery")) {
+            throw new GraphlaneException("--payload must be socket or artery, got '" + payload + "'");
+        }
         if (chunkFloats < 1024 || chunkFloats > (1 << 20)) {
             throw new GraphlaneException("--chunk-floats must be in [1024, 1048576], got " + chunkFloats);
         }
@@ -102,7 +111,7 @@ public final class CollectiveBench implements Callable<Integer> {
         double factor = kind == CollectiveKind.ALL_REDUCE ? 2.0 * (n - 1) / n : (double) (n - 1) / n;
         PrintWriter out = spec.commandLine().getOut();
         if (nodes != null) {
-            double[] measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, chunkFloats, spec.commandLine().getErr()).run();
+            double[] measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, chunkFloats, payload, spec.commandLine().getErr()).run();
             double seconds = measured[0];
             double algbw = size / seconds / 1e9;
             double busbw = algbw * factor;
@@ -118,14 +127,14 @@ public final class CollectiveBench implements Callable<Integer> {
                 o.put("busbw_gb_per_s", busbw);
                 o.put("tcp_loopback_gb_per_s", tcp);
                 o.put("ratio", ratio);
-                o.put("transport", "artery");
+                o.put("transport", payload);
                 o.put("runs", runs);
                 o.put("chunk_floats", chunkFloats);
                 o.put("cores", Runtime.getRuntime().availableProcessors());
                 out.println(o);
             } else {
-                out.printf(Locale.ROOT, "%s over %d node JVMs on loopback, %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
-                        kind, nodes, size, seconds, algbw, busbw);
+                out.printf(Locale.ROOT, "%s over %d node JVMs on loopback (payload over %s), %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
+                        kind, nodes, payload, size, seconds, algbw, busbw);
                 out.printf(Locale.ROOT, "baseline: plain socket copy of the same bytes between two of them %.3f GB/s; ratio busbw / tcp = %.2f%n",
                         tcp, ratio);
             }

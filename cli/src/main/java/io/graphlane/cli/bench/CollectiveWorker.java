@@ -45,8 +45,8 @@ import picocli.CommandLine.Option;
  * One rank of {@code bench collective --nodes N}, in its own JVM (started by {@link ClusterCollectiveBench}; hidden from
  * help). It talks to its parent through lines on stdin and stdout prefixed {@value #PREFIX}: it announces its Artery
  * port, reads the seed's, joins the cluster and the group {@code bench}, times the collective (each run behind a one-float
- * barrier), and rank 0 then times a plain socket copy of the same bytes to rank 1. It exits when its parent's stdin
- * closes, so a parent that dies leaves no rank behind.
+ * barrier) with its payload over {@code --payload} (socket or artery), and rank 0 then times a plain socket copy of
+ * the same bytes to rank 1. It exits when its parent's stdin closes, so a parent that dies leaves no rank behind.
  */
 @Command(name = "collective-worker", hidden = true, description = "One rank of bench collective --nodes (started by it).")
 public final class CollectiveWorker implements Callable<Integer> {
@@ -74,6 +74,9 @@ public final class CollectiveWorker implements Callable<Integer> {
     @Option(names = "--chunk-floats", required = true)
     int chunkFloats;
 
+    @Option(names = "--payload", required = true)
+    String payload;
+
     private final CpuNeuralOps ops = new CpuNeuralOps();
     private final PrintStream out = System.out;
 
@@ -81,7 +84,7 @@ public final class CollectiveWorker implements Callable<Integer> {
     public Integer call() throws Exception {
         CollectiveKind kind = CollectiveBench.kindOf(op);
         BufferedReader parent = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        Config config = config();
+        Config config = config(payload);
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), NodeConfig.systemName(config), config);
         try {
             tell("address " + Cluster.get(system).selfMember().address().getPort().get());
@@ -114,8 +117,8 @@ public final class CollectiveWorker implements Callable<Integer> {
         }
     }
 
-    private static Config config() {
-        Config base = ConfigFactory.parseString("""
+    private static Config config(String payload) {
+        Config base = ConfigFactory.parseString("graphlane.cluster.collective.payload = " + payload + "\n" + """
                 pekko.loglevel = WARNING
                 pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
                 pekko.cluster.typed.receptionist.distributed-data.gossip-interval = 100ms

@@ -19,12 +19,14 @@ import org.apache.pekko.actor.typed.ActorRef;
  * {@link #localRank()}, made by {@link ClusterCollectives#join}. Make the rank's member over it with
  * {@code CpuCollectiveMember.over(group, localRank(), transport, settings)}.
  *
- * <p>Owns: the rank's inbox (what {@link #poll} reads) and its rank actor, which carries messages to and from the other
- * ranks' actors over Artery (framed by {@link CollectiveWireSerializer}). Guarantees: {@link #send} copies a chunk's
- * floats and returns at once, never waiting for the receiver or the network; messages from one rank to another arrive
- * in send order, each once; at most a window of chunks per peer is in flight (credit returned as this rank's member
- * consumes them), so a large tensor streams and no queue overflows; a peer lost to the cluster (stopped, unreachable,
- * left, removed) appears in the inbox as a {@link CollectiveMessage.Left} naming its rank.
+ * <p>Owns: the rank's inbox (what {@link #poll} reads), its rank actor and, with {@code payload = socket}, its
+ * {@link SocketPayloadPlane} (a TCP connection per peer); messages travel over those sockets, or with
+ * {@code payload = artery} through the rank actors over Artery (framed by {@link CollectiveWireSerializer} either way).
+ * Guarantees: {@link #send} copies a chunk's floats and returns at once, never waiting for the receiver or the network;
+ * messages from one rank to another arrive in send order, each once; at most a window of chunks per peer waits unpolled
+ * (sockets: the reader stops reading; Artery: credit returned as this rank's member consumes them), so a large tensor
+ * streams and no queue overflows; a peer lost (its socket ended without a goodbye, or stopped, unreachable, left,
+ * removed) appears in the inbox once as a {@link CollectiveMessage.Left} naming its rank.
  *
  * <p>Refuses: sending as or polling for another rank than the local one, a chunk lent by reference (this transport
  * does not share memory), and any send after {@link #close}.

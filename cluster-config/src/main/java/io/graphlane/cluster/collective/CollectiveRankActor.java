@@ -29,15 +29,19 @@ import org.apache.pekko.cluster.typed.Subscribe;
 
 /**
  * The actor of one rank of one collective group on its node (the node side of a {@link ClusterCollectiveTransport}).
- * It registers under the group's {@link ServiceKey}, greets every other rank it finds there ({@link Hello}), and
- * completes the join once it knows all of them. Then it carries the member's messages: outgoing ones leave in send
- * order per peer, payload chunks only while the peer has granted credit (at most a window of chunks in flight per
- * peer, so Artery's bounded queues never overflow and drop one); incoming ones go into the member's inbox.
+ * It registers under the group's {@link ServiceKey}, greets every other rank it finds there ({@link Hello}, which
+ * carries the rank's payload socket with the socket plane), and completes the join once it knows all of them and, with
+ * the socket plane, once its {@link SocketPayloadPlane} has a socket up to each of them (it asks the plane to connect to
+ * every higher rank it is greeted by). With the Artery plane it then carries the member's messages: outgoing ones leave
+ * in send order per peer, payload chunks only while the peer has granted credit (at most a window of chunks in flight
+ * per peer, so Artery's bounded queues never overflow and drop one); incoming ones go into the member's inbox. With the
+ * socket plane the member's messages bypass it.
  *
  * <p>Loss: it watches every peer's rank actor and the cluster's membership and reachability; a peer that stops, whose
- * node becomes unreachable, leaves or is removed is reported once, as a {@link CollectiveMessage.Left} naming its rank,
- * into the member's inbox, so the collective under way (or the next one) fails on this member. A peer that said
- * {@link Goodbye} closed its transport in order and is not reported.
+ * node becomes unreachable, leaves or is removed is reported once through the {@link PeerStatus} it shares with the
+ * plane, as a {@link CollectiveMessage.Left} naming its rank, into the member's inbox, so the collective under way (or
+ * the next one) fails on this member. A peer that said goodbye (over Artery or over its socket) closed its transport in
+ * order and is not reported.
  */
 final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Command> {
 

@@ -7,20 +7,35 @@
  * descriptor consensus, the ring algorithms, timeouts and poisoning exactly as in one JVM, and its collectives run
  * synchronously on the calling lane's worker.
  *
- * <p>Owns: one rank actor per (group, rank) under {@code /system/graphlane-collectives}, found through the receptionist
- * (one service key per group); the wire format ({@link io.graphlane.cluster.collective.CollectiveWireSerializer}, Kryo ids
- * 210-214, floats copied in bulk straight into Artery's buffers); credit-based flow control (at most
- * {@code graphlane.cluster.collective.window-chunks} chunks in flight per peer), so a large tensor streams as a pipeline of
- * chunks of the group's chunk size on Artery's large-message stream and no bounded queue ever drops one.
+ * <p>Two planes. The control plane is always Artery: one rank actor per (group, rank) under
+ * {@code /system/graphlane-collectives}, found through the receptionist (one service key per group), greeting the others
+ * and watching them (death watch, the cluster's membership and reachability). The payload plane, chosen by
+ * {@code graphlane.cluster.collective.payload}, carries every member message (descriptors, chunks, departures):
+ * <ul>
+ *   <li>{@code socket} (the default): a direct TCP connection per pair of ranks
+ *       ({@link io.graphlane.cluster.collective.SocketPayloadPlane}). Each rank binds an ephemeral port on its node's
+ *       Artery host and announces it, with a join nonce, in its greeting; the lower rank of each pair connects to the
+ *       higher one and identifies itself; the join completes once every pair's socket is up. Frames are the Kryo frames
+ *       of {@link io.graphlane.cluster.collective.CollectiveWireSerializer} behind a length, floats copied in bulk; one
+ *       writer and one reader thread per peer. Memory is bounded on the receiving side: a link's reader stops once
+ *       {@code window-chunks} of its chunks wait unpolled, and TCP's flow control holds the sender.</li>
+ *   <li>{@code artery}: actor messages between the rank actors on Artery's large-message stream (Kryo ids 210-214,
+ *       floats copied in bulk straight into Artery's buffers) under credit-based flow control (at most
+ *       {@code window-chunks} chunks in flight per peer), so no bounded Artery queue ever drops one.</li>
+ * </ul>
+ * Every rank of a group must use the same plane; a join with mixed planes fails naming the rank and the key.
  *
- * <p>Guarantees: {@code send} copies and returns at once; per pair of ranks messages arrive in order, each once; a peer
- * whose rank actor stops, whose node becomes unreachable, leaves or is removed is reported once into the member's inbox
- * as a {@code Left} naming its rank, so every surviving member's collective fails naming it within the cluster's
- * failure-detection bounds (a node that leaves: about a second; a crashed one: once it is unreachable, a few seconds),
- * never by hanging. {@code close} is orderly: what the rank sent is delivered first, and a rank that closed is not
- * reported as lost (a later collective waiting for it fails after the member timeout, naming it absent).
+ * <p>Guarantees: {@code send} copies and returns at once; per pair of ranks messages arrive in order, each once (with
+ * sockets, across every kind, since they share the pair's one connection); a peer whose payload socket ends without a
+ * goodbye, whose rank actor stops, whose node becomes unreachable, leaves or is removed is reported once, whichever is
+ * noticed first, into the member's inbox as a {@code Left} naming its rank and node, so every surviving member's
+ * collective fails naming it (a crashed process: as soon as its sockets close; a node that leaves: about a second; an
+ * unreachable host: once the failure detector says so), never by hanging. {@code close} is orderly: what the rank sent
+ * is delivered first, then a goodbye, and a rank that closed is not reported as lost (a later collective waiting for it
+ * fails after the member timeout, naming it absent).
  *
- * <p>Refuses: a chunk size whose frame exceeds Artery's frame for the rank actors, a rank claimed twice, ranks told
- * different group sizes, and any use of a transport as another rank than its own.
+ * <p>Refuses: a chunk size whose frame exceeds the plane's frame (Artery's large frame, or a socket frame's 2 GiB), a rank
+ * claimed twice, ranks told different group sizes or using different planes, a payload connection with another group's,
+ * rank's or join's identity (logged, the connection closed), and any use of a transport as another rank than its own.
  */
 package io.graphlane.cluster.collective;
