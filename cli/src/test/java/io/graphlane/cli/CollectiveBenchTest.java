@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
@@ -32,5 +33,19 @@ class CollectiveBenchTest {
         assertEquals(o.get("bytes").asDouble() / o.get("seconds").asDouble() / 1e9, algbw, algbw * 1e-9);
         assertEquals(algbw * busFactorTimesN * (members - 1) / members, o.get("busbw_gb_per_s").asDouble(), algbw * 1e-9);
         assertEquals(o.get("busbw_gb_per_s").asDouble() / o.get("memcpy_two_threads_gb_per_s").asDouble(), o.get("ratio").asDouble(), 1e-9);
+    }
+
+    /** An unknown payload plane is refused by name before any rank JVM starts. */
+    @Test
+    void refusesAnUnknownPayloadPlane() {
+        CommandLine cli = GraphlaneCli.commandLine();
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        cli.setOut(new PrintWriter(out));
+        cli.setErr(new PrintWriter(err));
+        int status = cli.execute("bench", "collective", "--nodes", "2", "--payload", "pigeon", "--json");
+        assertTrue(status != 0, out.toString());
+        assertTrue(err.toString().contains("--payload must be socket or artery, got 'pigeon'"), err.toString());
+        assertEquals("", out.toString());
     }
 }
