@@ -623,6 +623,8 @@ final class SocketPayloadPlane {
             synchronized (this) {
                 linkAborted = true;
                 queue.clear();
+                // A closed plane may stay referenced (by its node's termination hook): it keeps no frames.
+                pool.clear();
             }
             closeQuietly(channel);
             Thread w = writer;

@@ -34,7 +34,7 @@
  * is delivered first, then a goodbye, and a rank that closed is not reported as lost (a later collective waiting for it
  * fails after the member timeout, naming it absent).
  *
- * <p>Refuses: a chunk size whose frame exceeds the plane's frame (Artery's large frame, or a socket frame's 2 GiB), a rank
+ * <p>Refuses: a chunk size whose frame exceeds the plane's frame (Artery's large frame, or 1 GiB for a socket frame), a rank
  * claimed twice, ranks told different group sizes or using different planes, a payload connection with another group's,
  * rank's or join's identity (logged, the connection closed), and any use of a transport as another rank than its own.
  */
