@@ -1,6 +1,5 @@
 package io.graphlane.cluster.collective;
 
-import io.graphlane.backend.cpu.CpuBackend;
 import io.graphlane.backend.cpu.CpuCompletion;
 import io.graphlane.backend.cpu.CpuExecutor;
 import io.graphlane.backend.cpu.CpuWork;
@@ -8,19 +7,11 @@ import io.graphlane.backend.cpu.collective.CollectiveMessage;
 import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.backend.cpu.collective.CollectiveTransport;
 import io.graphlane.backend.cpu.collective.CpuCollectiveGroup;
-import io.graphlane.backend.cpu.collective.CpuCollectives;
-import io.graphlane.backend.cpu.collective.ReduceOp;
-import io.graphlane.backend.cpu.nn.CpuNeuralOps;
-import io.graphlane.backend.cpu.nn.CpuTensor;
-import io.graphlane.core.backend.CollectiveBackend;
+import io.graphlane.backend.cpu.collective.CpuCollectiveLaws;
 import io.graphlane.core.backend.SubmissionBackend;
-import io.graphlane.core.completion.Completion;
-import io.graphlane.testkit.conformance.CollectiveConformanceSuite;
-import io.graphlane.testkit.conformance.ConformanceWork;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.junit.jupiter.api.AfterAll;
@@ -35,11 +26,9 @@ import org.junit.jupiter.api.BeforeAll;
  * member sends and receives only through its own node's {@link ClusterCollectiveTransport}. Chunks are 1000 floats, so
  * the suite's larger shapes stream as many uneven chunks, past the credit window.
  */
-class ClusterCollectiveConformanceTest
-        extends CollectiveConformanceSuite<CpuExecutor, CpuCompletion, CpuWork, CpuTensor, CpuCollectiveGroup> {
+class ClusterCollectiveConformanceTest extends CpuCollectiveLaws {
     private static final AtomicInteger GROUPS = new AtomicInteger();
     static List<ActorSystem<Void>> nodes;
-    private final CpuNeuralOps ops = new CpuNeuralOps();
     private final List<ClusterCollectiveTransport> joined = new ArrayList<>();
 
     /** Hidden by {@link ClusterCollectiveArteryConformanceTest}'s, which forms the cluster with the other plane. */
@@ -89,52 +78,5 @@ class ClusterCollectiveConformanceTest
         } catch (Exception e) {
             throw new IllegalStateException("group " + name + " did not form", e);
         }
-    }
-
-    @Override
-    protected SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> createBackend() {
-        return new CpuBackend();
-    }
-
-    @Override
-    protected CollectiveBackend<CpuExecutor, CpuTensor, CpuCollectiveGroup> collectivesFor(SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> backend) {
-        return new CpuCollectives((CpuBackend) backend);
-    }
-
-    @Override
-    protected ConformanceWork<CpuWork> workFor(SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> backend) {
-        return ConformanceWork.onHostThread(CpuWork.NOOP, action -> action::run);
-    }
-
-    @Override
-    protected CpuTensor tensor(CpuExecutor lane, float[] values, int rows, int cols) {
-        return ops.fromHost(values, rows, cols);
-    }
-
-    @Override
-    protected float[] read(CpuTensor tensor) {
-        float[] out = new float[tensor.rows() * tensor.cols()];
-        ops.toHost(tensor, out);
-        return out;
-    }
-
-    @Override
-    protected int rows(CpuTensor tensor) {
-        return tensor.rows();
-    }
-
-    @Override
-    protected void release(CpuTensor tensor) {
-        ops.release(tensor);
-    }
-
-    @Override
-    protected Completion leave(CpuCollectiveGroup group, CpuExecutor lane, RuntimeException cause) {
-        return ((CpuCollectives) collectives()).leave(group, lane, cause);
-    }
-
-    @Override
-    protected Optional<Runnable> unsupportedCollective(CpuCollectiveGroup group, CpuExecutor lane, CpuTensor value) {
-        return Optional.of(() -> ((CpuCollectives) collectives()).allReduce(value, ReduceOp.AVERAGE, group, lane));
     }
 }
