@@ -2,8 +2,9 @@ package io.graphlane.backend.cpu.collective;
 
 /**
  * How the members of one group hand each other {@link CollectiveMessage}s. In one JVM it is a
- * queue per member ({@link InProcessTransport}); across nodes a transport would carry the same
- * messages between rank actors. A transport only moves messages: descriptor consensus, timeouts,
+ * queue per member ({@link InProcessTransport}); across nodes, cluster-config's
+ * {@code ClusterCollectiveTransport} carries the same messages between the ranks' nodes (a direct
+ * socket per pair of ranks, or actor messages over Artery). A transport only moves messages: descriptor consensus, timeouts,
  * member loss and the algorithms live in {@link CpuCollectiveMember}.
  *
  * <p>Guarantees a member may rely on: messages from one sender to one receiver arrive in send
