@@ -12,6 +12,7 @@ import io.graphlane.backend.cpu.collective.ReduceOp;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.cluster.ClusterProfile;
+import io.graphlane.cluster.MembersUp;
 import io.graphlane.cluster.NodeConfig;
 import io.graphlane.cluster.NodeSettings;
 import io.graphlane.cluster.collective.ClusterCollectiveTransport;
@@ -34,8 +35,6 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.cluster.Member;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 import picocli.CommandLine.Command;
@@ -96,7 +95,7 @@ public final class CollectiveWorker implements Callable<Integer> {
             var seedAddress = new org.apache.pekko.actor.Address("pekko", NodeConfig.systemName(config), "127.0.0.1",
                     Integer.parseInt(seed.substring(5).trim()));
             Cluster.get(system).manager().tell(Join.create(seedAddress));
-            awaitMembers(system);
+            MembersUp.await(system, nodes, Duration.ofSeconds(60)).toCompletableFuture().get(70, TimeUnit.SECONDS);
             CollectiveSettings settings = new CollectiveSettings(Duration.ofSeconds(60), chunkFloats);
             ClusterCollectiveTransport transport = ClusterCollectives.join(system, "bench", rank, nodes, settings, Duration.ofSeconds(60))
                     .toCompletableFuture().get(90, TimeUnit.SECONDS);
@@ -152,24 +151,6 @@ public final class CollectiveWorker implements Callable<Integer> {
         watcher.start();
     }
 
-    private void awaitMembers(ActorSystem<Void> system) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (true) {
-            int up = 0;
-            for (Member m : Cluster.get(system).state().getMembers()) {
-                if (m.status() == MemberStatus.up()) {
-                    up++;
-                }
-            }
-            if (up == nodes) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("rank " + rank + ": " + up + " of " + nodes + " members up after 60 s");
-            }
-            Thread.sleep(50); // paces the polling of membership only
-        }
-    }
 
     /** A one-float all-reduce: every rank has arrived once it returns. Returns the sum of {@code value} over the ranks. */
     private float barrier(CpuCollectiveMember member, float value) {

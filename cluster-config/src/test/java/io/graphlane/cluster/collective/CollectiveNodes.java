@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.cluster.ClusterProfile;
+import io.graphlane.cluster.MembersUp;
 import io.graphlane.cluster.NodeConfig;
 import io.graphlane.cluster.NodeSettings;
 import java.time.Duration;
@@ -14,8 +15,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.cluster.Member;
-import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 
@@ -60,29 +59,11 @@ final class CollectiveNodes {
             Cluster.get(s).manager().tell(Join.create(first));
         }
         for (ActorSystem<Void> s : systems) {
-            awaitUp(s, n);
+            MembersUp.await(s, n, Duration.ofSeconds(30)).toCompletableFuture().get(40, TimeUnit.SECONDS);
         }
         return systems;
     }
 
-    private static void awaitUp(ActorSystem<Void> system, int n) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (true) {
-            long up = 0;
-            for (Member m : Cluster.get(system).state().getMembers()) {
-                if (m.status() == MemberStatus.up()) {
-                    up++;
-                }
-            }
-            if (up == n) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("cluster of " + n + " did not come up within 30 s: " + Cluster.get(system).state());
-            }
-            Thread.sleep(50); // paces the polling of membership, state outside the test's control; orders nothing
-        }
-    }
 
     /** Rank i of {@code group} on node i, for the first {@code size} nodes; waits for every rank to join. */
     static List<ClusterCollectiveTransport> join(List<ActorSystem<Void>> nodes, String group, int size, CollectiveSettings settings)
