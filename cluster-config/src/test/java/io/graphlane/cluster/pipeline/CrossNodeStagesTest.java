@@ -70,13 +70,7 @@ class CrossNodeStagesTest {
 
     @AfterAll
     static void stopCluster() throws Exception {
-        if (pipeline != null) {
-            pipeline.close();
-        }
-        for (GraphlaneNode n : RUNNING) {
-            n.shutdown().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        }
-        LOADER.shutdown();
+        FixtureNodes.stop(pipeline, RUNNING, LOADER);
     }
 
     @Test

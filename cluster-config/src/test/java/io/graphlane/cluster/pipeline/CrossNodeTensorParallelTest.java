@@ -66,13 +66,7 @@ class CrossNodeTensorParallelTest {
 
     @AfterAll
     static void stopCluster() throws Exception {
-        if (pipeline != null) {
-            pipeline.close();
-        }
-        for (GraphlaneNode n : RUNNING) {
-            n.shutdown().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        }
-        LOADER.shutdown();
+        FixtureNodes.stop(pipeline, RUNNING, LOADER);
     }
 
     @Test

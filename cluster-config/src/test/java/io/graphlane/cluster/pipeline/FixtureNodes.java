@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.graphlane.cluster.ClusterProfile;
+import io.graphlane.cluster.GraphlaneNode;
 import io.graphlane.cluster.NodeSettings;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
@@ -14,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -63,6 +65,17 @@ final class FixtureNodes {
         for (int i = 0; i < requests.size(); i++) {
             assertEquals(expected.get(i), results.get(i).generatedIds(), "greedy tokens of prompt " + requests.get(i).promptIds());
         }
+    }
+
+    /** Closes {@code pipeline} (if started), shuts every node down and stops the loader. */
+    static void stop(ClusterPipeline pipeline, List<GraphlaneNode> nodes, ExecutorService loader) throws Exception {
+        if (pipeline != null) {
+            pipeline.close();
+        }
+        for (GraphlaneNode n : nodes) {
+            n.shutdown().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        }
+        loader.shutdown();
     }
 
     /** Waits until {@code condition} holds, checking every 100 ms, or fails naming {@code what} after a minute. */
