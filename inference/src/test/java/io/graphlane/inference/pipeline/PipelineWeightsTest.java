@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.graphlane.actors.materialize.UnitReply;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.api.GenerationRequest;
@@ -23,7 +24,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -87,10 +90,24 @@ class PipelineWeightsTest {
     }
 
     @Test
-    void aStageNotLoadedInTimeFailsTheBuildCleanlyAndTheNextBuildWorks() throws Exception {
+    void aStageNotLoadedInTimeFailsTheBuildCleanlyClosesItsLateWeightsOnceAndTheNextBuildWorks() throws Exception {
+        // The supervisor's answer is held by a probe, so the build's wait ends first whatever the machine's speed.
+        TestProbe<UnitReply> answers = TESTKIT.createTestProbe();
+        HeldAnswerCpuInference held = new HeldAnswerCpuInference(answers.ref());
         GraphlaneException e = assertThrows(GraphlaneException.class, () -> InferencePipeline.builder().model(Fixture.dir(""))
-                .stages(2).loadTimeout(Duration.ofNanos(1)).actorSystem(TESTKIT.system()).build());
+                .stages(2).loadTimeout(Duration.ofMillis(50)).backend(() -> held).actorSystem(TESTKIT.system()).build());
         assertTrue(e.getMessage().contains("stage 0/2") && e.getMessage().contains("was not loaded within"), e.getMessage());
+        assertFalse(e.getMessage().contains("\n"), "one line: " + e.getMessage());
+
+        // The supervisor still answers (bound, or failed because the failed build stopped it); handed on late, the
+        // answer's weights are closed then, each exactly once.
+        UnitReply late = answers.receiveMessage(Duration.ofSeconds(30));
+        assertTrue(held.closeCounts().stream().allMatch(n -> n == 0), "nothing closed before the answer: " + held.closeCounts());
+        held.release(0, late);
+        held.everySlotClosed().get(30, TimeUnit.SECONDS);
+        assertFalse(held.closeCounts().isEmpty());
+        assertTrue(held.closeCounts().stream().allMatch(n -> n == 1), "each slot closed once: " + held.closeCounts());
+        answers.expectNoMessage(Duration.ofMillis(100)); // stage 1 was never asked for
 
         Fixture.Prompt p = Fixture.prompts().get(0);
         try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(2)
