@@ -34,6 +34,11 @@
  * is delivered first, then a goodbye, and a rank that closed is not reported as lost (a later collective waiting for it
  * fails after the member timeout, naming it absent).
  *
+ * <p>NCCL's control plane: {@link io.graphlane.cluster.collective.NcclControlPlane#join} joins a CPU group
+ * {@code nccl-<group>} over this transport, through which rank 0's {@code ncclUniqueId} reaches every rank and each
+ * GPU collective's descriptor is agreed on before NCCL moves a byte (backend-gpu is an optional dependency of this
+ * module: only {@code NcclControlPlane.communicator} needs it at run time).
+ *
  * <p>Refuses: a chunk size whose frame exceeds the plane's frame (Artery's large frame, or 1 GiB for a socket frame), a rank
  * claimed twice, ranks told different group sizes or using different planes, a payload connection with another group's,
  * rank's or join's identity (logged, the connection closed), and any use of a transport as another rank than its own.

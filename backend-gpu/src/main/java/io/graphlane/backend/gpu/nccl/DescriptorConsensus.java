@@ -3,8 +3,8 @@ package io.graphlane.backend.gpu.nccl;
 /**
  * The hook a communicator calls before every collective: it returns once every member proposed
  * an identical descriptor, and throws {@link CollectiveMismatchException} on every member
- * otherwise. Across processes the actor layer implements it with messages; {@link InProcessConsensus}
- * serves ranks that share a JVM.
+ * otherwise. Across processes and nodes, cluster-config's {@code NcclControlPlane} implements it over
+ * the cluster; {@link InProcessConsensus} serves ranks that share a JVM.
  */
 @FunctionalInterface
 public interface DescriptorConsensus {

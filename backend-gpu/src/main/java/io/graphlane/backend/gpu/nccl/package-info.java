@@ -6,6 +6,8 @@
  * handed to NCCL by raw address ({@code jcuda.GraphlaneNativeAccess}).
  *
  * <p>A GPU host needs {@code libnccl.so.2} and {@code libcudart.so.12} on the loader path. Sharing
- * the id between processes is the actors' job: this package takes the bytes.
+ * the id between processes, and consensus across them, is the actors' job: this package takes the
+ * bytes and a {@link io.graphlane.backend.gpu.nccl.DescriptorConsensus}; cluster-config's
+ * {@code io.graphlane.cluster.collective.NcclControlPlane} provides both over the cluster.
  */
 package io.graphlane.backend.gpu.nccl;
