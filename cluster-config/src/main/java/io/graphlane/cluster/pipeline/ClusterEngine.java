@@ -3,13 +3,11 @@ package io.graphlane.cluster.pipeline;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
-import io.graphlane.scheduler.pipeline.RequestCancelledException;
-import io.graphlane.scheduler.pipeline.RequestDeadlineExceededException;
+import io.graphlane.scheduler.pipeline.RequestLedger;
 import io.graphlane.scheduler.pipeline.TokenListener;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -22,6 +20,7 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.cluster.ClusterEvent;
 import org.apache.pekko.cluster.typed.Cluster;
@@ -35,19 +34,22 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * requests occupy different stages at once. It learns the stage hosts from the Receptionist and watches
  * reachability: when a node hosting a stage becomes unreachable or leaves, every request fails at once with a
  * {@link GenerationRefusedException} (UNAVAILABLE) naming the node and the stage, and new requests are refused until
- * every stage has a reachable host again.
+ * every stage has a reachable host again. The request states, their deadlines, cancels and single ends are kept in a
+ * {@link RequestLedger}, as in the engine over local lanes; this engine adds the route through the stage hosts and
+ * their availability.
  */
 public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command> {
 
     /** What the engine accepts. */
-    public sealed interface Command permits Admit, Cancel, Stop, Replied, HostsListed, ReachabilityChanged, MemberChanged {
+    public sealed interface Command permits Admit, Cancel, Stop, Replied, DeadlineReached, HostsListed, ReachabilityChanged,
+            MemberChanged {
     }
 
     /** Starts {@code request} (already counted by admission) as {@code requestId}; its sampling is a {@link Sampler}. */
     public record Admit(long requestId, PipelineRequest request, TokenListener listener) implements Command {
     }
 
-    /** Cancels a request; a step in flight finishes unobserved. */
+    /** Cancels a request: it is reported cancelled at once, a step in flight finishes unobserved. */
     public record Cancel(long requestId) implements Command {
     }
 
@@ -62,6 +64,9 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
     record Replied(StageReply reply) implements Command {
     }
 
+    record DeadlineReached(long requestId) implements Command {
+    }
+
     record HostsListed(int stage, Receptionist.Listing listing) implements Command {
     }
 
@@ -71,41 +76,21 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
     record MemberChanged(ClusterEvent.MemberEvent event) implements Command {
     }
 
-    /** One request's state. */
-    private static final class Active {
-        final long id;
-        final PipelineRequest request;
-        final TokenListener listener;
-        int position;
-        int[] nextInput;
-        int generated;
-        long step;
-        boolean inFlight;
-        boolean cancelled;
-
-        Active(long id, PipelineRequest request, TokenListener listener) {
-            this.id = id;
-            this.request = request;
-            this.listener = listener;
-            this.nextInput = request.promptIds();
-        }
-    }
-
     private final int stageCount;
-    private final AtomicInteger held;
     private final AtomicReference<String> unavailable;
     private final ActorRef<StageReply> replies;
     /** The host of each stage (reachable, as the Receptionist lists it), or absent. */
     private final Map<Integer, ActorRef<StageHost.Command>> hosts = new HashMap<>();
     /** Why each stage without a host has none. */
     private final Map<Integer, String> lost = new HashMap<>();
-    private final Map<Long, Active> requests = new LinkedHashMap<>();
+    private final RequestLedger<Command> requests;
 
-    private ClusterEngine(ActorContext<Command> context, int stageCount, AtomicInteger held, AtomicReference<String> unavailable) {
+    private ClusterEngine(ActorContext<Command> context, TimerScheduler<Command> timers, int stageCount, AtomicInteger held,
+                          AtomicReference<String> unavailable) {
         super(context);
         this.stageCount = stageCount;
-        this.held = held;
         this.unavailable = unavailable;
+        this.requests = new RequestLedger<>(timers, DeadlineReached::new, held, this::ended);
         this.replies = context.messageAdapter(StageReply.class, Replied::new);
         // One adapter per message class (a later one replaces an earlier): the listing's key names its stage.
         ActorRef<Receptionist.Listing> listings = context.messageAdapter(Receptionist.Listing.class,
@@ -129,7 +114,7 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
      * requests are refused (null while every stage has a reachable host).
      */
     public static Behavior<Command> create(int stageCount, AtomicInteger held, AtomicReference<String> unavailable) {
-        return Behaviors.setup(ctx -> new ClusterEngine(ctx, stageCount, held, unavailable));
+        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new ClusterEngine(ctx, timers, stageCount, held, unavailable)));
     }
 
     @Override
@@ -137,6 +122,7 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
         return newReceiveBuilder()
                 .onMessage(Admit.class, this::onAdmit)
                 .onMessage(Replied.class, this::onReplied)
+                .onMessage(DeadlineReached.class, this::onDeadline)
                 .onMessage(HostsListed.class, this::onHostsListed)
                 .onMessage(ReachabilityChanged.class, this::onReachability)
                 .onMessage(MemberChanged.class, this::onMember)
@@ -146,12 +132,14 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
     }
 
     private Behavior<Command> onAdmit(Admit admit) {
-        Active a = new Active(admit.requestId(), admit.request(), admit.listener());
-        requests.put(a.id, a);
+        RequestLedger.Entry a = requests.admit(admit.requestId(), admit.request(), admit.listener());
+        if (a == null) {
+            return this;
+        }
         String why = unavailableReason();
         if (why != null) {
-            end(a, null, new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE,
-                    "request " + a.id + " refused: " + why));
+            requests.fail(a, new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE,
+                    "request " + a.id() + " refused: " + why));
             return this;
         }
         sendStep(a);
@@ -160,51 +148,42 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
 
     private Behavior<Command> onReplied(Replied replied) {
         StageReply reply = replied.reply();
-        Active a = requests.get(reply.requestId());
-        if (a == null || !a.inFlight || a.step != reply.step()) {
-            return this;
+        RequestLedger.Entry a = requests.get(reply.requestId());
+        if (a == null || !a.inFlight() || a.stepsSent() != reply.step()) {
+            return this; // a stale reply: its request ended, or it answers an earlier step
         }
-        a.inFlight = false;
-        if (a.cancelled) {
-            end(a, null, new RequestCancelledException(a.id));
-            return this;
+        if (!requests.stepReturned(a)) {
+            return this; // cancelled while the step ran: already reported, now ended
         }
         if (reply instanceof StageReply.StepFailed failed) {
-            end(a, null, new StageFailedException(a.id, failed.stage(), failed.node(), failed.failure().cause()));
+            requests.fail(a, new StageFailedException(a.id(), failed.stage(), failed.node(), failed.failure().cause()));
             return this;
         }
         float[] logits = ((StageReply.StepDone) reply).logits().toFloats();
-        int token = ((Sampler) a.request.sampling()).sample(logits);
-        a.position += a.nextInput.length;
-        a.generated++;
-        a.listener.onToken(token);
-        if (token == a.request.endOfSequenceToken()) {
-            end(a, TokenListener.StopReason.END_OF_SEQUENCE, null);
-        } else if (a.generated >= a.request.maxNewTokens()) {
-            end(a, TokenListener.StopReason.LENGTH, null);
-        } else if (System.nanoTime() - a.request.deadlineNanos() > 0 && a.request.deadlineNanos() != Long.MAX_VALUE) {
-            end(a, null, new RequestDeadlineExceededException(a.id, a.generated));
-        } else {
-            a.nextInput = new int[] {token};
+        if (requests.tokenSampled(a, ((Sampler) a.request().sampling()).sample(logits))) {
             sendStep(a);
         }
         return this;
     }
 
-    private void sendStep(Active a) {
+    private void sendStep(RequestLedger.Entry a) {
         String why = unavailableReason();
         if (why != null) {
-            end(a, null, new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE,
-                    "request " + a.id + " failed: " + why));
+            requests.fail(a, new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE,
+                    "request " + a.id() + " failed: " + why));
             return;
         }
         List<ActorRef<StageHost.Command>> route = new ArrayList<>();
         for (int s = 1; s < stageCount; s++) {
             route.add(hosts.get(s));
         }
-        a.step++;
-        a.inFlight = true;
-        hosts.get(0).tell(new StageHost.Run(a.id, a.step, 0, a.nextInput, a.position, null, route, replies));
+        long step = requests.stepSent(a);
+        hosts.get(0).tell(new StageHost.Run(a.id(), step, 0, a.nextInput(), a.position(), null, route, replies));
+    }
+
+    private Behavior<Command> onDeadline(DeadlineReached reached) {
+        requests.deadlineReached(reached.requestId());
+        return this;
     }
 
     private Behavior<Command> onHostsListed(HostsListed listed) {
@@ -258,44 +237,25 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
         // Refuse new requests before telling the failed ones: a caller that retries at once must see the loss.
         publishAvailability();
         getContext().getLog().warn("{}; failing {} requests", why, requests.size());
-        for (Active a : List.copyOf(requests.values())) {
-            end(a, null, new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE,
-                    "request " + a.id + " lost stage " + stage + ": " + why));
-        }
+        requests.failAll(id -> new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE,
+                "request " + id + " lost stage " + stage + ": " + why));
     }
 
     private Behavior<Command> onCancel(Cancel cancel) {
-        Active a = requests.get(cancel.requestId());
-        if (a != null && !a.cancelled) {
-            a.cancelled = true;
-            if (!a.inFlight) {
-                end(a, null, new RequestCancelledException(a.id));
-            }
-        }
+        requests.cancel(cancel.requestId());
         return this;
     }
 
     private Behavior<Command> onStop(Stop stop) {
-        for (Active a : List.copyOf(requests.values())) {
-            end(a, null, stop.cause());
-        }
+        requests.failAll(id -> stop.cause());
         stop.replyTo().tell(new Stopped());
         return Behaviors.stopped();
     }
 
-    /** Ends a request: reports it, drops its caches on every reachable stage host, frees its admission slot. */
-    private void end(Active a, TokenListener.StopReason reason, Throwable failure) {
-        if (requests.remove(a.id) == null) {
-            return;
-        }
-        held.decrementAndGet();
-        if (a.step > 0) {
-            hosts.values().stream().distinct().forEach(h -> h.tell(new StageHost.Forget(a.id)));
-        }
-        if (reason != null) {
-            a.listener.onFinished(reason);
-        } else {
-            a.listener.onFailed(failure);
+    /** What this engine drops when a request ends: its caches on every reachable stage host. */
+    private void ended(RequestLedger.Entry a) {
+        if (a.stepsSent() > 0) {
+            hosts.values().stream().distinct().forEach(h -> h.tell(new StageHost.Forget(a.id())));
         }
     }
 

@@ -16,7 +16,9 @@
  * across nodes with no global barrier. The last stage sends the logits to the engine, which samples and sends the
  * next step.
  *
- * <p>Guarantees: a request's tokens are in order (one step in flight per request); a failed forward poisons every
+ * <p>Guarantees: a request's tokens are in order (one step in flight per request), its deadline is checked before
+ * each step and a cancel is reported at once (the lifecycle of {@link io.graphlane.scheduler.pipeline.RequestLedger},
+ * shared with the engine over local lanes); a failed forward poisons every
  * later stage of that step on whatever node it runs ({@link io.graphlane.cluster.pipeline.StageHost.Poisoned}, never
  * submitted) and the request fails with a {@link io.graphlane.cluster.pipeline.StageFailedException} naming the
  * stage and node, its cause the remote failure; an arrived activation lives on its lane only while the consumer's

@@ -5,7 +5,6 @@ import io.graphlane.actors.lane.LaneRegistry;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
-import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,7 +28,9 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * the engine never waits. Several micro-batches occupy different stages at the same time; a
  * request has at most one step in flight, so its tokens stay in order. The last stage's
  * {@code Finished} reply brings the sampled tokens back; the engine appends them, checks the
- * stop conditions and schedules the request's next step.
+ * stop conditions and schedules the request's next step. The request states, their deadlines,
+ * cancels and single ends are kept in a {@link RequestLedger}; this engine adds the admission
+ * queue, the micro-batches and the stage lanes.
  */
 public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.Command> {
 
@@ -67,30 +68,6 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     record DeadlineReached(long requestId) implements Command {
     }
 
-    /** One request's state. */
-    private static final class Active {
-        final long id;
-        final PipelineRequest request;
-        final TokenListener listener;
-        int position;
-        int[] nextInput;
-        int generated;
-        boolean started;
-        boolean inFlight;
-        boolean cancelled;
-        boolean deadlinePassed;
-        boolean reported;
-        /** Runs its next step alone: a micro-batch it was part of failed, and only a step of its own tells whose failure it was. */
-        boolean solo;
-
-        Active(long id, PipelineRequest request, TokenListener listener) {
-            this.id = id;
-            this.request = request;
-            this.listener = listener;
-            this.nextInput = request.promptIds();
-        }
-    }
-
     /** One micro-batch in flight: its entries, every stage's handle, and the last stage's output. */
     private record InFlight<A>(MicroBatch batch, long laneRequestId, List<CompletionHandle> handles, SharedRelease<A> lastOutput) {
         CompletionHandle last() {
@@ -103,29 +80,27 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final List<ActorRef<LaneProtocol.Command>> lanes;
     private final StageProgram<W, A> program;
     private final PipelineSettings settings;
-    private final AtomicInteger admitted;
-    private final TimerScheduler<Command> timers;
     private final ActorRef<LaneProtocol.LaneReply> replies;
-    private final Map<Long, Active> requests = new HashMap<>();
+    private final RequestLedger<Command> requests;
+    /** Admitted requests waiting for an active slot; every other request held is active. */
     private final ArrayDeque<Long> waiting = new ArrayDeque<>();
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
+    /** Requests that run their next step alone: a micro-batch they were part of failed, and only a step of their own tells whose failure it was. */
     private final ArrayDeque<Long> readySolo = new ArrayDeque<>();
     /** Every stage handle of every step in flight, to its step. */
     private final Map<CompletionHandle, InFlight<A>> stepOfHandle = new HashMap<>();
     private final Map<Long, InFlight<A>> inFlight = new LinkedHashMap<>();
-    private int activeCount;
     private long steps;
     private long tokens;
 
     private PipelineEngine(ActorContext<Command> context, TimerScheduler<Command> timers, LaneRegistry registry, List<LaneId> stageLanes,
                            StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted) {
         super(context);
-        this.timers = timers;
         this.registry = registry;
         this.stageLanes = List.copyOf(stageLanes);
         this.program = program;
         this.settings = settings;
-        this.admitted = admitted;
+        this.requests = new RequestLedger<>(timers, DeadlineReached::new, admitted, this::ended);
         List<ActorRef<LaneProtocol.Command>> refs = new ArrayList<>();
         for (LaneId lane : stageLanes) {
             refs.add(registry.lane(lane));
@@ -162,62 +137,30 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     private Behavior<Command> onAdmit(Admit admit) {
-        Active a = new Active(admit.requestId(), admit.request(), admit.listener());
-        requests.put(a.id, a);
-        waiting.add(a.id);
-        long deadline = admit.request().deadlineNanos();
-        if (deadline != Long.MAX_VALUE) {
-            long delay = deadline - System.nanoTime();
-            if (delay <= 0) {
-                return onDeadline(new DeadlineReached(a.id));
-            }
-            timers.startSingleTimer(a.id, new DeadlineReached(a.id), Duration.ofNanos(delay));
+        if (requests.admit(admit.requestId(), admit.request(), admit.listener()) != null) {
+            waiting.add(admit.requestId());
+            pump();
         }
-        pump();
         return this;
     }
 
     private Behavior<Command> onCancel(Cancel cancel) {
-        Active a = requests.get(cancel.requestId());
-        if (a != null && !a.cancelled) {
-            a.cancelled = true;
-            if (!a.inFlight) {
-                end(a, null, new RequestCancelledException(a.id));
-            } else {
-                // The step in flight finishes unobserved (its work keeps what it retains until its exact
-                // completion); the request's state is dropped when it does.
-                a.reported = true;
-                a.listener.onFailed(new RequestCancelledException(a.id));
-            }
-        }
+        requests.cancel(cancel.requestId());
         return this;
     }
 
     private Behavior<Command> onDeadline(DeadlineReached reached) {
-        Active a = requests.get(reached.requestId());
-        if (a != null && !a.cancelled) {
-            if (a.inFlight) {
-                a.deadlinePassed = true;
-            } else {
-                end(a, null, new RequestDeadlineExceededException(a.id, a.generated));
-            }
-        }
+        requests.deadlineReached(reached.requestId());
         return this;
     }
 
     private Behavior<Command> onGetStats(GetStats get) {
-        get.replyTo().tell(new Stats(steps, tokens, activeCount, waiting.size(), inFlight.size()));
+        get.replyTo().tell(new Stats(steps, tokens, activeCount(), waiting.size(), inFlight.size()));
         return this;
     }
 
     private Behavior<Command> onStop(Stop stop) {
-        for (Active a : List.copyOf(requests.values())) {
-            if (!a.reported) {
-                a.reported = true;
-                a.listener.onFailed(stop.cause());
-            }
-            a.cancelled = true;
-        }
+        requests.failAll(id -> stop.cause());
         for (InFlight<A> f : inFlight.values()) {
             for (ActorRef<LaneProtocol.Command> lane : lanes) {
                 lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
@@ -278,95 +221,68 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         }
         List<MicroBatch.Entry> entries = f.batch().entries();
         for (int i = 0; i < entries.size(); i++) {
-            Active a = requests.get(entries.get(i).requestId());
-            if (a == null) {
-                continue;
-            }
-            a.inFlight = false;
-            if (a.cancelled) {
-                end(a, null, null);
-                continue;
+            RequestLedger.Entry a = requests.get(entries.get(i).requestId());
+            if (a == null || !requests.stepReturned(a)) {
+                continue; // ended already, or cancelled while the step ran (reported then, ended now)
             }
             if (failure != null) {
                 if (entries.size() > 1) {
                     // A failure local to one request must fail only that request: take back what the stages
                     // that ran added for each, and run each alone from where the step began.
-                    program.rewind(a.id, a.position);
-                    a.solo = true;
-                    readySolo.add(a.id);
+                    program.rewind(a.id(), a.position());
+                    readySolo.add(a.id());
                 } else {
-                    end(a, null, failure);
+                    requests.fail(a, failure);
                 }
                 continue;
             }
-            a.solo = false;
-            int token = sampled[i];
-            a.position += entries.get(i).tokens().length;
-            a.generated++;
             tokens++;
-            a.listener.onToken(token);
-            if (token == a.request.endOfSequenceToken()) {
-                end(a, TokenListener.StopReason.END_OF_SEQUENCE, null);
-            } else if (a.generated >= a.request.maxNewTokens()) {
-                end(a, TokenListener.StopReason.LENGTH, null);
-            } else if (a.deadlinePassed) {
-                end(a, null, new RequestDeadlineExceededException(a.id, a.generated));
-            } else {
-                a.nextInput = new int[] {token};
-                ready.add(a.id);
+            if (requests.tokenSampled(a, sampled[i])) {
+                ready.add(a.id());
             }
         }
     }
 
-    /** Ends a request: reports (unless already reported), drops its state, frees its admission slot. */
-    private void end(Active a, TokenListener.StopReason reason, Throwable failure) {
-        requests.remove(a.id);
-        waiting.remove(a.id);
-        ready.remove(a.id);
-        readySolo.remove(a.id);
-        timers.cancel(a.id);
-        if (a.started) {
-            activeCount--;
-            program.forget(a.id);
+    /** What this engine drops when a request ends: its place in the queues and, once no step of it runs, its stage state. */
+    private void ended(RequestLedger.Entry a) {
+        waiting.remove(a.id());
+        ready.remove(a.id());
+        readySolo.remove(a.id());
+        if (a.stepsSent() > 0 && !a.inFlight()) {
+            program.forget(a.id());
         }
-        admitted.decrementAndGet();
-        if (a.reported) {
-            return;
-        }
-        a.reported = true;
-        if (reason != null) {
-            a.listener.onFinished(reason);
-        } else {
-            a.listener.onFailed(failure != null ? failure : new RequestCancelledException(a.id));
-        }
+    }
+
+    /** Requests holding an active slot: every request held but those waiting for one. */
+    private int activeCount() {
+        return requests.size() - waiting.size();
     }
 
     /** Starts waiting requests while active slots are free, then forms and submits steps while batch slots are free. */
     private void pump() {
-        while (!waiting.isEmpty() && activeCount < settings.maxActiveRequests()) {
-            Active a = requests.get(waiting.poll());
-            a.started = true;
-            activeCount++;
-            ready.add(a.id);
+        while (!waiting.isEmpty() && activeCount() < settings.maxActiveRequests()) {
+            ready.add(waiting.poll());
         }
         while (!readySolo.isEmpty() && inFlight.size() < settings.maxInFlightBatches()) {
-            Active a = requests.get(readySolo.poll());
-            a.inFlight = true;
-            submitStep(new MicroBatch(registry.newRequestId(), List.of(new MicroBatch.Entry(a.id, a.nextInput, a.position, a.request.sampling()))));
+            submitStep(new MicroBatch(registry.newRequestId(), List.of(stepOf(requests.get(readySolo.poll())))));
         }
         while (!ready.isEmpty() && inFlight.size() < settings.maxInFlightBatches()) {
             // Spread the active requests evenly over the micro-batches the pipeline holds: a decode step
             // reads every weight once whatever its size, so fewer, fuller steps share that read.
-            int target = (activeCount + settings.maxInFlightBatches() - 1) / settings.maxInFlightBatches();
+            int target = (activeCount() + settings.maxInFlightBatches() - 1) / settings.maxInFlightBatches();
             int size = Math.max(1, Math.min(settings.maxBatchSize(), target));
             List<MicroBatch.Entry> entries = new ArrayList<>(size);
             while (entries.size() < size && !ready.isEmpty()) {
-                Active a = requests.get(ready.poll());
-                a.inFlight = true;
-                entries.add(new MicroBatch.Entry(a.id, a.nextInput, a.position, a.request.sampling()));
+                entries.add(stepOf(requests.get(ready.poll())));
             }
             submitStep(new MicroBatch(registry.newRequestId(), entries));
         }
+    }
+
+    /** Marks {@code a}'s next step as sent and returns its part of the micro-batch. */
+    private MicroBatch.Entry stepOf(RequestLedger.Entry a) {
+        requests.stepSent(a);
+        return new MicroBatch.Entry(a.id(), a.nextInput(), a.position(), a.request().sampling());
     }
 
     /** Plans every stage of one step and sends each stage's submission to its lane, chained by handles. */

@@ -3,7 +3,10 @@
  * over one lane per stage; the {@link io.graphlane.scheduler.pipeline.PipelineEngine} actor owns each request's
  * lifecycle (admitted → queued → active → finished | cancelled | deadline-exceeded | failed), forms micro-batches
  * and sends every stage of a step to the stage lanes at once, chained by completion handles, so stage k+1 orders
- * after stage k on the device side and several micro-batches occupy different stages at the same time.
+ * after stage k on the device side and several micro-batches occupy different stages at the same time. The part of
+ * the lifecycle that does not depend on where stages run (per-request state, deadlines, cancels, the single end, the
+ * admission count) lives in {@link io.graphlane.scheduler.pipeline.RequestLedger}, which the engine over stages hosted
+ * on other cluster nodes shares.
  *
  * <p>Guarantees: a request's tokens reach its listener in order, followed by exactly one end; admission is bounded
  * ({@link io.graphlane.scheduler.pipeline.PipelineOverloadedException} beyond it); a stage output is freed exactly once,
