@@ -1,15 +1,9 @@
 package io.graphlane.backend.cpu;
 
-import io.graphlane.core.backend.CrossDeviceOrderingException;
-import io.graphlane.core.backend.ExecutorClosedException;
-import io.graphlane.core.backend.SubmissionBackend;
+import io.graphlane.core.backend.AbstractSubmissionBackend;
 import io.graphlane.core.completion.Completion;
-import io.graphlane.core.completion.Completions;
-import io.graphlane.core.completion.SettableCompletion;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -19,68 +13,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the consumer's queue, so the caller never blocks; a failed producer poisons the next
  * submission after it.
  */
-public final class CpuBackend implements SubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> {
+public final class CpuBackend extends AbstractSubmissionBackend<CpuExecutor, CpuCompletion, CpuWork> {
     private static final System.Logger LOG = System.getLogger(CpuBackend.class.getName());
     private static final AtomicInteger DEVICES = new AtomicInteger();
-
-    private final String deviceName;
-    private final CopyOnWriteArrayList<CpuExecutor> executors = new CopyOnWriteArrayList<>();
-    private final AtomicInteger laneCounter = new AtomicInteger();
-    private final CpuExecutor root;
-    private volatile boolean shutdown;
-    private volatile SettableCompletion allStopped;
 
     public CpuBackend() {
         this("cpu" + DEVICES.getAndIncrement());
     }
 
     public CpuBackend(String deviceName) {
-        this.deviceName = Objects.requireNonNull(deviceName, "deviceName");
-        this.root = newExecutor("root");
-    }
-
-    @Override
-    public String deviceName() {
-        return deviceName;
-    }
-
-    @Override
-    public CpuExecutor rootExecutor() {
-        return root;
-    }
-
-    /** {@inheritDoc} Serialized with {@link #shutdown()}, so no executor is forked after shutdown has closed the others. */
-    @Override
-    public synchronized List<CpuExecutor> forkExecutors(CpuExecutor executor, int count) {
-        checkOwned(executor, "forkExecutors");
-        if (count < 0) {
-            throw new IllegalArgumentException("forkExecutors: count must be >= 0, got " + count);
-        }
-        if (shutdown) {
-            throw new ExecutorClosedException(deviceName, "forkExecutors");
-        }
-        List<CpuExecutor> forked = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            forked.add(newExecutor("lane-" + laneCounter.getAndIncrement()));
-        }
-        return forked;
-    }
-
-    @Override
-    public CpuCompletion submit(CpuExecutor executor, List<? extends CpuWork> work) {
-        checkOwned(executor, "submit");
-        Objects.requireNonNull(work, "work");
-        return executor.submit(work);
-    }
-
-    @Override
-    public void orderAfter(CpuCompletion producer, CpuExecutor executor) {
-        checkOwned(executor, "orderAfter");
-        Objects.requireNonNull(producer, "producer");
-        if (producer.device() != this) {
-            throw new CrossDeviceOrderingException(producer.label(), producer.device().deviceName, executor.name(), deviceName);
-        }
-        executor.orderAfter(producer);
+        super(deviceName);
+        openRootExecutor();
     }
 
     @Override
@@ -103,43 +46,42 @@ public final class CpuBackend implements SubmissionBackend<CpuExecutor, CpuCompl
     }
 
     @Override
-    public Completion shutdownExecutor(CpuExecutor executor) {
-        checkOwned(executor, "shutdownExecutor");
+    protected CpuExecutor createExecutor(String name) {
+        return new CpuExecutor(this, name);
+    }
+
+    @Override
+    protected CpuBackend executorBackend(CpuExecutor executor) {
+        return executor.device();
+    }
+
+    @Override
+    protected String executorName(CpuExecutor executor) {
+        return executor.name();
+    }
+
+    @Override
+    protected CpuBackend completionBackend(CpuCompletion completion) {
+        return completion.device();
+    }
+
+    @Override
+    protected CpuCompletion enqueue(CpuExecutor executor, List<? extends CpuWork> work) {
+        return executor.submit(work);
+    }
+
+    @Override
+    protected void enqueueWait(CpuCompletion producer, CpuExecutor executor) {
+        executor.orderAfter(producer);
+    }
+
+    @Override
+    protected Completion closeExecutor(CpuExecutor executor) {
         return executor.shutdown();
     }
 
     @Override
-    public synchronized Completion shutdown() {
-        if (allStopped != null) {
-            return allStopped;
-        }
-        shutdown = true;
-        SettableCompletion done = new SettableCompletion(deviceName + " (shut down)");
-        List<Completion> each = new ArrayList<>();
-        for (CpuExecutor e : executors) {
-            each.add(e.shutdown());
-        }
-        Completions.whenAllDone(each, done::succeed);
-        allStopped = done;
-        return done;
-    }
-
-    private CpuExecutor newExecutor(String lane) {
-        CpuExecutor executor = new CpuExecutor(this, deviceName + "/" + lane);
-        executors.add(executor);
-        return executor;
-    }
-
-    private void checkOwned(CpuExecutor executor, String operation) {
-        Objects.requireNonNull(executor, "executor");
-        if (executor.device() != this) {
-            throw new IllegalArgumentException(operation + ": executor " + executor.name() + " belongs to device "
-                    + executor.device().deviceName + ", not to " + deviceName);
-        }
-    }
-
-    @Override
     public String toString() {
-        return "CpuBackend(" + deviceName + ", " + executors.size() + " executors)";
+        return "CpuBackend(" + deviceName() + ", " + executors().size() + " executors)";
     }
 }

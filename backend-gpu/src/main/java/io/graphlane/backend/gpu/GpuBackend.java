@@ -1,18 +1,12 @@
 package io.graphlane.backend.gpu;
 
-import io.graphlane.core.backend.CrossDeviceOrderingException;
-import io.graphlane.core.backend.ExecutorClosedException;
-import io.graphlane.core.backend.SubmissionBackend;
+import io.graphlane.core.backend.AbstractSubmissionBackend;
 import io.graphlane.core.completion.Completion;
-import io.graphlane.core.completion.Completions;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.completion.SettableCompletion;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,24 +18,20 @@ import org.slf4j.LoggerFactory;
  * second backend on the same device is independent (its own poller), and ordering between the two
  * is refused as across devices.
  */
-public final class GpuBackend implements SubmissionBackend<GpuStream, GpuCompletion, GpuWork> {
+public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCompletion, GpuWork> {
     private static final Logger LOG = LoggerFactory.getLogger(GpuBackend.class);
 
     private final DeviceRuntime runtime;
     private final GpuOptions options;
     private final EventPoller poller;
-    private final CopyOnWriteArrayList<GpuStream> executors = new CopyOnWriteArrayList<>();
-    private final AtomicInteger laneCounter = new AtomicInteger();
-    private final GpuStream root;
-    private volatile boolean shutdown;
-    private SettableCompletion allStopped;
 
     GpuBackend(DeviceRuntime runtime, GpuOptions options) {
-        this.runtime = Objects.requireNonNull(runtime, "runtime");
+        super(Objects.requireNonNull(runtime, "runtime").name());
+        this.runtime = runtime;
         this.options = Objects.requireNonNull(options, "options");
         this.poller = new EventPoller(runtime, options.pollerParkMicros() * 1000);
         this.poller.start();
-        this.root = newExecutor("root");
+        openRootExecutor();
     }
 
     /**
@@ -61,11 +51,6 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
         return open(GpuOptions.DEFAULTS.withDevice(ordinal));
     }
 
-    @Override
-    public String deviceName() {
-        return runtime.name();
-    }
-
     /** The options this backend was opened with. */
     public GpuOptions options() {
         return options;
@@ -74,44 +59,6 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
     /** The device ordinal. */
     public int ordinal() {
         return runtime.ordinal();
-    }
-
-    @Override
-    public GpuStream rootExecutor() {
-        return root;
-    }
-
-    @Override
-    public List<GpuStream> forkExecutors(GpuStream executor, int count) {
-        checkOwned(executor, "forkExecutors");
-        if (count < 0) {
-            throw new IllegalArgumentException("forkExecutors: count must be >= 0, got " + count);
-        }
-        if (shutdown) {
-            throw new ExecutorClosedException(deviceName(), "forkExecutors");
-        }
-        List<GpuStream> forked = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            forked.add(newExecutor("lane-" + laneCounter.getAndIncrement()));
-        }
-        return forked;
-    }
-
-    @Override
-    public GpuCompletion submit(GpuStream executor, List<? extends GpuWork> work) {
-        checkOwned(executor, "submit");
-        Objects.requireNonNull(work, "work");
-        return executor.submit(work);
-    }
-
-    @Override
-    public void orderAfter(GpuCompletion producer, GpuStream executor) {
-        checkOwned(executor, "orderAfter");
-        Objects.requireNonNull(producer, "producer");
-        if (producer.device() != this) {
-            throw new CrossDeviceOrderingException(producer.label(), producer.device().deviceName(), executor.name(), deviceName());
-        }
-        executor.orderAfter(producer);
     }
 
     @Override
@@ -139,25 +86,44 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
     }
 
     @Override
-    public Completion shutdownExecutor(GpuStream executor) {
-        checkOwned(executor, "shutdownExecutor");
-        return executor.shutdown();
+    protected GpuStream createExecutor(String name) {
+        return new GpuStream(this, name, runtime.createStream(name));
     }
 
     @Override
-    public synchronized Completion shutdown() {
-        if (allStopped != null) {
-            return allStopped;
-        }
-        shutdown = true;
-        SettableCompletion done = new SettableCompletion(deviceName() + " (shut down)");
-        allStopped = done;
-        List<Completion> each = new ArrayList<>();
-        for (GpuStream s : executors) {
-            each.add(s.shutdown());
-        }
-        Completions.whenAllDone(each, () -> poller.stopWhenIdle(() -> releaseDevice(done, each)));
-        return done;
+    protected GpuBackend executorBackend(GpuStream executor) {
+        return executor.device();
+    }
+
+    @Override
+    protected String executorName(GpuStream executor) {
+        return executor.name();
+    }
+
+    @Override
+    protected GpuBackend completionBackend(GpuCompletion completion) {
+        return completion.device();
+    }
+
+    @Override
+    protected GpuCompletion enqueue(GpuStream executor, List<? extends GpuWork> work) {
+        return executor.submit(work);
+    }
+
+    @Override
+    protected void enqueueWait(GpuCompletion producer, GpuStream executor) {
+        executor.orderAfter(producer);
+    }
+
+    @Override
+    protected Completion closeExecutor(GpuStream executor) {
+        return executor.shutdown();
+    }
+
+    /** Once every stream has drained: stops the poller when it is idle, then releases the device context. */
+    @Override
+    protected void stopDevice(List<Completion> executorsStopped, SettableCompletion done) {
+        poller.stopWhenIdle(() -> releaseDevice(done, executorsStopped));
     }
 
     private void releaseDevice(SettableCompletion done, List<Completion> executorsStopped) {
@@ -188,23 +154,8 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
         return poller;
     }
 
-    private GpuStream newExecutor(String lane) {
-        String name = deviceName() + "/" + lane;
-        GpuStream executor = new GpuStream(this, name, runtime.createStream(name));
-        executors.add(executor);
-        return executor;
-    }
-
-    private void checkOwned(GpuStream executor, String operation) {
-        Objects.requireNonNull(executor, "executor");
-        if (executor.device() != this) {
-            throw new IllegalArgumentException(operation + ": executor " + executor.name() + " belongs to device "
-                    + executor.device().deviceName() + ", not to " + deviceName());
-        }
-    }
-
     @Override
     public String toString() {
-        return "GpuBackend(" + deviceName() + ", " + executors.size() + " executors)";
+        return "GpuBackend(" + deviceName() + ", " + executors().size() + " executors)";
     }
 }

@@ -65,7 +65,11 @@ public interface SubmissionBackend<E, C extends Completion, W> extends AutoClose
      */
     Completion shutdownExecutor(E executor);
 
-    /** Shuts every executor of this backend down as {@link #shutdownExecutor} does; returns at once. */
+    /**
+     * Shuts every executor of this backend down as {@link #shutdownExecutor} does; returns at once.
+     * Later forks are refused with {@link ExecutorClosedException}; a fork racing this call is either
+     * refused or its executors are shut down with the others: no executor outlives shutdown.
+     */
     Completion shutdown();
 
     /** Shuts down and waits until every executor has stopped. */

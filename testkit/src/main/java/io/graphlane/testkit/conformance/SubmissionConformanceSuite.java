@@ -30,6 +30,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -63,6 +64,9 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
 
     /** How long a call that must not wait may take before the suite calls it blocking. */
     private static final Duration PROMPT = Duration.ofSeconds(5);
+
+    /** How many fresh devices race a fork against shutdown. */
+    private static final int RACE_ROUNDS = 50;
 
     private final List<SubmissionBackend<E, C, W>> backends = new ArrayList<>();
     private final List<Gate<W>> gates = new CopyOnWriteArrayList<>();
@@ -754,6 +758,45 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
         held.forEach(Gate::open);
         assertEnds(all);
         work0.forEach(this::assertSucceeded);
+    }
+
+    /**
+     * A fork racing the backend's shutdown is either refused or returns executors that the shutdown
+     * closed: once shutdown has ended, no forked executor accepts work. Both calls start together from
+     * one barrier, on fresh devices, many times over.
+     */
+    @Test
+    public void forkRacingShutdownNeverOutlivesShutdown() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            for (int round = 0; round < RACE_ROUNDS; round++) {
+                SubmissionBackend<E, C, W> device = newBackend();
+                ConformanceWork<W> deviceWork = workOf(device);
+                E root = device.rootExecutor();
+                CyclicBarrier start = new CyclicBarrier(2);
+                Future<List<E>> fork = pool.submit(() -> {
+                    start.await();
+                    try {
+                        return device.forkExecutors(root, 2);
+                    } catch (ExecutorClosedException refused) {
+                        return List.of();
+                    }
+                });
+                Future<Completion> stop = pool.submit(() -> {
+                    start.await();
+                    return device.shutdown();
+                });
+                List<E> forked = fork.get(timeout().toMillis(), TimeUnit.MILLISECONDS);
+                assertEnds(stop.get(timeout().toMillis(), TimeUnit.MILLISECONDS));
+                for (E lane : forked) {
+                    assertThrows(ExecutorClosedException.class, () -> device.submit(lane, deviceWork.noop()),
+                            "round " + round + ": " + lane + " was forked while " + device.deviceName()
+                                    + " shut down and still accepts work after the shutdown ended");
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
     }
 
     // ---------------------------------------------------------------- helpers for subclasses and tests

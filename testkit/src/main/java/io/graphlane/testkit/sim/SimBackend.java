@@ -1,15 +1,12 @@
 package io.graphlane.testkit.sim;
 
-import io.graphlane.core.backend.CrossDeviceOrderingException;
+import io.graphlane.core.backend.AbstractSubmissionBackend;
 import io.graphlane.core.backend.ExecutorClosedException;
-import io.graphlane.core.backend.SubmissionBackend;
 import io.graphlane.core.completion.Completion;
-import io.graphlane.core.completion.Completions;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.completion.SettableCompletion;
 import io.graphlane.testkit.ledger.RetentionLedger;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -36,7 +33,7 @@ import org.slf4j.LoggerFactory;
  * item is due; fit for benchmarks) or manual virtual time (nothing moves until the test calls
  * {@link #advance} or {@link #runUntilIdle}; exactly reproducible).
  */
-public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompletion, SimWork> {
+public final class SimBackend extends AbstractSubmissionBackend<SimExecutor, SimCompletion, SimWork> {
     private static final Logger LOG = LoggerFactory.getLogger(SimBackend.class);
     private static final AtomicInteger DEVICES = new AtomicInteger();
 
@@ -57,27 +54,21 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
      */
     public record LeakReport(String value, String completion, String reason) { }
 
-    private final String deviceName;
     private final TimeMode timeMode;
     private final Long seed;
     private final RetentionLedger ledger;
     private final SimDevice device;
-    private final CopyOnWriteArrayList<SimExecutor> executors = new CopyOnWriteArrayList<>();
     private final CopyOnWriteArrayList<LeakReport> leaks = new CopyOnWriteArrayList<>();
-    private final SimExecutor root;
-    private int laneCounter;
-    private boolean shutdown;
-    private SettableCompletion allStopped;
     private volatile String lostReason;
 
     private SimBackend(Builder b) {
-        this.deviceName = b.name != null ? b.name : "sim" + DEVICES.getAndIncrement();
+        super(b.name != null ? b.name : "sim" + DEVICES.getAndIncrement());
         this.timeMode = b.timeMode;
         this.seed = b.seed;
         this.ledger = b.ledger;
-        DeviceDriver driver = timeMode == TimeMode.MANUAL ? new ManualDriver() : new WallClockDriver(deviceName);
-        this.device = new SimDevice(deviceName, driver, seed == null ? null : new Random(seed), b.jitter.toNanos(), b.recordTimeline);
-        this.root = newExecutor("root");
+        DeviceDriver driver = timeMode == TimeMode.MANUAL ? new ManualDriver() : new WallClockDriver(deviceName());
+        this.device = new SimDevice(deviceName(), driver, seed == null ? null : new Random(seed), b.jitter.toNanos(), b.recordTimeline);
+        openRootExecutor();
     }
 
     /** A wall-clock simulated device with default settings. */
@@ -93,36 +84,35 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
     // ---- SubmissionBackend ----
 
     @Override
-    public String deviceName() {
-        return deviceName;
+    protected SimExecutor createExecutor(String name) {
+        SimExecutor executor = new SimExecutor(this, name);
+        device.driver().post(() -> device.onAddLane(executor));
+        return executor;
     }
 
     @Override
-    public SimExecutor rootExecutor() {
-        return root;
+    protected SimBackend executorBackend(SimExecutor executor) {
+        return executor.device();
     }
 
     @Override
-    public synchronized List<SimExecutor> forkExecutors(SimExecutor executor, int count) {
-        checkOwned(executor, "forkExecutors");
-        if (count < 0) {
-            throw new IllegalArgumentException("forkExecutors: count must be >= 0, got " + count);
-        }
-        checkNotLost("forkExecutors");
-        if (shutdown) {
-            throw new ExecutorClosedException(deviceName, "forkExecutors");
-        }
-        List<SimExecutor> forked = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            forked.add(newExecutor("lane-" + laneCounter++));
-        }
-        return forked;
+    protected String executorName(SimExecutor executor) {
+        return executor.name();
     }
 
     @Override
-    public SimCompletion submit(SimExecutor executor, List<? extends SimWork> work) {
-        checkOwned(executor, "submit");
-        Objects.requireNonNull(work, "work");
+    protected SimBackend completionBackend(SimCompletion completion) {
+        return completion.device();
+    }
+
+    /** A lost device forks no lanes. */
+    @Override
+    protected void checkUsable(String operation) {
+        checkNotLost(operation);
+    }
+
+    @Override
+    protected SimCompletion enqueue(SimExecutor executor, List<? extends SimWork> work) {
         List<SimWork> items = List.copyOf(work);
         synchronized (executor) {
             checkOpen(executor, "submit");
@@ -139,12 +129,7 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
     }
 
     @Override
-    public void orderAfter(SimCompletion producer, SimExecutor executor) {
-        checkOwned(executor, "orderAfter");
-        Objects.requireNonNull(producer, "producer");
-        if (producer.device() != this) {
-            throw new CrossDeviceOrderingException(producer.label(), producer.device().deviceName, executor.name(), deviceName);
-        }
+    protected void enqueueWait(SimCompletion producer, SimExecutor executor) {
         synchronized (executor) {
             checkOpen(executor, "orderAfter");
             Outcome known = producer.deviceOutcome();
@@ -181,8 +166,7 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
     }
 
     @Override
-    public Completion shutdownExecutor(SimExecutor executor) {
-        checkOwned(executor, "shutdownExecutor");
+    protected Completion closeExecutor(SimExecutor executor) {
         synchronized (executor) {
             if (executor.close()) {
                 device.driver().post(() -> device.onStop(executor));
@@ -191,23 +175,11 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
         return executor.stopped;
     }
 
+    /** Once every lane has stopped: stops the device driver (its thread, with wall-clock time). */
     @Override
-    public synchronized Completion shutdown() {
-        if (allStopped != null) {
-            return allStopped;
-        }
-        shutdown = true;
-        SettableCompletion done = new SettableCompletion(deviceName + " (shut down)");
-        allStopped = done;
-        List<Completion> each = new ArrayList<>();
-        for (SimExecutor e : executors) {
-            each.add(shutdownExecutor(e));
-        }
-        Completions.whenAllDone(each, () -> {
-            device.driver().close();
-            done.succeed();
-        });
-        return done;
+    protected void stopDevice(List<Completion> executorsStopped, SettableCompletion done) {
+        device.driver().close();
+        done.succeed();
     }
 
     /**
@@ -220,8 +192,8 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
         if (timeMode == TimeMode.MANUAL) {
             runUntilIdle();
             if (!stopped.isDone()) {
-                List<String> busy = executors.stream().filter(e -> !e.stopped.isDone()).map(SimExecutor::name).toList();
-                throw new IllegalStateException("close: lanes " + busy + " of " + deviceName
+                List<String> busy = executors().stream().filter(e -> !e.stopped.isDone()).map(SimExecutor::name).toList();
+                throw new IllegalStateException("close: lanes " + busy + " of " + deviceName()
                         + " still hold work that was never released; release or fail their held work first");
             }
             return;
@@ -269,7 +241,7 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
             }
             lostReason = reason;
         }
-        LOG.warn("simulated device {} lost: {}", deviceName, reason);
+        LOG.warn("simulated device {} lost: {}", deviceName(), reason);
         device.driver().post(() -> device.onLost(reason));
     }
 
@@ -347,18 +319,11 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
 
     @Override
     public String toString() {
-        return "SimBackend(" + deviceName + ", " + timeMode + (seed == null ? "" : ", seed " + seed) + ", "
-                + executors.size() + " executors)";
+        return "SimBackend(" + deviceName() + ", " + timeMode + (seed == null ? "" : ", seed " + seed) + ", "
+                + executors().size() + " executors)";
     }
 
     // ---- internals ----
-
-    private SimExecutor newExecutor(String lane) {
-        SimExecutor executor = new SimExecutor(this, deviceName + "/" + lane);
-        executors.add(executor);
-        device.driver().post(() -> device.onAddLane(executor));
-        return executor;
-    }
 
     private boolean decide(String hold, Outcome decision) {
         Objects.requireNonNull(hold, "hold");
@@ -374,7 +339,7 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
         if (device.driver() instanceof ManualDriver manual) {
             return manual;
         }
-        throw new IllegalStateException(call + ": device " + deviceName + " runs on wall-clock time; build it with "
+        throw new IllegalStateException(call + ": device " + deviceName() + " runs on wall-clock time; build it with "
                 + "SimBackend.builder().manualTime() to drive device time by hand");
     }
 
@@ -404,7 +369,7 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
     }
 
     private void leak(SimCompletion completion, Object value, RetentionLedger.Entry entry, Outcome outcome) {
-        String reason = "device " + deviceName + " lost before " + completion.label() + " was proven";
+        String reason = "device " + deviceName() + " lost before " + completion.label() + " was proven";
         LeakReport report = new LeakReport(entry != null ? entry.name() : describe(value), completion.label(), reason);
         leaks.add(report);
         LOG.warn("leaking {} on purpose: {} ({})", report.value(), reason, outcome);
@@ -419,14 +384,6 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
         return s.length() <= 80 ? s : s.substring(0, 77) + "...";
     }
 
-    private void checkOwned(SimExecutor executor, String operation) {
-        Objects.requireNonNull(executor, "executor");
-        if (executor.device() != this) {
-            throw new IllegalArgumentException(operation + ": executor " + executor.name() + " belongs to device "
-                    + executor.device().deviceName + ", not to " + deviceName);
-        }
-    }
-
     private void checkOpen(SimExecutor executor, String operation) {
         checkNotLost(operation);
         if (executor.isClosed()) {
@@ -437,7 +394,7 @@ public final class SimBackend implements SubmissionBackend<SimExecutor, SimCompl
     private void checkNotLost(String operation) {
         String reason = lostReason;
         if (reason != null) {
-            throw new SimDeviceLostException(deviceName, operation + " refused", reason);
+            throw new SimDeviceLostException(deviceName(), operation + " refused", reason);
         }
     }
 
