@@ -51,7 +51,7 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
      */
     public static GpuBackend open(GpuOptions options) {
         GpuDeviceInfo info = GpuDevices.select(options.device());
-        GpuBackend backend = new GpuBackend(new CudaDeviceRuntime(options.device()), options);
+        GpuBackend backend = new GpuBackend(new CudaDeviceRuntime(options.device(), options.memoryPoolReleaseThresholdBytes()), options);
         LOG.info("opened {}", info);
         return backend;
     }
@@ -118,6 +118,9 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
     public void retainUntilComplete(GpuStream executor, GpuCompletion completion, Object value) {
         checkOwned(executor, "retainUntilComplete");
         Objects.requireNonNull(completion, "completion");
+        if (value instanceof DeviceBuffer buffer && executor.freeInStreamOrder(buffer, completion)) {
+            return; // back to the memory pool in the executor's order, behind the completion's work
+        }
         AtomicBoolean released = new AtomicBoolean();
         completion.whenDone(outcome -> {
             if (!released.compareAndSet(false, true)) {
@@ -186,6 +189,10 @@ public final class GpuBackend implements SubmissionBackend<GpuStream, GpuComplet
 
     EventPoller poller() {
         return poller;
+    }
+
+    DeviceRuntime runtime() {
+        return runtime;
     }
 
     private GpuStream newExecutor(String lane) {

@@ -237,7 +237,7 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         if (x.rows() == 0) {
             return result;
         }
-        DeviceBuffer out = DeviceBuffer.allocate(device, (long) x.rows() * Integer.BYTES);
+        DeviceBuffer out = DeviceBuffer.allocate(stream, (long) x.rows() * Integer.BYTES);
         try {
             kernels.launch(stream, "gl_argmax_rows", x.rows(), BLOCK, 0,
                     Pointer.to(x.pointer()), Pointer.to(out.pointer()), Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}));
@@ -335,11 +335,11 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         if (rows < 0 || cols < 0) {
             throw new ShapeMismatchException("allocate", "shape", "non-negative rows and cols", rows + " x " + cols);
         }
-        return new GpuMatrix(DeviceBuffer.allocate(device, (long) rows * cols * Float.BYTES), 0, rows, cols, false);
+        return new GpuMatrix(DeviceBuffer.allocate(stream, (long) rows * cols * Float.BYTES), 0, rows, cols, false);
     }
 
     private DeviceBuffer uploadInts(int[] values) {
-        DeviceBuffer buffer = DeviceBuffer.allocate(device, (long) values.length * Integer.BYTES);
+        DeviceBuffer buffer = DeviceBuffer.allocate(stream, (long) values.length * Integer.BYTES);
         uploadOnStream(buffer.pointer(), Pointer.to(values), (long) values.length * Integer.BYTES);
         return buffer;
     }
