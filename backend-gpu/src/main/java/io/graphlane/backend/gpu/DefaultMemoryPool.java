@@ -14,8 +14,8 @@ import org.slf4j.LoggerFactory;
  * reserved for the next allocations instead of handing it back to the driver at the next stream,
  * event or context synchronization. JCuda 12.6 has no binding for {@code cuDeviceGetDefaultMemPool}
  * or {@code cuMemPoolSetAttribute}, so this goes through JavaCPP's CUDA bindings (the ones NCCL
- * uses), which also need {@code libcudart.so.12}. Where they do not load, allocation stays stream
- * ordered with CUDA's default threshold (0), and that is logged once.
+ * uses), which also need {@code libcudart.so.12}. Where they do not load, or the driver refuses,
+ * allocation stays stream ordered with CUDA's default threshold (0), and that is logged once per device.
  */
 final class DefaultMemoryPool {
     private static final Logger LOG = LoggerFactory.getLogger(DefaultMemoryPool.class);
@@ -34,11 +34,12 @@ final class DefaultMemoryPool {
             CudaErrors.check(cudart.cuMemPoolSetAttribute(pool, cudart.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold),
                     "cuMemPoolSetAttribute(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, " + bytes + ")", deviceName);
             LOG.debug("{}: the default memory pool keeps up to {} freed bytes for reuse", deviceName, bytes);
-        } catch (LinkageError e) {
+        } catch (LinkageError | CudaException e) {
             if (UNSET_LOGGED.add(ordinal)) {
                 String why = String.valueOf(e.getMessage()).lines().findFirst().orElse(e.getClass().getName());
-                LOG.warn("{}: graphlane.gpu.memory-pool-release-threshold not applied, JavaCPP's CUDA bindings (libcudart.so.12)"
-                        + " did not load ({}); freed device memory goes back to the driver at every synchronization", deviceName, why);
+                LOG.warn("{}: graphlane.gpu.memory-pool-release-threshold not applied ({}{}); allocation stays stream-ordered, but freed"
+                        + " device memory goes back to the driver at every synchronization", deviceName,
+                        e instanceof LinkageError ? "JavaCPP's CUDA bindings, which need libcudart.so.12, did not load: " : "", why);
             }
         }
     }

@@ -25,8 +25,9 @@ import jcuda.runtime.cudaStream_t;
  * row {@code cublasSgemv}), every other operation a kernel of {@link KernelSources}. Every
  * operation only enqueues (host values go up with asynchronous copies on the stream);
  * {@link #toHost} and {@link #argmax} synchronize the stream before they return, and
- * {@link #copyToHost} enqueues a copy into pinned memory that is read after the lane work completes. Freed tensors and per-call scratch (token ids, positions) are released at the
- * exact completion of the work enqueued before the release, never earlier.
+ * {@link #copyToHost} enqueues a copy into pinned memory that is read after the lane work completes. Tensors are allocated on this lane's stream; freed tensors and per-call scratch
+ * (token ids, positions) go back to the memory pool in the stream's order, behind the work enqueued
+ * before the release, never earlier (without memory pools: at that work's exact completion).
  */
 public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     private static final int BLOCK = KernelSources.BLOCK;
