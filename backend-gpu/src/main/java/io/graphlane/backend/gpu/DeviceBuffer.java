@@ -14,8 +14,11 @@ import jcuda.driver.CUdeviceptr;
  * <ul>
  *   <li>{@link GpuStream#releaseAfterEnqueuedWork} frees it on that stream, after the work enqueued there so far;</li>
  *   <li>{@code retainUntilComplete(executor, completion, buffer)} frees it on the executor's stream, after the
- *       completion's work (a stream wait on its event first when that work ran on another stream); memory
- *       retained by work that lost the CUDA context is leaked and reported instead;</li>
+ *       completion's work: when that work ran on another stream, the executor's stream first waits on its event,
+ *       which also holds back the executor's later work, so retain on the lane that ran the work. Memory retained
+ *       by work already known to have lost the CUDA context is leaked and reported instead (a free enqueued
+ *       before the loss is lost with the context); on a shut executor it is freed by {@link #close()} once the
+ *       completion is proven;</li>
  *   <li>{@link #close()}, for a caller that proved every use finished, frees it in the allocating lane's order
  *       (after the allocation), or once that lane has drained if it was shut down.</li>
  * </ul>

@@ -49,39 +49,23 @@ class StreamOrderedMemoryTest {
 
     @Test
     void releaseAfterEnqueuedWorkFreesOnThatStreamBehindTheWorkWithoutAnEventOrAWait() {
-        GpuStream lane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
-        DeviceBuffer buffer = DeviceBuffer.allocate(lane, 64);
-        String id = device.nameOf(buffer.pointer());
-        GpuCompletion use = backend.submit(lane, GpuWork.NOOP);
-        ScriptedDevice.Event useEvent = device.lastEvent();
+        UsedBuffer used = allocatedAndUsedOnOneLane();
         int events = device.events.size();
 
-        lane.releaseAfterEnqueuedWork("scratch", buffer);
+        used.lane.releaseAfterEnqueuedWork("scratch", used.buffer);
 
-        assertTrue(buffer.isFreed());
-        assertFalse(use.isDone(), "the host did not wait for the work");
+        assertTrue(used.buffer.isFreed());
         assertEquals(events, device.events.size(), "no marker event: the stream orders the free");
-        int record = device.log.indexOf(lane.name() + " record " + useEvent);
-        int free = device.log.indexOf(lane.name() + " free " + id);
-        assertTrue(record >= 0 && record < free, "the free is behind the last use on the same stream: " + device.log);
-        assertTrue(device.log.stream().noneMatch(l -> l.contains(" wait ")), device.log.toString());
+        assertFreedBehindTheUseWithoutWaiting(used);
     }
 
     @Test
     void bufferRetainedByWorkOnTheExecutorIsFreedThereBehindThatWork() {
-        GpuStream lane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
-        DeviceBuffer buffer = DeviceBuffer.allocate(lane, 64);
-        String id = device.nameOf(buffer.pointer());
-        GpuCompletion use = backend.submit(lane, GpuWork.NOOP);
-        ScriptedDevice.Event useEvent = device.lastEvent();
+        UsedBuffer used = allocatedAndUsedOnOneLane();
 
-        backend.retainUntilComplete(lane, use, buffer);
+        backend.retainUntilComplete(used.lane, used.use, used.buffer);
 
-        assertFalse(use.isDone());
-        int record = device.log.indexOf(lane.name() + " record " + useEvent);
-        int free = device.log.indexOf(lane.name() + " free " + id);
-        assertTrue(record >= 0 && record < free, "freed behind the completion's work: " + device.log);
-        assertTrue(device.log.stream().noneMatch(l -> l.contains(" wait ")), "same stream, no wait: " + device.log);
+        assertFreedBehindTheUseWithoutWaiting(used);
     }
 
     @Test
@@ -112,17 +96,14 @@ class StreamOrderedMemoryTest {
     @Test
     void bufferWhoseLastUseAlreadySucceededOnAnotherStreamIsFreedWithoutAWait() throws InterruptedException {
         List<GpuStream> lanes = backend.forkExecutors(backend.rootExecutor(), 2);
-        DeviceBuffer buffer = DeviceBuffer.allocate(lanes.get(0), 64);
-        String id = device.nameOf(buffer.pointer());
-        GpuCompletion read = backend.submit(lanes.get(1), GpuWork.NOOP);
-        ScriptedDevice.Event readEvent = device.lastEvent();
-        readEvent.reach();
-        assertEquals(Outcome.SUCCESS, read.await());
-        awaitDestroyed(readEvent);
+        UsedBuffer read = allocatedOnUsedOn(lanes.get(0), lanes.get(1));
+        read.useEvent.reach();
+        assertEquals(Outcome.SUCCESS, read.use.await());
+        awaitDestroyed(read.useEvent);
 
-        backend.retainUntilComplete(lanes.get(0), read, buffer);
+        backend.retainUntilComplete(lanes.get(0), read.use, read.buffer);
 
-        assertTrue(device.log.contains(lanes.get(0).name() + " free " + id), device.log.toString());
+        assertTrue(device.log.contains(lanes.get(0).name() + " free " + read.id), device.log.toString());
         assertTrue(device.log.stream().noneMatch(l -> l.contains(" wait ")), "nothing left to wait for: " + device.log);
     }
 
@@ -159,19 +140,16 @@ class StreamOrderedMemoryTest {
 
     @Test
     void bufferRetainedByWorkThatLostTheContextIsLeakedNotFreed() throws Exception {
-        GpuStream lane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
-        DeviceBuffer buffer = DeviceBuffer.allocate(lane, 64);
-        String id = device.nameOf(buffer.pointer());
-        GpuCompletion use = backend.submit(lane, GpuWork.NOOP);
-        device.lastEvent().fail(CUresult.CUDA_ERROR_ILLEGAL_ADDRESS);
-        assertFalse(use.await().isSuccess());
-        assertFalse(use.endProven());
+        UsedBuffer used = allocatedAndUsedOnOneLane();
+        used.useEvent.fail(CUresult.CUDA_ERROR_ILLEGAL_ADDRESS);
+        assertFalse(used.use.await().isSuccess());
+        assertFalse(used.use.endProven());
 
-        backend.retainUntilComplete(lane, use, buffer);
-        backend.retainUntilComplete(backend.rootExecutor(), use, buffer);
+        backend.retainUntilComplete(used.lane, used.use, used.buffer);
+        backend.retainUntilComplete(backend.rootExecutor(), used.use, used.buffer);
 
-        assertFalse(buffer.isFreed());
-        assertTrue(device.log.stream().noneMatch(l -> l.endsWith(" free " + id)), device.log.toString());
+        assertFalse(used.buffer.isFreed());
+        assertTrue(device.log.stream().noneMatch(l -> l.endsWith(" free " + used.id)), device.log.toString());
     }
 
     @Test
@@ -199,21 +177,18 @@ class StreamOrderedMemoryTest {
     @Test
     void bufferRetainedOnAShutExecutorIsFreedOnceItsCompletionIsProven() throws Exception {
         List<GpuStream> lanes = backend.forkExecutors(backend.rootExecutor(), 2);
-        DeviceBuffer buffer = DeviceBuffer.allocate(lanes.get(1), 64);
-        String id = device.nameOf(buffer.pointer());
-        GpuCompletion use = backend.submit(lanes.get(1), GpuWork.NOOP);
-        ScriptedDevice.Event useEvent = device.lastEvent();
+        UsedBuffer used = allocatedOnUsedOn(lanes.get(1), lanes.get(1));
         backend.shutdownExecutor(lanes.get(0));
 
-        backend.retainUntilComplete(lanes.get(0), use, buffer);
-        var released = afterCallbacksRegisteredSoFar(use);
-        assertTrue(device.log.stream().noneMatch(l -> l.endsWith(" free " + id)), device.log.toString());
-        useEvent.reach();
+        backend.retainUntilComplete(lanes.get(0), used.use, used.buffer);
+        var released = afterCallbacksRegisteredSoFar(used.use);
+        assertTrue(device.log.stream().noneMatch(l -> l.endsWith(" free " + used.id)), device.log.toString());
+        used.useEvent.reach();
         released.get(10, TimeUnit.SECONDS);
 
         // proven finished: freed in the allocating lane's order, which is still running
-        assertEquals(1, device.log.stream().filter(l -> l.equals(lanes.get(1).name() + " free " + id)).count(), device.log.toString());
-        assertFalse(device.log.contains(lanes.get(0).name() + " free " + id));
+        assertEquals(1, device.log.stream().filter(l -> l.equals(lanes.get(1).name() + " free " + used.id)).count(), device.log.toString());
+        assertFalse(device.log.contains(lanes.get(0).name() + " free " + used.id));
     }
 
     @Test
@@ -255,6 +230,30 @@ class StreamOrderedMemoryTest {
         assertTrue(e.getMessage().contains("got -1"), e.getMessage());
         assertEquals(0, GpuOptions.DEFAULTS.withMemoryPoolReleaseThreshold(0).memoryPoolReleaseThresholdBytes());
         assertEquals(GpuOptions.KEEP_ALL_FREED_MEMORY, GpuOptions.DEFAULTS.memoryPoolReleaseThresholdBytes());
+    }
+
+    /** A buffer, and the still running submission on {@code lane} that uses it. */
+    private record UsedBuffer(GpuStream lane, DeviceBuffer buffer, String id, GpuCompletion use, ScriptedDevice.Event useEvent) {
+    }
+
+    private UsedBuffer allocatedAndUsedOnOneLane() {
+        GpuStream lane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
+        return allocatedOnUsedOn(lane, lane);
+    }
+
+    private UsedBuffer allocatedOnUsedOn(GpuStream allocatedOn, GpuStream usedOn) {
+        DeviceBuffer buffer = DeviceBuffer.allocate(allocatedOn, 64);
+        GpuCompletion use = backend.submit(usedOn, GpuWork.NOOP);
+        return new UsedBuffer(usedOn, buffer, device.nameOf(buffer.pointer()), use, device.lastEvent());
+    }
+
+    /** The free is on the use's own stream, behind its event, and neither the host nor the stream waited. */
+    private void assertFreedBehindTheUseWithoutWaiting(UsedBuffer used) {
+        assertFalse(used.use.isDone(), "the host did not wait for the work");
+        int record = device.log.indexOf(used.lane.name() + " record " + used.useEvent);
+        int free = device.log.indexOf(used.lane.name() + " free " + used.id);
+        assertTrue(record >= 0 && record < free, "the free is behind the last use on the same stream: " + device.log);
+        assertTrue(device.log.stream().noneMatch(l -> l.contains(" wait ")), "same stream, no wait: " + device.log);
     }
 
     /** A future that completes after the callbacks registered on the still running {@code c} so far. */
