@@ -42,8 +42,13 @@ final class CudaDeviceRuntime implements DeviceRuntime {
         this.name = "cuda" + ordinal;
         CudaErrors.check(JCudaDriver.cuDeviceGet(device, ordinal), "cuDeviceGet", name);
         CudaErrors.check(JCudaDriver.cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain", name);
-        makeCurrent();
-        this.streamOrderedMemory = memoryPoolsSupported();
+        try {
+            makeCurrent();
+            this.streamOrderedMemory = memoryPoolsSupported();
+        } catch (RuntimeException e) {
+            JCudaDriver.cuDevicePrimaryCtxRelease(device);
+            throw e;
+        }
         if (streamOrderedMemory) {
             DefaultMemoryPool.setReleaseThreshold(ordinal, name, memoryPoolReleaseThresholdBytes);
         } else if (FALLBACK_LOGGED.add(ordinal)) {
