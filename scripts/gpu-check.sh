@@ -104,6 +104,7 @@ run_checks() {
       io.graphlane.backend.gpu.nn.GpuNeuralOpsDeviceTest \
       io.graphlane.backend.gpu.nccl.NcclSingleGpuTest \
       io.graphlane.backend.gpu.GpuBackendSubmissionTest \
+      io.graphlane.backend.gpu.StreamOrderedMemoryTest \
       io.graphlane.backend.gpu.GpuUnavailableTest
   rc=$?; (( rc != 0 )) && failed=1
   step 120 fixture-model "${jvm[@]}" io.graphlane.backend.gpu.GpuCheck io.graphlane.inference.gpu.GpuFixtureModelTest
