@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks graphlane's GPU backend on a machine with an NVIDIA GPU, in under 8 minutes, and prints a summary:
-#   1. backend-gpu: the submission conformance suite on CUDA streams/events, every neural op against the CPU,
+#   1. backend-gpu: the submission conformance suite on CUDA streams/events, stream-ordered device memory (no reuse
+#      before the last read, the pool's release threshold), every neural op against the CPU,
 #      NCCL on one GPU (collectives of a group of one, all-reduce busbw of 64 MiB), the host-side laws;
 #   2. the tiny-llama fixture at stages 1 and 2 on the GPU (weights through the materialization supervisor,
 #      logits within 1e-3 of the PyTorch reference, greedy tokens exact, also through the pipeline on streams);
@@ -99,9 +100,11 @@ run_checks() {
   local failed=0 rc
   step 220 backend-gpu "${jvm[@]}" io.graphlane.backend.gpu.GpuCheck \
       io.graphlane.backend.gpu.GpuSubmissionConformanceTest \
+      io.graphlane.backend.gpu.StreamOrderedMemoryDeviceTest \
       io.graphlane.backend.gpu.nn.GpuNeuralOpsDeviceTest \
       io.graphlane.backend.gpu.nccl.NcclSingleGpuTest \
       io.graphlane.backend.gpu.GpuBackendSubmissionTest \
+      io.graphlane.backend.gpu.StreamOrderedMemoryTest \
       io.graphlane.backend.gpu.GpuUnavailableTest
   rc=$?; (( rc != 0 )) && failed=1
   step 120 fixture-model "${jvm[@]}" io.graphlane.backend.gpu.GpuCheck io.graphlane.inference.gpu.GpuFixtureModelTest

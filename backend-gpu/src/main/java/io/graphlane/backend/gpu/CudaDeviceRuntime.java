@@ -1,30 +1,67 @@
 package io.graphlane.backend.gpu;
 
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
+import jcuda.driver.CUdevice_attribute;
+import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
 import jcuda.driver.JCudaDriver;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One CUDA device through JCuda's driver API, on the device's primary context (the one the
  * CUDA runtime, cuBLAS and NCCL also use), so every library sees the same memory and streams.
+ *
+ * <p>Device memory comes from CUDA's stream-ordered allocator ({@code cuMemAllocAsync},
+ * {@code cuMemFreeAsync}) on the device's current memory pool, which is its default pool unless
+ * the embedding application replaced it; the default pool's release threshold is set from
+ * {@link GpuOptions#memoryPoolReleaseThresholdBytes()}. A device without memory pools
+ * ({@code CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED} = 0) falls back to {@code cuMemAlloc} and
+ * {@code cuMemFree}, which waits for the whole device; that is logged once per device.
  */
 final class CudaDeviceRuntime implements DeviceRuntime {
+    private static final Logger LOG = LoggerFactory.getLogger(CudaDeviceRuntime.class);
+    /** The ordinals whose fallback to synchronous memory was already logged. */
+    private static final Set<Integer> FALLBACK_LOGGED = ConcurrentHashMap.newKeySet();
+
     private final int ordinal;
     private final String name;
     private final CUdevice device = new CUdevice();
     private final CUcontext context = new CUcontext();
+    private final boolean streamOrderedMemory;
 
-    CudaDeviceRuntime(int ordinal) {
+    CudaDeviceRuntime(int ordinal, long memoryPoolReleaseThresholdBytes) {
         CudaLibraries.require(CudaLibrary.DRIVER);
         this.ordinal = ordinal;
         this.name = "cuda" + ordinal;
         CudaErrors.check(JCudaDriver.cuDeviceGet(device, ordinal), "cuDeviceGet", name);
         CudaErrors.check(JCudaDriver.cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain", name);
-        makeCurrent();
+        try {
+            makeCurrent();
+            this.streamOrderedMemory = memoryPoolsSupported();
+        } catch (RuntimeException e) {
+            JCudaDriver.cuDevicePrimaryCtxRelease(device);
+            throw e;
+        }
+        if (streamOrderedMemory) {
+            DefaultMemoryPool.setReleaseThreshold(ordinal, name, memoryPoolReleaseThresholdBytes);
+        } else if (FALLBACK_LOGGED.add(ordinal)) {
+            LOG.warn("{} has no memory pools (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 0): device memory is allocated with"
+                    + " cuMemAlloc and freed with cuMemFree, which waits for the whole device at every free", name);
+        }
+    }
+
+    private boolean memoryPoolsSupported() {
+        int[] supported = new int[1];
+        CudaErrors.check(JCudaDriver.cuDeviceGetAttribute(supported, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device),
+                "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)", name);
+        return supported[0] != 0;
     }
 
     @Override
@@ -48,6 +85,27 @@ final class CudaDeviceRuntime implements DeviceRuntime {
         CUstream stream = new CUstream();
         CudaErrors.check(JCudaDriver.cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate", streamName);
         return new CudaStream(stream, streamName);
+    }
+
+    @Override
+    public boolean streamOrderedMemory() {
+        return streamOrderedMemory;
+    }
+
+    @Override
+    public CUdeviceptr allocate(long bytes) {
+        CUdeviceptr pointer = new CUdeviceptr();
+        CudaErrors.check(JCudaDriver.cuMemAlloc(pointer, Math.max(1, bytes)), "cuMemAlloc(" + bytes + " bytes)", name);
+        return pointer;
+    }
+
+    @Override
+    public void free(CUdeviceptr pointer) {
+        if (streamOrderedMemory) {
+            CudaErrors.check(JCudaDriver.cuMemFreeAsync(pointer, JCudaDriver.CU_STREAM_PER_THREAD), "cuMemFreeAsync", name);
+        } else {
+            CudaErrors.check(JCudaDriver.cuMemFree(pointer), "cuMemFree", name);
+        }
     }
 
     @Override
@@ -80,6 +138,18 @@ final class CudaDeviceRuntime implements DeviceRuntime {
                 throw new CudaException(name, "cuEventRecord", recorded);
             }
             return new CudaEvent(event);
+        }
+
+        @Override
+        public CUdeviceptr allocate(long bytes) {
+            CUdeviceptr pointer = new CUdeviceptr();
+            CudaErrors.check(JCudaDriver.cuMemAllocAsync(pointer, Math.max(1, bytes), stream), "cuMemAllocAsync(" + bytes + " bytes)", name);
+            return pointer;
+        }
+
+        @Override
+        public void free(CUdeviceptr pointer) {
+            CudaErrors.check(JCudaDriver.cuMemFreeAsync(pointer, stream), "cuMemFreeAsync", name);
         }
 
         @Override

@@ -41,7 +41,7 @@ public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCo
      */
     public static GpuBackend open(GpuOptions options) {
         GpuDeviceInfo info = GpuDevices.select(options.device());
-        GpuBackend backend = new GpuBackend(new CudaDeviceRuntime(options.device()), options);
+        GpuBackend backend = new GpuBackend(new CudaDeviceRuntime(options.device(), options.memoryPoolReleaseThresholdBytes()), options);
         LOG.info("opened {}", info);
         return backend;
     }
@@ -65,6 +65,9 @@ public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCo
     public void retainUntilComplete(GpuStream executor, GpuCompletion completion, Object value) {
         checkOwned(executor, "retainUntilComplete");
         Objects.requireNonNull(completion, "completion");
+        if (value instanceof DeviceBuffer buffer && executor.freeInStreamOrder(buffer, completion)) {
+            return; // back to the memory pool in the executor's order, behind the completion's work
+        }
         AtomicBoolean released = new AtomicBoolean();
         completion.whenDone(outcome -> {
             if (!released.compareAndSet(false, true)) {
@@ -152,6 +155,11 @@ public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCo
 
     EventPoller poller() {
         return poller;
+    }
+
+    /** The device runtime, for the memory code of this package. */
+    DeviceRuntime runtime() {
+        return runtime;
     }
 
     @Override

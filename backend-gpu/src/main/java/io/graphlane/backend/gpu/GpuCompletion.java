@@ -14,6 +14,7 @@ import jcuda.driver.CUresult;
  */
 public final class GpuCompletion extends SettableCompletion {
     private final GpuBackend device;
+    private final GpuStream stream;
     private final EventHandle event;
     private final List<GpuCompletion> preconditions;
     private final Throwable enqueueFailure;
@@ -21,24 +22,25 @@ public final class GpuCompletion extends SettableCompletion {
     private boolean eventDestroyed;
     private volatile boolean proven = true;
 
-    private GpuCompletion(GpuBackend device, String label, EventHandle event, List<GpuCompletion> preconditions,
+    private GpuCompletion(GpuBackend device, GpuStream stream, String label, EventHandle event, List<GpuCompletion> preconditions,
                           Throwable enqueueFailure) {
         super(label);
         this.device = device;
+        this.stream = stream;
         this.event = event;
         this.preconditions = List.copyOf(preconditions);
         this.enqueueFailure = enqueueFailure;
     }
 
-    /** A completion that the poller settles once {@code event} is reached. */
-    static GpuCompletion pending(GpuBackend device, String label, EventHandle event, List<GpuCompletion> preconditions,
+    /** A completion that the poller settles once {@code event}, recorded on {@code stream}, is reached. */
+    static GpuCompletion pending(GpuBackend device, GpuStream stream, String label, EventHandle event, List<GpuCompletion> preconditions,
                                  Throwable enqueueFailure) {
-        return new GpuCompletion(device, label, event, preconditions, enqueueFailure);
+        return new GpuCompletion(device, stream, label, event, preconditions, enqueueFailure);
     }
 
     /** A completion already recorded: an empty submission, or one refused before anything was enqueued. */
     static GpuCompletion settled(GpuBackend device, String label, Throwable failure) {
-        GpuCompletion c = new GpuCompletion(device, label, null, List.of(), null);
+        GpuCompletion c = new GpuCompletion(device, null, label, null, List.of(), null);
         if (failure == null) {
             c.succeed();
         } else {
@@ -50,6 +52,11 @@ public final class GpuCompletion extends SettableCompletion {
     /** The backend (device) whose poller settles this completion. */
     GpuBackend device() {
         return device;
+    }
+
+    /** The stream whose event marks the end of this work; null for a completion settled at submission. */
+    GpuStream stream() {
+        return stream;
     }
 
     /** The event that marks the end of this work; null for a completion settled at submission. */

@@ -6,6 +6,7 @@ import io.graphlane.core.completion.PoisonedPreconditionException;
 import io.graphlane.core.completion.SettableCompletion;
 import java.util.ArrayList;
 import java.util.List;
+import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUstream;
 
 /**
@@ -56,7 +57,7 @@ public final class GpuStream {
      */
     public GpuCompletion marker(String what) {
         device.makeCurrent();
-        GpuCompletion completion = GpuCompletion.pending(device, name + " (" + what + ")", stream.record(), List.of(), null);
+        GpuCompletion completion = GpuCompletion.pending(device, this, name + " (" + what + ")", stream.record(), List.of(), null);
         device.poller().watch(completion);
         return completion;
     }
@@ -80,9 +81,14 @@ public final class GpuStream {
     /**
      * Closes {@code value} once everything enqueued on this stream so far has finished: at the exact
      * completion of an event recorded now, or, once the stream is shut down, when it has drained (a
-     * value freed at teardown, after the lane stopped).
+     * value freed at teardown, after the lane stopped). A {@link DeviceBuffer} of this device goes
+     * back to the memory pool in this stream's order instead, right behind that work, without an
+     * event or a wait on the host (on a device without memory pools it takes the event's way too).
      */
     public void releaseAfterEnqueuedWork(String what, AutoCloseable value) {
+        if (value instanceof DeviceBuffer buffer && freeInStreamOrder(buffer, null)) {
+            return;
+        }
         synchronized (lock) {
             if (!closed) {
                 device.retainUntilComplete(this, marker(what), value);
@@ -96,6 +102,84 @@ public final class GpuStream {
                 org.slf4j.LoggerFactory.getLogger(GpuStream.class).warn("closing {} after {} drained failed", what, name, e);
             }
         });
+    }
+
+    /**
+     * Allocates {@code bytes} of device memory for work on this lane: from the memory pool in this
+     * stream's order (usable by later work on this lane, and by other lanes once ordered after it),
+     * or at once on a device without memory pools.
+     */
+    CUdeviceptr allocate(long bytes) {
+        synchronized (lock) {
+            if (closed) {
+                throw new ExecutorClosedException(name, "allocate " + bytes + " bytes of device memory");
+            }
+            device.makeCurrent();
+            DeviceRuntime runtime = device.runtime();
+            return runtime.streamOrderedMemory() ? stream.allocate(bytes) : runtime.allocate(bytes);
+        }
+    }
+
+    /**
+     * Frees {@code buffer} in this stream's order: after everything enqueued on it so far and, when
+     * {@code lastUse} (null: none beyond that) ran on another stream of this device, after a stream
+     * wait on {@code lastUse}'s event (which orders this stream's later work after {@code lastUse}
+     * too: free on the stream that ran the work to avoid that); the host never waits. Frees at most once, whichever way the
+     * buffer is freed first. Returns false, and frees nothing, when that order cannot be set up here:
+     * the device has no memory pools, this stream is shut down, {@code lastUse} or the buffer belongs
+     * to another device, or {@code lastUse} ended with an error that lost the CUDA context (its end
+     * cannot be proven, so the buffer must be leaked); the caller then frees it by other means once
+     * {@code lastUse} is proven finished.
+     */
+    boolean freeInStreamOrder(DeviceBuffer buffer, GpuCompletion lastUse) {
+        if (!device.runtime().streamOrderedMemory() || buffer.device() != device) {
+            return false;
+        }
+        if (buffer.isFreed()) {
+            return true; // freed once already: nothing to order
+        }
+        if (lastUse != null && (lastUse.device() != device || lastUse.isDone() && !lastUse.endProven())) {
+            return false;
+        }
+        synchronized (lock) {
+            if (closed) {
+                return false;
+            }
+            device.makeCurrent();
+            if (lastUse != null && lastUse.stream() != this && !lastUse.enqueueWait(stream) && !lastUse.endProven()) {
+                return false; // reached and settled meanwhile, with a context-losing error
+            }
+            // enqueueWait false otherwise: the event was reached and its outcome recorded, nothing to wait for.
+            CUdeviceptr pointer = buffer.claimForFree();
+            if (pointer != null) {
+                stream.free(pointer);
+            }
+            return true;
+        }
+    }
+
+    /**
+     * Frees memory that was allocated on this lane and whose every use is proven finished: in this
+     * stream's order while it runs (so after the allocation), once it has drained when it is shut down.
+     */
+    void freeAllocation(CUdeviceptr pointer) {
+        DeviceRuntime runtime = device.runtime();
+        if (runtime.streamOrderedMemory()) {
+            synchronized (lock) {
+                if (!closed) {
+                    device.makeCurrent();
+                    stream.free(pointer);
+                    return;
+                }
+            }
+            stopped.whenDone(outcome -> {
+                device.makeCurrent();
+                runtime.free(pointer);
+            });
+            return;
+        }
+        device.makeCurrent();
+        runtime.free(pointer);
     }
 
     GpuCompletion submit(List<? extends GpuWork> work) {
@@ -126,7 +210,7 @@ public final class GpuStream {
                 }
             }
             EventHandle event = stream.record();
-            GpuCompletion completion = GpuCompletion.pending(device, label, event, preconditions, enqueueFailure);
+            GpuCompletion completion = GpuCompletion.pending(device, this, label, event, preconditions, enqueueFailure);
             device.poller().watch(completion);
             return completion;
         }
@@ -154,7 +238,7 @@ public final class GpuStream {
             closed = true;
             device.makeCurrent();
             EventHandle last = stream.record();
-            GpuCompletion drained = GpuCompletion.pending(device, name + " (draining)", last, List.of(), null);
+            GpuCompletion drained = GpuCompletion.pending(device, this, name + " (draining)", last, List.of(), null);
             drained.whenDone(outcome -> {
                 try {
                     stream.destroy();

@@ -4,6 +4,16 @@
  * per device, ordering by {@code cuStreamWaitEvent}, device and pinned memory released exactly
  * once after the exact completion of the work that used it.
  *
+ * <p>Device memory ({@link io.graphlane.backend.gpu.DeviceBuffer}) comes from CUDA's stream-ordered
+ * allocator: it is allocated on the lane that first uses it ({@code cuMemAllocAsync}) and goes back
+ * to the device's memory pool with {@code cuMemFreeAsync} on a stream ordered behind its last use
+ * (a {@code cuStreamWaitEvent} on that use's event first when it ran on another stream), so neither
+ * the host nor the device ever waits for a free. The default pool keeps up to
+ * {@link io.graphlane.backend.gpu.GpuOptions#memoryPoolReleaseThresholdBytes()} freed bytes for
+ * reuse. A device without memory pools falls back to {@code cuMemAlloc} and {@code cuMemFree}
+ * (which waits for the whole device), with frees deferred on the host to the exact completion, and
+ * says so once in the log. Pinned host memory is still freed with {@code cuMemFreeHost}.
+ *
  * <p>Owns: CUDA library loading ({@link io.graphlane.backend.gpu.CudaLibraries}) and device
  * selection ({@link io.graphlane.backend.gpu.GpuDevices}, {@code --device N}; the driver applies
  * {@code CUDA_VISIBLE_DEVICES}, so N counts only the devices it lists).

@@ -70,7 +70,7 @@ public final class GpuCollectives implements CollectiveBackend<GpuStream, GpuMat
             throw new IllegalArgumentException("collective on " + lane.name() + " but rank " + group.rank() + " communicates on "
                     + group.device().deviceName());
         }
-        return GpuMatrix.wrap(DeviceBuffer.allocate(lane.backend(), (long) rows * cols * Float.BYTES), rows, cols);
+        return GpuMatrix.wrap(DeviceBuffer.allocate(lane, (long) rows * cols * Float.BYTES), rows, cols);
     }
 
     private static Pointer address(GpuMatrix m) {

@@ -25,8 +25,9 @@ import jcuda.runtime.cudaStream_t;
  * row {@code cublasSgemv}), every other operation a kernel of {@link KernelSources}. Every
  * operation only enqueues (host values go up with asynchronous copies on the stream);
  * {@link #toHost} and {@link #argmax} synchronize the stream before they return, and
- * {@link #copyToHost} enqueues a copy into pinned memory that is read after the lane work completes. Freed tensors and per-call scratch (token ids, positions) are released at the
- * exact completion of the work enqueued before the release, never earlier.
+ * {@link #copyToHost} enqueues a copy into pinned memory that is read after the lane work completes. Tensors are allocated on this lane's stream; freed tensors and per-call scratch
+ * (token ids, positions) go back to the memory pool in the stream's order, behind the work enqueued
+ * before the release, never earlier (without memory pools: at that work's exact completion).
  */
 public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     private static final int BLOCK = KernelSources.BLOCK;
@@ -237,7 +238,7 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         if (x.rows() == 0) {
             return result;
         }
-        DeviceBuffer out = DeviceBuffer.allocate(device, (long) x.rows() * Integer.BYTES);
+        DeviceBuffer out = DeviceBuffer.allocate(stream, (long) x.rows() * Integer.BYTES);
         try {
             kernels.launch(stream, "gl_argmax_rows", x.rows(), BLOCK, 0,
                     Pointer.to(x.pointer()), Pointer.to(out.pointer()), Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}));
@@ -335,11 +336,11 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         if (rows < 0 || cols < 0) {
             throw new ShapeMismatchException("allocate", "shape", "non-negative rows and cols", rows + " x " + cols);
         }
-        return new GpuMatrix(DeviceBuffer.allocate(device, (long) rows * cols * Float.BYTES), 0, rows, cols, false);
+        return new GpuMatrix(DeviceBuffer.allocate(stream, (long) rows * cols * Float.BYTES), 0, rows, cols, false);
     }
 
     private DeviceBuffer uploadInts(int[] values) {
-        DeviceBuffer buffer = DeviceBuffer.allocate(device, (long) values.length * Integer.BYTES);
+        DeviceBuffer buffer = DeviceBuffer.allocate(stream, (long) values.length * Integer.BYTES);
         uploadOnStream(buffer.pointer(), Pointer.to(values), (long) values.length * Integer.BYTES);
         return buffer;
     }

@@ -139,7 +139,14 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
             throw new IllegalArgumentException("materialize " + name + ": lane " + lane.name() + " is not on " + device.deviceName());
         }
         TensorSpec onDevice = new TensorSpec(deviceDType(encoded.dtype()), encoded.shape());
-        GpuWeight weight = GpuWeight.own(name, onDevice, DeviceBuffer.allocate(device, onDevice.byteSize()));
+        DeviceBuffer storage;
+        try {
+            storage = DeviceBuffer.allocate(lane, onDevice.byteSize()); // in the loading lane's order, before the copies
+        } catch (RuntimeException e) {
+            leases.forEach(EncodedLease::release);
+            throw e;
+        }
+        GpuWeight weight = GpuWeight.own(name, onDevice, storage);
         return new GpuMaterialization(name, leases, weight, new SettableCompletion(device.deviceName() + " materialize " + name));
     }
 
@@ -164,7 +171,7 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
                 pinned[s] = PinnedBuffer.allocate(device, chunkBytes);
                 scratch.add(pinned[s]);
                 if (widen) {
-                    raw[s] = DeviceBuffer.allocate(device, chunkBytes);
+                    raw[s] = DeviceBuffer.allocate(lane, chunkBytes);
                     scratch.add(raw[s]);
                 }
             }

@@ -30,7 +30,7 @@ public final class GpuTransferBackend implements TransferBackend<GpuStream, GpuW
 
     @Override
     public Transfer<GpuWeight> promote(GpuStream lane, GpuHostTensor host) {
-        GpuWeight weight = GpuWeight.own(host.name(), host.spec(), DeviceBuffer.allocate(device, host.spec().byteSize()));
+        GpuWeight weight = GpuWeight.own(host.name(), host.spec(), DeviceBuffer.allocate(lane, host.spec().byteSize()));
         GpuCompletion copy = device.submit(lane, stream -> check(JCudaDriver.cuMemcpyHtoDAsync(weight.pointer(), host.buffer().pointer(),
                 host.spec().byteSize(), stream.cuStream()), "promote " + host.name()));
         freeOnFailure(lane, copy, weight);
