@@ -65,7 +65,10 @@ public abstract class ParameterConformanceSuite<X, P, W, M extends Materializati
     private ParameterBackend<X, P, W, M> backend;
     private RetentionLedger ledger;
 
-    /** A new parameter backend on a device of its own, for one test; {@link #stopBackend()} ends it after the test. */
+    /**
+     * A new parameter backend for one test; {@link #stopBackend()} ends it after the test. It runs on a device of its
+     * own, or on one device the backend's test opens once for the class when opening it costs much (kernels to compile).
+     */
     protected abstract ParameterBackend<X, P, W, M> createBackend();
 
     /** A new loading context (lane) of the backend made for this test. */
@@ -99,7 +102,7 @@ public abstract class ParameterConformanceSuite<X, P, W, M extends Materializati
     /** Releases what {@code parameter} holds (the bound handle), after the test. */
     protected abstract void unbind(P parameter);
 
-    /** Stops the backend made for this test (and its device); every weight handle was closed before. */
+    /** Stops the backend made for this test (and its device, unless shared by the class); every weight handle was closed before. */
     protected abstract void stopBackend();
 
     /** How long the suite waits for work that must end before it calls the backend hung. */
