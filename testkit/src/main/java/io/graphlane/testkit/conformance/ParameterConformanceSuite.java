@@ -31,9 +31,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -345,18 +343,7 @@ public abstract class ParameterConformanceSuite<X, P, W, M extends Materializati
 
     /** Waits (with the suite's deadline) until {@code c} ends and returns its outcome. */
     protected final Outcome awaitOutcome(Completion c) {
-        CompletableFuture<Outcome> ended = new CompletableFuture<>();
-        c.whenDone(ended::complete);
-        try {
-            return ended.get(timeout().toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            return fail(c.label() + " did not end within " + timeout() + ": the backend is hung or lost the work");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return fail("interrupted while waiting for " + c.label());
-        } catch (ExecutionException e) {
-            return fail("waiting for " + c.label() + " failed", e.getCause());
-        }
+        return Deadlines.awaitOutcome(c, timeout());
     }
 
     private M materialize(LedgerLease lease, X context) {
@@ -414,16 +401,7 @@ public abstract class ParameterConformanceSuite<X, P, W, M extends Materializati
     }
 
     private W result(CompletableFuture<W> finished, String what) {
-        try {
-            return finished.get(timeout().toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            return fail(what + " did not return within " + timeout() + " after its context was released");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return fail("interrupted while waiting for " + what);
-        } catch (ExecutionException e) {
-            return fail(what + " failed", e.getCause());
-        }
+        return Deadlines.get(finished, timeout(), what, "it still waited after its context was released");
     }
 
     private String refusal(P parameter, W weight) {

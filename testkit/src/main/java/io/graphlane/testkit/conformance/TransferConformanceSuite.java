@@ -18,11 +18,8 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -286,18 +283,7 @@ public abstract class TransferConformanceSuite<E, W, H> {
 
     /** Waits (with the suite's deadline) until {@code c} ends and returns its outcome. */
     protected final Outcome awaitOutcome(Completion c) {
-        CompletableFuture<Outcome> ended = new CompletableFuture<>();
-        c.whenDone(ended::complete);
-        try {
-            return ended.get(timeout().toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            return fail(c.label() + " did not end within " + timeout() + ": the backend is hung or lost the work");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return fail("interrupted while waiting for " + c.label());
-        } catch (ExecutionException e) {
-            return fail("waiting for " + c.label() + " failed", e.getCause());
-        }
+        return Deadlines.awaitOutcome(c, timeout());
     }
 
     private void assertSucceeded(Completion c) {
