@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Checks graphlane's GPU backend on a machine with an NVIDIA GPU, in under 8 minutes, and prints a summary:
-#   1. backend-gpu: the submission conformance suite on CUDA streams/events, stream-ordered device memory (no reuse
-#      before the last read, the pool's release threshold), every neural op against the CPU,
+#   1. backend-gpu: the submission, parameter and transfer conformance suites on CUDA streams/events (checkpoint
+#      uploads and F16/BF16 widening, lease release after the exact completion, copies that hold their source and
+#      destination), stream-ordered device memory (no reuse before the last read, the pool's release threshold),
+#      every neural op against the CPU,
 #      NCCL on one GPU (collectives of a group of one, all-reduce busbw of 64 MiB), the host-side laws;
 #   2. the tiny-llama fixture at stages 1 and 2 on the GPU (weights through the materialization supervisor,
 #      logits within 1e-3 of the PyTorch reference, greedy tokens exact, also through the pipeline on streams);
@@ -101,6 +103,8 @@ run_checks() {
   step 220 backend-gpu "${jvm[@]}" io.graphlane.backend.gpu.GpuCheck \
       io.graphlane.backend.gpu.GpuSubmissionConformanceTest \
       io.graphlane.backend.gpu.StreamOrderedMemoryDeviceTest \
+      io.graphlane.backend.gpu.param.GpuParameterConformanceTest \
+      io.graphlane.backend.gpu.param.GpuTransferConformanceTest \
       io.graphlane.backend.gpu.nn.GpuNeuralOpsDeviceTest \
       io.graphlane.backend.gpu.nccl.NcclSingleGpuTest \
       io.graphlane.backend.gpu.GpuBackendSubmissionTest \

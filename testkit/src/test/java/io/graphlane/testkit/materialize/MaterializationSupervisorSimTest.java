@@ -15,8 +15,8 @@ import io.graphlane.actors.materialize.WeightSource;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.TensorSpec;
+import io.graphlane.testkit.ledger.LedgerLease;
 import io.graphlane.testkit.ledger.RetentionLedger;
-import io.graphlane.testkit.materialize.SimParameterBackend.LedgerLease;
 import io.graphlane.testkit.materialize.SimParameterBackend.Slot;
 import io.graphlane.testkit.sim.SimBackend;
 import io.graphlane.testkit.sim.SimExecutor;
@@ -74,7 +74,7 @@ class MaterializationSupervisorSimTest {
             String name = prefix + ".w" + i;
             Slot slot = new Slot(name, SPEC);
             slots.add(slot);
-            requests.add(new WeightRequest<>(name, slot, WeightSource.of(new LedgerLease(ledger, name, SPEC))));
+            requests.add(new WeightRequest<>(name, slot, WeightSource.of(LedgerLease.zeros(ledger, name, SPEC))));
         }
         return requests;
     }

@@ -7,12 +7,12 @@ import io.graphlane.core.param.EncodedLease;
 import io.graphlane.core.param.Materialization;
 import io.graphlane.core.param.WeightRecipe;
 import io.graphlane.core.tensor.TensorSpec;
+import io.graphlane.testkit.ledger.LedgerLease;
 import io.graphlane.testkit.ledger.RetentionLedger;
 import io.graphlane.testkit.sim.SimBackend;
 import io.graphlane.testkit.sim.SimCompletion;
 import io.graphlane.testkit.sim.SimExecutor;
 import io.graphlane.testkit.sim.SimWork;
-import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -21,7 +21,7 @@ import java.util.function.Function;
 /**
  * A parameter backend on the simulated device: each materialization is one submission of
  * {@link SimWork} on the loading lane (held by name unless a test gives another work), its leases
- * are {@link RetentionLedger} entries held until that submission's completion, and finishing
+ * are {@link LedgerLease}s whose ledger entries are held until that submission's completion, and finishing
  * releases them, unless the device was lost: then the completion is unproven and the leases are
  * reported leaked on purpose, never released.
  */
@@ -46,44 +46,6 @@ final class SimParameterBackend implements ParameterBackend<SimExecutor, SimPara
     /** One submission on the simulated loading lane and the leases it owns. */
     record Realization(String name, TensorSpec spec, SimCompletion completion, List<EncodedLease> leases)
             implements Materialization<Weight> { }
-
-    /** A lease recorded in the ledger; releasing it closes its ledger entry. */
-    static final class LedgerLease implements EncodedLease {
-        final RetentionLedger.Entry entry;
-        private final TensorSpec spec;
-        private volatile boolean released;
-
-        LedgerLease(RetentionLedger ledger, String name, TensorSpec spec) {
-            this.entry = ledger.acquire(name);
-            this.spec = spec;
-        }
-
-        @Override
-        public String name() {
-            return entry.name();
-        }
-
-        @Override
-        public TensorSpec spec() {
-            return spec;
-        }
-
-        @Override
-        public ByteBuffer bytes() {
-            return ByteBuffer.allocate((int) spec.byteSize());
-        }
-
-        @Override
-        public boolean isReleased() {
-            return released;
-        }
-
-        @Override
-        public void release() {
-            released = true;
-            entry.close();
-        }
-    }
 
     private final SimBackend device;
     private final RetentionLedger ledger;
@@ -112,7 +74,7 @@ final class SimParameterBackend implements ParameterBackend<SimExecutor, SimPara
         }
         SimCompletion completion = device.submit(lane, work.apply(name));
         for (EncodedLease l : leases) {
-            ((LedgerLease) l).entry.heldUntil(completion);
+            ((LedgerLease) l).entry().heldUntil(completion);
         }
         return new Realization(name, spec, completion, leases);
     }
@@ -123,7 +85,7 @@ final class SimParameterBackend implements ParameterBackend<SimExecutor, SimPara
         if (m.completion().isUnproven()) {
             ledger.markUnproven(m.completion(), "device lost");
             for (EncodedLease l : m.leases()) {
-                ((LedgerLease) l).entry.reportLeak("the device was lost under " + m.completion().label());
+                ((LedgerLease) l).entry().reportLeak("the device was lost under " + m.completion().label());
             }
         } else {
             for (EncodedLease l : m.leases()) {

@@ -1,8 +1,6 @@
 package io.graphlane.backend.cpu.transfer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -20,6 +18,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+/**
+ * What the CPU transfer backend adds to the laws of {@link CpuTransferConformanceTest}: the budgeted pool's
+ * accounting, its refusal, the memory each copy lands in, and {@link CpuTransfer#publishedDestination()}.
+ */
 class CpuTransferBackendTest {
     private static final TensorSpec SPEC = TensorSpec.of(DType.F32, 4);
 
@@ -93,42 +95,24 @@ class CpuTransferBackendTest {
     }
 
     @Test
-    void destinationBytesAreRetainedUntilTheCopyCompletesEvenIfTheCallerClosesIt() throws Exception {
-        CountDownLatch gate = blockLane();
-        CpuTransfer<CpuWeight> t = transfers.promote(lane, host("w", 1, 2, 3, 4));
-        t.destination().close();
-        assertEquals(16, pool.usedBytes(), "bytes under a running copy must not return to the pool");
-        gate.countDown();
-        t.completion().await();
-        afterCallbacksOf(lane);
-        assertEquals(0, pool.usedBytes());
-    }
-
-    @Test
-    void demotionCopiesToHostAndLeavesTheDeviceCopyUntouched() throws Exception {
+    void demotionCopiesIntoOwnedHostMemoryAndThePoolKeepsTheDeviceBytesUntilTheirOwnerCloses() throws Exception {
         CpuTransfer<CpuWeight> up = transfers.promote(lane, host("w", 5, 6, 7, 8));
         up.completion().awaitSuccess();
         CpuWeight onDevice = up.publishedDestination();
 
-        CountDownLatch gate = blockLane();
         CpuTransfer<CpuHostBuffer> down = transfers.demote(lane, onDevice);
-        assertFalse(down.completion().isDone());
-        gate.countDown();
         down.completion().awaitSuccess();
         CpuHostBuffer back = down.publishedDestination();
-        assertEquals(8f, back.weight().floats().get(3));
         assertEquals(CpuStorage.Kind.OWNED_DIRECT, back.weight().storage().kind());
-        assertFalse(onDevice.isClosed(), "a demotion leaves the device copy to its owner");
-        assertEquals(6f, onDevice.floats().get(1));
         afterCallbacksOf(lane);
-        assertEquals(16, pool.usedBytes());
+        assertEquals(16, pool.usedBytes(), "a demotion leaves the device copy's bytes in the pool");
         onDevice.close();
         assertEquals(0, pool.usedBytes());
         back.close();
     }
 
     @Test
-    void aFailedDemotionPublishesNothingAndTheDeviceCopyStaysReadable() throws Exception {
+    void aFailedDemotionNeverPublishesItsDestination() throws Exception {
         CpuTransfer<CpuWeight> up = transfers.promote(lane, host("w", 1, 2, 3, 4));
         up.completion().awaitSuccess();
         CpuWeight onDevice = up.publishedDestination();
@@ -144,10 +128,8 @@ class CpuTransferBackendTest {
         assertTrue(down.completion().failure().orElseThrow() instanceof PoisonedPreconditionException);
         IllegalStateException never = assertThrows(IllegalStateException.class, down::publishedDestination);
         assertTrue(never.getMessage().contains("never published"), never.getMessage());
-        assertEquals(2f, onDevice.floats().get(1));
         down.destination().close();
         assertTrue(down.destination().weight().storage().isFreed());
-        assertSame(CpuStorage.Kind.POOL, onDevice.storage().kind());
         onDevice.close();
     }
 }

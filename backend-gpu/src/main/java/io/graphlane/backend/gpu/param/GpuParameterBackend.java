@@ -35,6 +35,8 @@ import jcuda.driver.JCudaDriver;
  * copied asynchronously on the loading lane and, for F16/BF16, widened to F32 on the device.
  * The host side of the pipeline runs on one staging thread per backend, never on the caller.
  * Source leases are released by {@link #finishMaterialization} after the upload's exact completion.
+ * Bad data (a leased byte count that does not match its spec, a lease that cannot be read) fails the
+ * materialization's completion before anything is copied, never the caller of {@code materialize}.
  */
 public final class GpuParameterBackend implements ParameterBackend<GpuStream, GpuParameter, GpuWeight, GpuMaterialization>,
         AutoCloseable {
@@ -62,7 +64,20 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
         Objects.requireNonNull(lease, "lease");
         TensorSpec encoded = lease.spec();
         GpuMaterialization m = start(lease.name(), List.of(lease), encoded, loadingLane);
-        staging.execute(() -> upload(m, lease.bytes(), encoded.dtype(), loadingLane));
+        staging.execute(() -> {
+            ByteBuffer bytes;
+            try {
+                bytes = lease.bytes();
+                if (bytes.remaining() != encoded.byteSize()) {
+                    throw new GraphlaneException("tensor " + lease.name() + ": the lease holds " + bytes.remaining()
+                            + " bytes, its spec " + encoded + " needs " + encoded.byteSize());
+                }
+            } catch (RuntimeException | Error e) {
+                failAfterNothingEnqueued(m, e); // bad data fails the realization; it never reaches the device
+                return;
+            }
+            upload(m, bytes, encoded.dtype(), loadingLane);
+        });
         return m;
     }
 
@@ -153,8 +168,14 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
     /** Runs on the staging thread: fills staging buffers in turn and enqueues their copies; never on the caller's thread. */
     private void upload(GpuMaterialization m, ByteBuffer source, DType encoded, GpuStream lane) {
         boolean widen = deviceDType(encoded) != encoded;
-        StagingPlan plan = StagingPlan.of(source.remaining(), encoded.byteSize(), deviceDType(encoded).byteSize(),
-                device.options().stagingChunkBytes(), device.options().stagingBuffers());
+        StagingPlan plan;
+        try {
+            plan = StagingPlan.of(source.remaining(), encoded.byteSize(), deviceDType(encoded).byteSize(),
+                    device.options().stagingChunkBytes(), device.options().stagingBuffers());
+        } catch (RuntimeException | Error e) {
+            failAfterNothingEnqueued(m, e);
+            return;
+        }
         if (plan.chunks().isEmpty()) {
             m.settable().succeed();
             return;
