@@ -96,7 +96,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
     private final ActorRef<ShardHost.ReformReply> answers;
     /** The reachable shard hosts listed, by shard. */
     private final Map<Integer, Set<ActorRef<ShardHost.Command>>> listed = new HashMap<>();
-    /** The shard hosts the running group was formed with; null while none runs. */
+    /** The shard hosts the running group was formed with; null while none runs (broken, given up or not formed yet). */
     private List<ActorRef<ShardHost.Command>> current;
     /** The lead's generation of the running group; null while none runs. */
     private ShardGenerations.Generation installed;
@@ -183,6 +183,11 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
             abandon(attempt);
         }
         timers.cancel(Retry.class);
+        if (current != null) {
+            // The running group is given up from here on: the stage host withdraws it below.
+            current.forEach(getContext()::unwatch);
+            current = null;
+        }
         counter++;
         String group = "tp-stage-" + shape.stage() + "-" + uid + "-" + counter;
         if (installed != null) {

@@ -1,6 +1,5 @@
 package io.graphlane.cluster.pipeline;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,10 +9,9 @@ import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.model.ModelDirectory;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Function;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
@@ -46,12 +44,12 @@ class StageLeadTest {
         kit.shutdownTestKit();
     }
 
-    /** Shard 0's groups: every join the lead asks for is recorded and answered by {@code answer}. */
+    /** Shard 0's groups: every join the lead asks for is told to {@code asked} and answered by {@code answer}. */
     private static final class LeadGroups implements ShardGroups {
-        final List<String> asked = new CopyOnWriteArrayList<>();
-        final java.util.function.Function<String, CompletionStage<ShardGenerations.Generation>> answer;
+        final TestProbe<String> asked = kit.createTestProbe(String.class);
+        final Function<String, CompletionStage<ShardGenerations.Generation>> answer;
 
-        LeadGroups(java.util.function.Function<String, CompletionStage<ShardGenerations.Generation>> answer) {
+        LeadGroups(Function<String, CompletionStage<ShardGenerations.Generation>> answer) {
             this.answer = answer;
         }
 
@@ -62,7 +60,7 @@ class StageLeadTest {
 
         @Override
         public CompletionStage<ShardGenerations.Generation> form(String group) {
-            asked.add(group);
+            asked.getRef().tell(group);
             return answer.apply(group);
         }
 
@@ -97,7 +95,8 @@ class StageLeadTest {
         assertTrue(first.group().startsWith("tp-stage-" + shape.stage() + "-42-"), first.group());
         assertTrue(second.group().startsWith("tp-stage-" + shape.stage() + "-42-"), second.group());
         assertNotEquals(first.group(), second.group(), "a retry joins a fresh group");
-        assertEquals(List.of(first.group(), second.group()), lead.asked.subList(0, 2));
+        lead.asked.expectMessage(WAIT, first.group());
+        lead.asked.expectMessage(WAIT, second.group());
         host.expectNoMessage(RETRY.multipliedBy(2));
     }
 
@@ -131,7 +130,8 @@ class StageLeadTest {
         TestProbe<ShardHost.Command> replacement = shardHost(shape);
         ShardHost.Reform second = replacement.expectMessageClass(ShardHost.Reform.class, WAIT);
         assertNotEquals(first.group(), second.group());
-        assertEquals(List.of(first.group(), second.group()), lead.asked);
+        lead.asked.expectMessage(WAIT, first.group());
+        lead.asked.expectMessage(WAIT, second.group());
         // A late answer for the abandoned group changes nothing.
         first.replyTo().tell(new ShardHost.Reformed(first.group(), 1));
         host.expectNoMessage(Duration.ofMillis(500));
