@@ -107,7 +107,7 @@ public final class ModelStageHosting implements StageHosting {
             int stage = stages.get(0);
             int shard = rank % tensorParallel;
             return CompletableFuture.supplyAsync(() -> loadShard(stage, shard), loader)
-                    .thenCompose(loaded -> startShard(system, loaded));
+                    .thenApply(loaded -> startShard(system, loaded));
         }
         return CompletableFuture.supplyAsync(() -> start(system, stages), loader);
     }
@@ -118,7 +118,6 @@ public final class ModelStageHosting implements StageHosting {
         int shard() {
             return weights.rank();
         }
-
     }
 
     private LoadedShard loadShard(int stage, int shard) {
@@ -134,7 +133,7 @@ public final class ModelStageHosting implements StageHosting {
         }
     }
 
-    private CompletionStage<HostedStages> startShard(ActorSystem<?> system, LoadedShard loaded) {
+    private HostedStages startShard(ActorSystem<?> system, LoadedShard loaded) {
         int stage = loaded.spec().index();
         int rank = loaded.shard();
         CollectiveSettings settings = CollectiveSettings.defaults();
@@ -153,21 +152,25 @@ public final class ModelStageHosting implements StageHosting {
         LaneId lane = new LaneId(laneName);
         // The lane has finished its work first: nothing reads the caches or weights any more.
         Supplier<CompletionStage<Void>> stop = () -> lanes.stop().thenCompose(stopped -> generations.closeAll()).thenRun(backend::close);
-        String node = Cluster.get(system).selfMember().address().toString();
-        if (rank > 0) {
-            ActorRef<ShardHost.Command> host = system.systemActorOf(ShardHost.create(generations, lane, lanes.registry(),
-                    "shard " + rank + " of stage " + stage + " on " + node), "shard-host", Props.empty());
-            system.receptionist().tell(Receptionist.register(StageHostKeys.shard(stage, rank), host));
-            return CompletableFuture.completedFuture(new HostedStages(Map.of(), CompletableFuture.completedFuture(null), stop));
+        try {
+            String node = Cluster.get(system).selfMember().address().toString();
+            if (rank > 0) {
+                ActorRef<ShardHost.Command> host = system.systemActorOf(ShardHost.create(generations, lane, lanes.registry(),
+                        "shard " + rank + " of stage " + stage + " on " + node), "shard-host", Props.empty());
+                system.receptionist().tell(Receptionist.register(StageHostKeys.shard(stage, rank), host));
+                return new HostedStages(Map.of(), CompletableFuture.completedFuture(null), stop);
+            }
+            ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(Map.of(), Map.of(stage, "tensor-parallel stage "
+                    + stage + " on " + node + " has not formed yet: it waits for the hosts of its " + tensorParallel + " shards"),
+                    lanes.registry(), node), "stage-host", Props.empty());
+            String uid = Long.toUnsignedString(Cluster.get(system).selfMember().uniqueAddress().longUid());
+            StageLead.StageShape shape = new StageLead.StageShape(stage, tensorParallel, loaded.config(), loaded.spec().isLast(), lane);
+            system.systemActorOf(StageLead.create(shape, generations, host, uid, REFORM_RETRY), "stage-lead", Props.empty());
+            return new HostedStages(Map.of(stage, lanes.lane(laneName)), CompletableFuture.completedFuture(null), stop);
+        } catch (RuntimeException e) {
+            stop.get();
+            throw e;
         }
-        ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(Map.of(), Map.of(stage, "tensor-parallel stage "
-                + stage + " on " + node + " has not formed yet: it waits for the hosts of its " + tensorParallel + " shards"),
-                lanes.registry(), node), "stage-host", Props.empty());
-        String uid = Long.toUnsignedString(Cluster.get(system).selfMember().uniqueAddress().longUid());
-        StageLead.StageShape shape = new StageLead.StageShape(stage, tensorParallel, loaded.config(), loaded.spec().isLast(), lane);
-        system.systemActorOf(StageLead.create(shape, generations, host, uid, REFORM_RETRY), "stage-lead", Props.empty());
-        return CompletableFuture.completedFuture(new HostedStages(Map.of(stage, lanes.lane(laneName)),
-                CompletableFuture.completedFuture(null), stop));
     }
 
     private HostedStages start(ActorSystem<?> system, List<Integer> stages) {
