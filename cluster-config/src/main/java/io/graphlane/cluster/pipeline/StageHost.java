@@ -52,7 +52,9 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
  * queued there). The host watches the shard hosts: once one is gone, it withdraws the stage from the Receptionist
  * (the serving node then reports the stage unavailable) and fails its steps at once, naming the lost shard, rather
  * than letting each one wait for the collective's timeout; the same happens when the lead starts a re-form
- * ({@link Reforming}). A withdrawn stage is registered again by the next {@link Formed}.
+ * ({@link Reforming}), and when a step of the stage fails (a shard whose step fails leaves the group, so no later step
+ * could run): then the host asks the lead to re-form the stage. A withdrawn stage is registered again by the next
+ * {@link Formed}.
  */
 public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private static final int REMEMBERED_FORGOTTEN = 4096;
@@ -106,11 +108,13 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     /**
      * Tensor-parallel stage {@code stage} has formed as {@code hosted} (every shard joined {@code hosted.group()}): run
      * its steps from now on and register it; {@code retirePrevious}, unless null, retires the lead's previous
-     * generation and is submitted on the stage's lane after the steps already there. Local to the node.
+     * generation and is submitted on the stage's lane after the steps already there; {@code lead} is told when a failed
+     * step breaks the group. Local to the node.
      */
-    record Formed(int stage, HostedStage hosted, CpuWork retirePrevious) implements Command {
+    record Formed(int stage, HostedStage hosted, CpuWork retirePrevious, ActorRef<StageLead.Command> lead) implements Command {
         Formed {
             Objects.requireNonNull(hosted, "hosted");
+            Objects.requireNonNull(lead, "lead");
         }
     }
 
@@ -144,7 +148,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     }
 
     /** One step in flight on this node: the copy-out it waits for and what it fills. */
-    private record InFlight(Run run, CompletionHandle forward, AtomicReference<float[]> copied, int rows, int cols) {
+    private record InFlight(Run run, String group, CompletionHandle forward, AtomicReference<float[]> copied, int rows, int cols) {
     }
 
     private final Map<Integer, HostedStage> stages;
@@ -152,6 +156,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private final String node;
     private final ActorRef<LaneProtocol.LaneReply> replies;
     private final Map<CompletionHandle, InFlight> waiting = new HashMap<>();
+    /** The lead of each formed tensor-parallel stage, by stage. */
+    private final Map<Integer, ActorRef<StageLead.Command>> leads = new HashMap<>();
     /** Why a tensor-parallel stage can no longer run, by stage. */
     private final Map<Integer, String> lost = new HashMap<>();
     /** Requests recently forgotten: a step of theirs still on its way is dropped rather than caching them again. */
@@ -273,7 +279,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         hosted.shards().forEach(shard -> shard.tell(shardStep));
         lane.tell(LaneProtocol.Submit.of(forwardHandle, forward, replies).inRequest(run.requestId()).consumedBy(1));
         lane.tell(LaneProtocol.Submit.of(copyHandle, copyOut, replies).after(forwardHandle).inRequest(run.requestId()));
-        waiting.put(copyHandle, new InFlight(run, new CompletionHandle(node, hosted.lane(), first), copied, outRows, outCols));
+        waiting.put(copyHandle, new InFlight(run, hosted.group(), new CompletionHandle(node, hosted.lane(), first), copied, outRows,
+                outCols));
         return this;
     }
 
@@ -300,6 +307,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
             Throwable root = failed.cause() instanceof PoisonedPreconditionException p ? p.rootCause() : failed.cause();
             getContext().getLog().warn("stage {} on node {} failed step {} of request {}: {}", run.stage(), node, run.step(),
                     run.requestId(), root.toString());
+            groupBroken(run.stage(), f.group(), "step " + run.step() + " of request " + run.requestId() + " failed: " + root);
             poisonDownstream(run, f.forward(), new Outcome.Failed(root));
             return;
         }
@@ -363,6 +371,22 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         return this;
     }
 
+    /**
+     * A failed step of a tensor-parallel stage has left its group poisoned (a shard whose step fails leaves the group):
+     * the stage is withdrawn and its lead re-forms it, with the same shard hosts, into a fresh group. A step of an
+     * earlier group changes nothing.
+     */
+    private void groupBroken(int stage, String group, String why) {
+        HostedStage hosted = stages.get(stage);
+        ActorRef<StageLead.Command> lead = leads.get(stage);
+        if (group.isEmpty() || hosted == null || lead == null || !hosted.group().equals(group) || lost.containsKey(stage)) {
+            return;
+        }
+        withdraw(stage, "tensor-parallel stage " + stage + " hosted on " + node + " re-forms: group " + group + " is broken ("
+                + why + ")");
+        lead.tell(new StageLead.GroupBroken(group, why));
+    }
+
     private Behavior<Command> onReforming(Reforming reforming) {
         withdraw(reforming.stage(), "tensor-parallel stage " + reforming.stage() + " hosted on " + node + " is re-forming: "
                 + reforming.why());
@@ -385,6 +409,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
             previous.shards().forEach(getContext()::unwatch);
         }
         watchShards(stage, formed.hosted());
+        leads.put(stage, formed.lead());
         if (formed.retirePrevious() != null) {
             // After the steps of the previous group already on the lane.
             CompletionHandle handle = CompletionHandle.local(formed.hosted().lane(), registry.reserveSequences(1));

@@ -39,12 +39,13 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * superseded by a newer set of shard hosts is abandoned and its lead generation retired. The lead watches the shard
  * hosts of the running group: one that stops (or whose node leaves the cluster) breaks the group, and the stage
  * re-forms once a host for that shard is listed again. A host that is only unreachable for a while keeps its group,
- * unless another host for its shard is listed meanwhile.
+ * unless another host for its shard is listed meanwhile. A failed step leaves the group poisoned: the stage host
+ * withdraws the stage and tells the lead ({@link GroupBroken}), which re-forms it with the same shard hosts.
  */
 public final class StageLead extends AbstractBehavior<StageLead.Command> {
 
     /** What the lead accepts; all its messages are its own. */
-    public sealed interface Command permits Listed, Answered, LeadJoined, Retry, ShardGone {
+    public sealed interface Command permits Listed, Answered, LeadJoined, Retry, ShardGone, GroupBroken {
     }
 
     record Listed(int shard, Receptionist.Listing listing) implements Command {
@@ -57,6 +58,10 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
     }
 
     record Retry() implements Command {
+    }
+
+    /** A step of {@code group} failed, for {@code why}: the group is poisoned and the stage must re-form. */
+    record GroupBroken(String group, String why) implements Command {
     }
 
     /** A shard host of the running group stopped, or its node left the cluster. */
@@ -139,6 +144,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
                 .onMessage(Answered.class, this::onAnswered)
                 .onMessage(LeadJoined.class, this::onLeadJoined)
                 .onMessage(ShardGone.class, this::onShardGone)
+                .onMessage(GroupBroken.class, this::onGroupBroken)
                 .onMessage(Retry.class, r -> {
                     maybeForm();
                     return this;
@@ -158,6 +164,17 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
             // The group lost a member: it cannot run again, whoever hosts that shard next.
             getContext().getLog().info("stage {}: shard host {} is gone; group {} is broken", shape.stage(), gone.shard().path(),
                     installed.group());
+            current = null;
+            maybeForm();
+        }
+        return this;
+    }
+
+    private Behavior<Command> onGroupBroken(GroupBroken broken) {
+        if (current != null && installed != null && installed.group().equals(broken.group())) {
+            getContext().getLog().warn("stage {}: group {} is broken ({}); re-forming with the same shard hosts", shape.stage(),
+                    broken.group(), broken.why());
+            current.forEach(getContext()::unwatch);
             current = null;
             maybeForm();
         }
@@ -270,15 +287,15 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
         StageHost.HostedStage hosted = new StageHost.HostedStage(new LeadShardStage<>(formed.lead.shard()), shape.last(), shape.config(),
                 shape.lane(), formed.shards, formed.group);
         getContext().getLog().info("stage {}: formed group {} ({} shards)", shape.stage(), formed.group, shape.tensorParallel());
-        host.tell(new StageHost.Formed(shape.stage(), hosted, retire));
+        host.tell(new StageHost.Formed(shape.stage(), hosted, retire, getContext().getSelf()));
     }
 
     private void fail(String why) {
         Attempt failed = attempt;
         attempt = null;
         abandon(failed);
-        getContext().getLog().warn("stage {}: forming group {} failed: {}; trying again when the shard hosts change or in {} s",
-                shape.stage(), failed.group, why, retryAfter.toSeconds());
+        getContext().getLog().warn("stage {}: forming group {} failed: {}; trying again when the shard hosts change or in {} ms",
+                shape.stage(), failed.group, why, retryAfter.toMillis());
         timers.startSingleTimer(Retry.class, new Retry(), retryAfter);
     }
 
