@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Timeout;
  * loopback, the serving node answers {@code /v1/completions} with the fixture's greedy tokens through stages on all
  * three, a {@code kill -9} of a non-serving node fails requests with a 503 naming it, and the same start command
  * brings the node back without restarting the others; and four nodes holding two stages of two tensor-parallel shards
- * each answer with the same tokens. Runs in the integration-test phase, after the jar is built.
+ * each answer with the same tokens, before and after a shard's node is killed and started again (its stage re-forms). Runs in the integration-test phase, after the jar is built.
  */
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class LocalClusterIT {
@@ -127,5 +127,28 @@ class LocalClusterIT {
         }
         String shardLog = Files.readString(RUN_DIR.resolve("node-3.log"));
         assertTrue(shardLog.contains("shard 1 of 2 of stage [1]"), "node 3 holds shard 1 of stage 1: " + shardLog);
+
+        // A shard's node killed: stage 1 answers 503; the same start command brings the node back and the stage
+        // re-forms with the surviving shard node as it is.
+        long pid = Long.parseLong(Files.readString(RUN_DIR.resolve("node-3.pid")).trim());
+        long killed = System.nanoTime();
+        new ProcessBuilder("kill", "-9", Long.toString(pid)).start().waitFor();
+        // Until the lead sees the shard's host gone, a step fails in its collective instead (not a 503).
+        HttpResponse<String> lost;
+        do {
+            lost = complete(prompts.get(0).get("ids"));
+            if (lost.statusCode() != 503) {
+                TimeUnit.MILLISECONDS.sleep(250); // paces the polling only
+            }
+        } while (lost.statusCode() != 503 && System.nanoTime() - killed < TimeUnit.SECONDS.toNanos(45));
+        assertEquals(503, lost.statusCode(), lost.body());
+        assertTrue(lost.body().contains("stage 1"), "names the stage: " + lost.body());
+        assertEquals(0, script("start", "4", "--model", startArgs(), "--stages", "2", "--tensor-parallel", "2"),
+                "node 3 rejoined; see " + RUN_DIR);
+        for (JsonNode p : prompts) {
+            HttpResponse<String> r = completeOnceAvailable(p.get("ids"), Duration.ofSeconds(60));
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(p.get("greedy_16"), JSON.readTree(r.body()).get("choices").get(0).get("token_ids"));
+        }
     }
 }

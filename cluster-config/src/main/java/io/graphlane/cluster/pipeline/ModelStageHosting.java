@@ -11,10 +11,8 @@ import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.backend.cpu.collective.CollectiveSettings;
-import io.graphlane.backend.cpu.collective.CpuCollectiveMember;
 import io.graphlane.cluster.ClusterConfigException;
 import io.graphlane.cluster.HostedStages;
-import io.graphlane.cluster.collective.ClusterCollectiveTransport;
 import io.graphlane.cluster.collective.ClusterCollectives;
 import io.graphlane.cluster.LaneStageHosting;
 import io.graphlane.cluster.StageHosting;
@@ -25,9 +23,6 @@ import io.graphlane.inference.model.CpuModels;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
-import io.graphlane.inference.tensorparallel.CpuShardComm;
-import io.graphlane.inference.tensorparallel.LeadShardStage;
-import io.graphlane.inference.tensorparallel.LlamaShard;
 import io.graphlane.inference.tensorparallel.ShardWeights;
 import io.graphlane.inference.tensorparallel.ShardedWeightsLoader;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
@@ -39,18 +34,14 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
-import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
-import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,15 +54,20 @@ import org.slf4j.LoggerFactory;
  *
  * <p>With tensor parallelism T &gt; 1 a node holds one shard of one stage ({@link io.graphlane.cluster.ParallelLayout}):
  * it reads only its shard's selections of the checkpoint (its heads of q/k/v, its columns of gate/up, its slices of o
- * and down), starts one lane, and joins the stage's collective group ({@code tp-stage-i}, over the cluster) as its
- * shard's rank. Shard 0 then finds the {@link ShardHost}s of the other shards, and only then registers the stage's
- * {@link StageHost}: a stage is served once all its shards are up. Shards 1 and up register their {@link ShardHost}
- * under {@link StageHostKeys#shard}.
+ * and down) and starts one lane; it joins no collective group on its own. Shards 1 and up register their
+ * {@link ShardHost} under {@link StageHostKeys#shard}. Shard 0 starts the stage's {@link StageHost}, unregistered, and
+ * its {@link StageLead}, which learns the shard hosts from the Receptionist and forms the stage into a fresh
+ * collective group ({@code tp-stage-i-<uid>-<n>}, over the cluster) whenever it sees a complete set of them that is not
+ * the one running: at startup, and again after a shard's node (shard 0's included) was replaced by a node started for
+ * the same rank, with no restart of the other shards' nodes. The stage is registered once all its shards joined the
+ * group. Stopping the node stops the lane, then retires every group the shard joined and releases its weights, each
+ * once.
  */
 public final class ModelStageHosting implements StageHosting {
     private static final Logger LOG = LoggerFactory.getLogger(ModelStageHosting.class);
 
-    private static final Duration SHARD_HOST_POLL = Duration.ofMillis(200);
+    /** How soon a failed formation of a tensor-parallel stage is tried again when no shard host changes meanwhile. */
+    private static final Duration REFORM_RETRY = Duration.ofSeconds(5);
 
     private final Path modelDir;
     private final int stageCount;
@@ -111,7 +107,7 @@ public final class ModelStageHosting implements StageHosting {
             int stage = stages.get(0);
             int shard = rank % tensorParallel;
             return CompletableFuture.supplyAsync(() -> loadShard(stage, shard), loader)
-                    .thenCompose(loaded -> startShard(system, loaded));
+                    .thenApply(loaded -> startShard(system, loaded));
         }
         return CompletableFuture.supplyAsync(() -> start(system, stages), loader);
     }
@@ -121,10 +117,6 @@ public final class ModelStageHosting implements StageHosting {
                                CpuNeuralOps loadOps) {
         int shard() {
             return weights.rank();
-        }
-
-        String group() {
-            return "tp-stage-" + spec.index();
         }
     }
 
@@ -141,87 +133,44 @@ public final class ModelStageHosting implements StageHosting {
         }
     }
 
-    private CompletionStage<HostedStages> startShard(ActorSystem<?> system, LoadedShard loaded) {
+    private HostedStages startShard(ActorSystem<?> system, LoadedShard loaded) {
         int stage = loaded.spec().index();
+        int rank = loaded.shard();
         CollectiveSettings settings = CollectiveSettings.defaults();
-        CompletionStage<ClusterCollectiveTransport> joined;
+        ShardGenerations generations = new ShardGenerations(loaded.tp(), rank, loaded.weights(), loaded.loadOps(), settings,
+                group -> ClusterCollectives.join(system, group, rank, tensorParallel, settings));
+        CpuBackend backend = new CpuBackend();
+        String laneName = LaneStageHosting.laneName(stage);
+        LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes;
         try {
-            joined = ClusterCollectives.join(system, loaded.group(), loaded.shard(), tensorParallel, settings);
+            lanes = LaneGroup.builder(system, backend).lanes(laneName).spawn();
         } catch (RuntimeException e) {
-            ShardedWeightsLoader.release(loaded.weights(), loaded.loadOps());
+            generations.closeAll();
+            backend.close();
             throw e;
         }
-        return joined.whenComplete((transport, error) -> {
-            if (error != null) {
-                ShardedWeightsLoader.release(loaded.weights(), loaded.loadOps());
-            }
-        }).thenCompose(transport -> {
-            CpuCollectiveMember member = CpuCollectiveMember.over(loaded.group(), loaded.shard(), transport, settings);
-            LlamaShard<CpuTensor> shard = new LlamaShard<>(loaded.tp(), loaded.weights(), new CpuNeuralOps(), new CpuShardComm(member));
-            CpuBackend backend = new CpuBackend();
-            String laneName = LaneStageHosting.laneName(stage);
-            LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes = LaneGroup.builder(system, backend).lanes(laneName).spawn();
-            LaneId lane = new LaneId(laneName);
-            Supplier<CompletionStage<Void>> stop = () -> lanes.stop().thenCompose(stopped -> {
-                // The lane has finished its work: nothing reads the caches or weights any more.
-                shard.close();
-                ShardedWeightsLoader.release(loaded.weights(), loaded.loadOps());
-                return transport.closeAsync();
-            }).thenRun(backend::close);
+        LaneId lane = new LaneId(laneName);
+        // The lane has finished its work first: nothing reads the caches or weights any more.
+        Supplier<CompletionStage<Void>> stop = () -> lanes.stop().thenCompose(stopped -> generations.closeAll()).thenRun(backend::close);
+        try {
             String node = Cluster.get(system).selfMember().address().toString();
-            if (loaded.shard() > 0) {
-                ActorRef<ShardHost.Command> host = system.systemActorOf(ShardHost.create(shard, lane, lanes.registry(),
-                        "shard " + loaded.shard() + " of stage " + stage + " on " + node), "shard-host", Props.empty());
-                system.receptionist().tell(Receptionist.register(StageHostKeys.shard(stage, loaded.shard()), host));
-                return CompletableFuture.completedFuture(new HostedStages(Map.of(), CompletableFuture.completedFuture(null), stop));
+            if (rank > 0) {
+                ActorRef<ShardHost.Command> host = system.systemActorOf(ShardHost.create(generations, lane, lanes.registry(),
+                        "shard " + rank + " of stage " + stage + " on " + node), "shard-host", Props.empty());
+                system.receptionist().tell(Receptionist.register(StageHostKeys.shard(stage, rank), host));
+                return new HostedStages(Map.of(), CompletableFuture.completedFuture(null), stop);
             }
-            Duration patience = system.settings().config().getDuration("graphlane.cluster.formation-timeout");
-            return shardHosts(system, stage, System.nanoTime() + patience.toNanos()).thenApply(shardHosts -> {
-                StageHost.HostedStage hosted = new StageHost.HostedStage(new LeadShardStage<>(shard), loaded.spec().isLast(),
-                        loaded.config(), lane, shardHosts);
-                ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(Map.of(stage, hosted), lanes.registry(),
-                        node), "stage-host", Props.empty());
-                system.receptionist().tell(Receptionist.register(StageHostKeys.stage(stage), host));
-                return new HostedStages(Map.of(stage, lanes.lane(laneName)), CompletableFuture.completedFuture(null), stop);
-            }).whenComplete((hosted, error) -> {
-                if (error != null) {
-                    stop.get();
-                }
-            });
-        });
-    }
-
-    /** The hosts of shards 1.. of {@code stage}, once the Receptionist knows each of them, or a failure at the deadline. */
-    private CompletionStage<List<ActorRef<ShardHost.Command>>> shardHosts(ActorSystem<?> system, int stage, long deadlineNanos) {
-        List<CompletionStage<Receptionist.Listing>> finds = new ArrayList<>();
-        for (int t = 1; t < tensorParallel; t++) {
-            ServiceKey<ShardHost.Command> key = StageHostKeys.shard(stage, t);
-            finds.add(AskPattern.ask(system.receptionist(), (ActorRef<Receptionist.Listing> replyTo) -> Receptionist.find(key, replyTo),
-                    Duration.ofSeconds(5), system.scheduler()));
+            ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(Map.of(), Map.of(stage, "tensor-parallel stage "
+                    + stage + " on " + node + " has not formed yet: it waits for the hosts of its " + tensorParallel + " shards"),
+                    lanes.registry(), node), "stage-host", Props.empty());
+            String uid = Long.toUnsignedString(Cluster.get(system).selfMember().uniqueAddress().longUid());
+            StageLead.StageShape shape = new StageLead.StageShape(stage, tensorParallel, loaded.config(), loaded.spec().isLast(), lane);
+            system.systemActorOf(StageLead.create(shape, generations, host, uid, REFORM_RETRY), "stage-lead", Props.empty());
+            return new HostedStages(Map.of(stage, lanes.lane(laneName)), CompletableFuture.completedFuture(null), stop);
+        } catch (RuntimeException e) {
+            stop.get();
+            throw e;
         }
-        CompletableFuture<?>[] all = finds.stream().map(CompletionStage::toCompletableFuture).toArray(CompletableFuture[]::new);
-        return CompletableFuture.allOf(all).thenCompose(ignored -> {
-            List<ActorRef<ShardHost.Command>> found = new ArrayList<>();
-            List<Integer> missing = new ArrayList<>();
-            for (int t = 1; t < tensorParallel; t++) {
-                Set<ActorRef<ShardHost.Command>> instances = finds.get(t - 1).toCompletableFuture().join()
-                        .getServiceInstances(StageHostKeys.shard(stage, t));
-                if (instances.isEmpty()) {
-                    missing.add(t);
-                } else {
-                    found.add(instances.iterator().next());
-                }
-            }
-            if (missing.isEmpty()) {
-                return CompletableFuture.completedFuture(found);
-            }
-            if (System.nanoTime() > deadlineNanos) {
-                return CompletableFuture.failedFuture(new ClusterConfigException("stage " + stage + ": the hosts of shards " + missing
-                        + " did not register before graphlane.cluster.formation-timeout"));
-            }
-            Executor later = CompletableFuture.delayedExecutor(SHARD_HOST_POLL.toMillis(), TimeUnit.MILLISECONDS);
-            return CompletableFuture.supplyAsync(() -> null, later).thenCompose(x -> shardHosts(system, stage, deadlineNanos));
-        });
     }
 
     private HostedStages start(ActorSystem<?> system, List<Integer> stages) {

@@ -3,13 +3,13 @@ package io.graphlane.cluster.pipeline;
 import io.graphlane.actors.lane.LaneProtocol;
 import io.graphlane.actors.lane.LaneRegistry;
 import io.graphlane.backend.cpu.CpuWork;
-import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
 import io.graphlane.inference.llama.Segment;
-import io.graphlane.inference.tensorparallel.LlamaShard;
 import java.util.List;
+import java.util.Objects;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -17,23 +17,41 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
 
 /**
- * The host of one tensor-parallel shard (rank 1 and up) of a stage on its node. The stage's {@link StageHost} (which
- * holds shard 0) tells it, in its own submission order, each step it runs: a {@link Step} submits this shard's forward
- * over the same segments on the shard's lane, where it meets the other shards in the stage's collectives; the
- * activation and the output stay with shard 0. Every step is run, in the order it arrives, so that the shards'
- * collectives line up; a shard whose step fails leaves the collective group, and shard 0 fails the step naming it.
- * {@link Forget} drops a request's KV cache on the lane, after the steps before it.
+ * The host of one tensor-parallel shard (rank 1 and up) of a stage on its node. It holds the shard's weights
+ * ({@link ShardGenerations}) but joins no collective group on its own: the stage's lead (the {@link StageLead} on the
+ * node of shard 0) tells it to {@link Reform} into a named group, at startup and whenever the stage's shard hosts
+ * changed. A re-form joins the new group without blocking (the join completes asynchronously), builds a fresh shard
+ * over the same weights (KV caches empty), retires the previous generation on the shard's lane after the work queued
+ * on it, and answers {@link Reformed} (or {@link ReformFailed} naming why). It accepts a re-form from any lead, since a
+ * replaced lead is a new actor; of several re-forms in flight, only the latest is installed.
+ *
+ * <p>The stage's {@link StageHost} tells it, in its own submission order, each step it runs: a {@link Step} of the
+ * installed group submits this shard's forward over the same segments on the shard's lane, where it meets the other
+ * shards in the group's collectives; the activation and the output stay with shard 0. Every step is run, in the order
+ * it arrives, so that the shards' collectives line up; a step of another group than the installed one is dropped (its
+ * lead fails it when the collective does not meet). {@link Forget} drops a request's KV cache on the lane, after the
+ * steps before it.
  */
 public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
 
     /** What a shard host accepts. */
-    public sealed interface Command permits Step, Forget, LaneAnswer {
+    public sealed interface Command permits Step, Forget, Reform, LaneAnswer, Joined {
     }
 
-    /** Runs this shard over {@code rows} positions of {@code requestId} from {@code startPosition}, for step {@code step}. */
-    public record Step(long requestId, long step, int startPosition, int rows) implements Command {
+    /** What a shard host answers a {@link Reform}. */
+    public sealed interface ReformReply permits Reformed, ReformFailed {
+        /** The group the re-form named. */
+        String group();
+    }
+
+    /**
+     * Runs this shard of group {@code group} over {@code rows} positions of {@code requestId} from {@code startPosition},
+     * for step {@code step}.
+     */
+    public record Step(String group, long requestId, long step, int startPosition, int rows) implements Command {
         /** Refuses an empty step. */
         public Step {
+            Objects.requireNonNull(group, "group");
             if (rows < 1 || startPosition < 0) {
                 throw new IllegalArgumentException("a shard step needs rows >= 1 and a start position >= 0, got " + rows + " rows at "
                         + startPosition);
@@ -45,27 +63,62 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     public record Forget(long requestId) implements Command {
     }
 
+    /** Joins collective group {@code group} as this shard's rank and answers {@code replyTo} once installed (or failed). */
+    public record Reform(String group, ActorRef<ReformReply> replyTo) implements Command {
+        /** Refuses an empty group name. */
+        public Reform {
+            Objects.requireNonNull(group, "group");
+            Objects.requireNonNull(replyTo, "replyTo");
+            if (group.isEmpty()) {
+                throw new IllegalArgumentException("a re-form needs a group name");
+            }
+        }
+    }
+
+    /** Shard {@code shard} has joined {@code group} and runs its steps from now on. */
+    public record Reformed(String group, int shard) implements ReformReply {
+    }
+
+    /** Shard {@code shard} could not join {@code group}, for {@code reason}. */
+    public record ReformFailed(String group, int shard, String reason) implements ReformReply {
+        /** Requires a reason. */
+        public ReformFailed {
+            Objects.requireNonNull(reason, "reason");
+        }
+    }
+
     record LaneAnswer(LaneProtocol.LaneReply reply) implements Command {
     }
 
-    private final LlamaShard<CpuTensor> shard;
+    /** A join of {@code reform}'s group ended: {@code generation} on success, else {@code error}. */
+    record Joined(Reform reform, ShardGenerations.Generation generation, Throwable error) implements Command {
+    }
+
+    private final ShardGroups generations;
     private final LaneId lane;
     private final LaneRegistry registry;
     private final String name;
-    private final org.apache.pekko.actor.typed.ActorRef<LaneProtocol.LaneReply> replies;
+    private final ActorRef<LaneProtocol.LaneReply> replies;
+    /** The generation whose steps this host runs; null until the first re-form. */
+    private ShardGenerations.Generation installed;
+    /** The group of the latest re-form asked for; a join of an earlier one is retired when it completes. */
+    private String wanted;
 
-    private ShardHost(ActorContext<Command> context, LlamaShard<CpuTensor> shard, LaneId lane, LaneRegistry registry, String name) {
+    private ShardHost(ActorContext<Command> context, ShardGroups generations, LaneId lane, LaneRegistry registry, String name) {
         super(context);
-        this.shard = shard;
+        this.generations = generations;
         this.lane = lane;
         this.registry = registry;
         this.name = name;
         this.replies = context.messageAdapter(LaneProtocol.LaneReply.class, LaneAnswer::new);
     }
 
-    /** The host of {@code shard}, whose work runs on {@code lane} (found in {@code registry}); {@code name} names it in logs. */
-    public static Behavior<Command> create(LlamaShard<CpuTensor> shard, LaneId lane, LaneRegistry registry, String name) {
-        return Behaviors.setup(ctx -> new ShardHost(ctx, shard, lane, registry, name));
+    /**
+     * The host of the shard whose generations are {@code generations}, whose work runs on {@code lane} (found in
+     * {@code registry}); {@code name} names it in logs and answers.
+     */
+    static Behavior<Command> create(ShardGroups generations, LaneId lane, LaneRegistry registry, String name) {
+        return Behaviors.setup(ctx -> new ShardHost(ctx, generations, lane, registry, name));
     }
 
     @Override
@@ -73,26 +126,75 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
         return newReceiveBuilder()
                 .onMessage(Step.class, this::onStep)
                 .onMessage(Forget.class, this::onForget)
+                .onMessage(Reform.class, this::onReform)
+                .onMessage(Joined.class, this::onJoined)
                 .onMessage(LaneAnswer.class, this::onLaneAnswer)
                 .build();
     }
 
     private Behavior<Command> onStep(Step step) {
+        ShardGenerations.Generation current = installed;
+        if (current == null || !current.group().equals(step.group())) {
+            getContext().getLog().warn("{}: step {} of request {} is for group {}, but this shard runs {}; dropped", name, step.step(),
+                    step.requestId(), step.group(), current == null ? "none yet" : current.group());
+            return this;
+        }
         List<Segment> segments = List.of(new Segment(step.requestId(), step.startPosition(), step.rows()));
-        CpuWork forward = () -> shard.forward(segments, null);
+        CpuWork forward = () -> current.shard().forward(segments, null);
         submit(forward, step.requestId());
         return this;
     }
 
     private Behavior<Command> onForget(Forget forget) {
-        CpuWork drop = () -> shard.endRequest(forget.requestId());
-        submit(drop, forget.requestId());
+        ShardGenerations.Generation current = installed;
+        if (current != null) {
+            CpuWork drop = () -> current.shard().endRequest(forget.requestId());
+            submit(drop, forget.requestId());
+        }
+        return this;
+    }
+
+    private Behavior<Command> onReform(Reform reform) {
+        if (installed != null && installed.group().equals(reform.group())) {
+            reform.replyTo().tell(new Reformed(reform.group(), generations.rank()));
+            return this;
+        }
+        getContext().getLog().info("{}: re-forming into group {} for {}", name, reform.group(), reform.replyTo().path());
+        wanted = reform.group();
+        getContext().pipeToSelf(generations.form(reform.group()), (generation, error) -> new Joined(reform, generation, error));
+        return this;
+    }
+
+    private Behavior<Command> onJoined(Joined joined) {
+        Reform reform = joined.reform();
+        if (joined.error() != null) {
+            String reason = joined.error().getMessage() == null ? joined.error().toString() : joined.error().getMessage();
+            getContext().getLog().warn("{}: joining group {} failed: {}", name, reform.group(), reason);
+            reform.replyTo().tell(new ReformFailed(reform.group(), generations.rank(), name + ": " + reason));
+            return this;
+        }
+        if (!reform.group().equals(wanted)) {
+            // A later re-form superseded this one: its group is already abandoned.
+            generations.retire(joined.generation());
+            reform.replyTo().tell(new ReformFailed(reform.group(), generations.rank(), name + ": superseded by a re-form into " + wanted));
+            return this;
+        }
+        ShardGenerations.Generation previous = installed;
+        installed = joined.generation();
+        if (previous != null) {
+            // Retired on the lane, after every step of the previous group queued on it.
+            CpuWork retire = () -> generations.retire(previous);
+            submit(retire, -1);
+        }
+        getContext().getLog().info("{}: runs group {}", name, reform.group());
+        reform.replyTo().tell(new Reformed(reform.group(), generations.rank()));
         return this;
     }
 
     private void submit(CpuWork work, long requestId) {
         CompletionHandle handle = CompletionHandle.local(lane, registry.reserveSequences(1));
-        registry.lane(lane).tell(LaneProtocol.Submit.of(handle, work, replies).inRequest(requestId));
+        LaneProtocol.Submit<CpuWork> submit = LaneProtocol.Submit.of(handle, work, replies);
+        registry.lane(lane).tell(requestId >= 0 ? submit.inRequest(requestId) : submit);
     }
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {

@@ -46,15 +46,21 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
  *
  * <p>A tensor-parallel stage is hosted here by its shard 0, with the {@link ShardHost}s of its other shards on other
  * nodes: each step (and each {@link Forget}) is told to them in this host's submission order, so every shard runs the
- * same steps in the same order and their collectives line up. The host watches them: once one is gone, it withdraws
- * the stage from the Receptionist (the serving node then reports the stage unavailable) and fails its steps at once,
- * naming the lost shard, rather than letting each one wait for the collective's timeout.
+ * same steps in the same order and their collectives line up. Such a stage starts unformed and unregistered; the
+ * node's {@link StageLead} forms it and hands it over in a {@link Formed} once every shard has joined the group, and
+ * only then does this host register it (and it retires the previous generation's shard on the lane, after the steps
+ * queued there). The host watches the shard hosts: once one is gone, it withdraws the stage from the Receptionist
+ * (the serving node then reports the stage unavailable) and fails its steps at once, naming the lost shard, rather
+ * than letting each one wait for the collective's timeout; the same happens when the lead starts a re-form
+ * ({@link Reforming}), and when a step of the stage fails (a shard whose step fails leaves the group, so no later step
+ * could run): then the host asks the lead to re-form the stage. A withdrawn stage is registered again by the next
+ * {@link Formed}.
  */
 public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private static final int REMEMBERED_FORGOTTEN = 4096;
 
     /** What a stage host accepts. */
-    public sealed interface Command permits Run, Poisoned, Forget, LaneAnswer, ShardLost {
+    public sealed interface Command permits Run, Poisoned, Forget, LaneAnswer, ShardLost, Formed, Reforming {
     }
 
     /**
@@ -95,32 +101,54 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     record LaneAnswer(LaneProtocol.LaneReply reply) implements Command {
     }
 
-    /** The host of shard {@code shard} of stage {@code stage} has stopped or its node has left. */
-    record ShardLost(int stage, int shard, String host) implements Command {
+    /** The host of shard {@code shard} of stage {@code stage}, in group {@code group}, has stopped or its node has left. */
+    record ShardLost(int stage, int shard, String host, String group) implements Command {
+    }
+
+    /**
+     * Tensor-parallel stage {@code stage} has formed as {@code hosted} (every shard joined {@code hosted.group()}): run
+     * its steps from now on and register it; {@code retirePrevious}, unless null, retires the lead's previous
+     * generation and is submitted on the stage's lane after the steps already there; {@code lead} is told when a failed
+     * step breaks the group. Local to the node.
+     */
+    record Formed(int stage, HostedStage hosted, CpuWork retirePrevious, ActorRef<StageLead.Command> lead) implements Command {
+        Formed {
+            Objects.requireNonNull(hosted, "hosted");
+            Objects.requireNonNull(lead, "lead");
+        }
+    }
+
+    /** Tensor-parallel stage {@code stage} is re-forming, for {@code why}: withdraw it until the next {@link Formed}. Local. */
+    record Reforming(int stage, String why) implements Command {
+        Reforming {
+            Objects.requireNonNull(why, "why");
+        }
     }
 
     /**
      * One hosted stage: what a step runs, whether it is the model's last stage, the model, the lane its work runs on,
-     * and, for a tensor-parallel stage, the hosts of its shards 1, 2, … (empty otherwise).
+     * and, for a tensor-parallel stage, the hosts of its shards 1, 2, … and the collective group they formed (no shard
+     * hosts and an empty group otherwise).
      */
     public record HostedStage(StageForward<CpuTensor> forward, boolean last, LlamaConfig config, LaneId lane,
-                              List<ActorRef<ShardHost.Command>> shards) {
+                              List<ActorRef<ShardHost.Command>> shards, String group) {
         /** Copies the shard hosts. */
         public HostedStage {
             Objects.requireNonNull(forward, "forward");
             Objects.requireNonNull(config, "config");
             Objects.requireNonNull(lane, "lane");
             shards = List.copyOf(shards);
+            Objects.requireNonNull(group, "group");
         }
 
         /** A whole stage on one lane. */
         public HostedStage(LlamaStage<CpuTensor> llama, LaneId lane) {
-            this(llama, llama.spec().isLast(), llama.config(), lane, List.of());
+            this(llama, llama.spec().isLast(), llama.config(), lane, List.of(), "");
         }
     }
 
     /** One step in flight on this node: the copy-out it waits for and what it fills. */
-    private record InFlight(Run run, CompletionHandle forward, AtomicReference<float[]> copied, int rows, int cols) {
+    private record InFlight(Run run, String group, CompletionHandle forward, AtomicReference<float[]> copied, int rows, int cols) {
     }
 
     private final Map<Integer, HostedStage> stages;
@@ -128,6 +156,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private final String node;
     private final ActorRef<LaneProtocol.LaneReply> replies;
     private final Map<CompletionHandle, InFlight> waiting = new HashMap<>();
+    /** The lead of each formed tensor-parallel stage, by stage. */
+    private final Map<Integer, ActorRef<StageLead.Command>> leads = new HashMap<>();
     /** Why a tensor-parallel stage can no longer run, by stage. */
     private final Map<Integer, String> lost = new HashMap<>();
     /** Requests recently forgotten: a step of theirs still on its way is dropped rather than caching them again. */
@@ -138,18 +168,15 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         }
     });
 
-    private StageHost(ActorContext<Command> context, Map<Integer, HostedStage> stages, LaneRegistry registry, String node) {
+    private StageHost(ActorContext<Command> context, Map<Integer, HostedStage> stages, Map<Integer, String> unformed,
+                      LaneRegistry registry, String node) {
         super(context);
-        this.stages = Map.copyOf(stages);
+        this.stages = new HashMap<>(stages);
+        this.lost.putAll(unformed);
         this.registry = registry;
         this.node = node;
         this.replies = context.messageAdapter(LaneProtocol.LaneReply.class, LaneAnswer::new);
-        this.stages.forEach((stage, hosted) -> {
-            for (int i = 0; i < hosted.shards().size(); i++) {
-                ActorRef<ShardHost.Command> shard = hosted.shards().get(i);
-                context.watchWith(shard, new ShardLost(stage, i + 1, shard.path().address().toString()));
-            }
-        });
+        this.stages.forEach(this::watchShards);
     }
 
     /**
@@ -157,7 +184,24 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
      * node's address, as handles and failures name it.
      */
     public static Behavior<Command> create(Map<Integer, HostedStage> stages, LaneRegistry registry, String node) {
-        return Behaviors.setup(ctx -> new StageHost(ctx, stages, registry, node));
+        return create(stages, Map.of(), registry, node);
+    }
+
+    /**
+     * Like {@link #create(Map, LaneRegistry, String)}, with tensor-parallel stages not formed yet: {@code unformed} says
+     * why each one cannot run until its {@link Formed} arrives (its steps fail naming that).
+     */
+    public static Behavior<Command> create(Map<Integer, HostedStage> stages, Map<Integer, String> unformed, LaneRegistry registry,
+                                           String node) {
+        Map<Integer, String> waiting = Map.copyOf(unformed);
+        return Behaviors.setup(ctx -> new StageHost(ctx, stages, waiting, registry, node));
+    }
+
+    private void watchShards(int stage, HostedStage hosted) {
+        for (int i = 0; i < hosted.shards().size(); i++) {
+            ActorRef<ShardHost.Command> shard = hosted.shards().get(i);
+            getContext().watchWith(shard, new ShardLost(stage, i + 1, shard.path().address().toString(), hosted.group()));
+        }
     }
 
     @Override
@@ -168,11 +212,20 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 .onMessage(Forget.class, this::onForget)
                 .onMessage(LaneAnswer.class, this::onLaneAnswer)
                 .onMessage(ShardLost.class, this::onShardLost)
+                .onMessage(Formed.class, this::onFormed)
+                .onMessage(Reforming.class, this::onReforming)
                 .build();
     }
 
     private Behavior<Command> onRun(Run run) {
         if (forgotten.contains(run.requestId())) {
+            return this;
+        }
+        String gone = lost.get(run.stage());
+        if (gone != null) {
+            HostedStage withdrawn = stages.get(run.stage());
+            LaneId lane = withdrawn == null ? new LaneId("stage-" + run.stage()) : withdrawn.lane();
+            poisonDownstream(run, new CompletionHandle(node, lane, 0), new Outcome.Failed(new GraphlaneException(gone)));
             return this;
         }
         HostedStage hosted = stages.get(run.stage());
@@ -182,12 +235,6 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
             CompletionHandle none = new CompletionHandle(node, new LaneId("stage-" + run.stage()), 0);
             poisonDownstream(run, none, new Outcome.Failed(new IllegalStateException("node " + node + " does not host stage "
                     + run.stage() + "; it hosts " + stages.keySet())));
-            return this;
-        }
-        String gone = lost.get(run.stage());
-        if (gone != null) {
-            CompletionHandle none = new CompletionHandle(node, hosted.lane(), 0);
-            poisonDownstream(run, none, new Outcome.Failed(new GraphlaneException(gone)));
             return this;
         }
         StageForward<CpuTensor> llama = hosted.forward();
@@ -228,11 +275,12 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         CompletionHandle forwardHandle = CompletionHandle.local(hosted.lane(), first);
         CompletionHandle copyHandle = CompletionHandle.local(hosted.lane(), first + 1);
         ActorRef<LaneProtocol.Command> lane = registry.lane(hosted.lane());
-        ShardHost.Step shardStep = new ShardHost.Step(run.requestId(), run.step(), run.startPosition(), rows);
+        ShardHost.Step shardStep = new ShardHost.Step(hosted.group(), run.requestId(), run.step(), run.startPosition(), rows);
         hosted.shards().forEach(shard -> shard.tell(shardStep));
         lane.tell(LaneProtocol.Submit.of(forwardHandle, forward, replies).inRequest(run.requestId()).consumedBy(1));
         lane.tell(LaneProtocol.Submit.of(copyHandle, copyOut, replies).after(forwardHandle).inRequest(run.requestId()));
-        waiting.put(copyHandle, new InFlight(run, new CompletionHandle(node, hosted.lane(), first), copied, outRows, outCols));
+        waiting.put(copyHandle, new InFlight(run, hosted.group(), new CompletionHandle(node, hosted.lane(), first), copied, outRows,
+                outCols));
         return this;
     }
 
@@ -259,6 +307,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
             Throwable root = failed.cause() instanceof PoisonedPreconditionException p ? p.rootCause() : failed.cause();
             getContext().getLog().warn("stage {} on node {} failed step {} of request {}: {}", run.stage(), node, run.step(),
                     run.requestId(), root.toString());
+            groupBroken(run.stage(), f.group(), "step " + run.step() + " of request " + run.requestId() + " failed: " + root);
             poisonDownstream(run, f.forward(), new Outcome.Failed(root));
             return;
         }
@@ -312,15 +361,64 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     }
 
     private Behavior<Command> onShardLost(ShardLost shardLost) {
-        if (lost.containsKey(shardLost.stage())) {
+        HostedStage hosted = stages.get(shardLost.stage());
+        if (hosted == null || !hosted.group().equals(shardLost.group())) {
             return this;
         }
-        String why = "shard " + shardLost.shard() + " of tensor-parallel stage " + shardLost.stage() + " (on " + shardLost.host()
-                + ") is gone; the stage hosted on " + node + " cannot run until the cluster hosts it again";
-        lost.put(shardLost.stage(), why);
+        withdraw(shardLost.stage(), "shard " + shardLost.shard() + " of tensor-parallel stage " + shardLost.stage() + " (on "
+                + shardLost.host() + ") is gone; the stage hosted on " + node + " cannot run until a node for that shard joins"
+                + " and the stage re-forms");
+        return this;
+    }
+
+    /**
+     * A failed step of a tensor-parallel stage has left its group poisoned (a shard whose step fails leaves the group):
+     * the stage is withdrawn and its lead re-forms it, with the same shard hosts, into a fresh group. A step of an
+     * earlier group changes nothing.
+     */
+    private void groupBroken(int stage, String group, String why) {
+        HostedStage hosted = stages.get(stage);
+        ActorRef<StageLead.Command> lead = leads.get(stage);
+        if (group.isEmpty() || hosted == null || lead == null || !hosted.group().equals(group) || lost.containsKey(stage)) {
+            return;
+        }
+        withdraw(stage, "tensor-parallel stage " + stage + " hosted on " + node + " re-forms: group " + group + " is broken ("
+                + why + ")");
+        lead.tell(new StageLead.GroupBroken(group, why));
+    }
+
+    private Behavior<Command> onReforming(Reforming reforming) {
+        withdraw(reforming.stage(), "tensor-parallel stage " + reforming.stage() + " hosted on " + node + " is re-forming: "
+                + reforming.why());
+        return this;
+    }
+
+    private void withdraw(int stage, String why) {
+        if (lost.containsKey(stage)) {
+            return;
+        }
+        lost.put(stage, why);
         getContext().getLog().warn(why);
-        getContext().getSystem().receptionist().tell(Receptionist.deregister(StageHostKeys.stage(shardLost.stage()),
-                getContext().getSelf()));
+        getContext().getSystem().receptionist().tell(Receptionist.deregister(StageHostKeys.stage(stage), getContext().getSelf()));
+    }
+
+    private Behavior<Command> onFormed(Formed formed) {
+        int stage = formed.stage();
+        HostedStage previous = stages.put(stage, formed.hosted());
+        if (previous != null) {
+            previous.shards().forEach(getContext()::unwatch);
+        }
+        watchShards(stage, formed.hosted());
+        leads.put(stage, formed.lead());
+        if (formed.retirePrevious() != null) {
+            // After the steps of the previous group already on the lane.
+            CompletionHandle handle = CompletionHandle.local(formed.hosted().lane(), registry.reserveSequences(1));
+            registry.lane(formed.hosted().lane()).tell(LaneProtocol.Submit.of(handle, formed.retirePrevious(), replies));
+        }
+        lost.remove(stage);
+        getContext().getLog().info("tensor-parallel stage {} on {} runs as group {} with shard hosts {}", stage, node,
+                formed.hosted().group(), formed.hosted().shards());
+        getContext().getSystem().receptionist().tell(Receptionist.register(StageHostKeys.stage(stage), getContext().getSelf()));
         return this;
     }
 }

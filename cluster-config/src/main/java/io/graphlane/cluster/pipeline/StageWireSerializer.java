@@ -37,6 +37,9 @@ public final class StageWireSerializer extends PooledKryoSerializer {
     static final int STEP_FAILED_ID = 204;
     static final int SHARD_STEP_ID = 205;
     static final int SHARD_FORGET_ID = 206;
+    static final int SHARD_REFORM_ID = 207;
+    static final int SHARD_REFORMED_ID = 208;
+    static final int SHARD_REFORM_FAILED_ID = 209;
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public StageWireSerializer(ExtendedActorSystem system) {
@@ -54,6 +57,9 @@ public final class StageWireSerializer extends PooledKryoSerializer {
         kryo.register(StageReply.StepFailed.class, new StepFailedSerializer(), STEP_FAILED_ID);
         kryo.register(ShardHost.Step.class, new ShardStepSerializer(), SHARD_STEP_ID);
         kryo.register(ShardHost.Forget.class, new ShardForgetSerializer(), SHARD_FORGET_ID);
+        kryo.register(ShardHost.Reform.class, new ShardReformSerializer(resolver), SHARD_REFORM_ID);
+        kryo.register(ShardHost.Reformed.class, new ShardReformedSerializer(), SHARD_REFORMED_ID);
+        kryo.register(ShardHost.ReformFailed.class, new ShardReformFailedSerializer(), SHARD_REFORM_FAILED_ID);
         return kryo;
     }
 
@@ -201,6 +207,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
     private static final class ShardStepSerializer extends Serializer<ShardHost.Step> {
         @Override
         public void write(Kryo kryo, Output out, ShardHost.Step s) {
+            out.writeString(s.group());
             out.writeVarLong(s.requestId(), false);
             out.writeVarLong(s.step(), true);
             out.writeVarInt(s.startPosition(), true);
@@ -209,6 +216,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
 
         @Override
         public ShardHost.Step read(Kryo kryo, Input in, Class<? extends ShardHost.Step> type) {
+            String group = readGroup(in);
             long request = in.readVarLong(false);
             long step = in.readVarLong(true);
             int start = in.readVarInt(true);
@@ -216,7 +224,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             if (rows < 1 || rows > 1 << 20) {
                 throw new WireFormatException("shard step of " + rows + " rows; expected 1 to " + (1 << 20));
             }
-            return new ShardHost.Step(request, step, start, rows);
+            return new ShardHost.Step(group, request, step, start, rows);
         }
     }
 
@@ -229,6 +237,66 @@ public final class StageWireSerializer extends PooledKryoSerializer {
         @Override
         public ShardHost.Forget read(Kryo kryo, Input in, Class<? extends ShardHost.Forget> type) {
             return new ShardHost.Forget(in.readVarLong(false));
+        }
+    }
+
+    /** A collective group's name: present and at most 256 characters. */
+    private static String readGroup(Input in) {
+        String group = in.readString();
+        if (group == null || group.length() > 256) {
+            throw new WireFormatException("collective group name " + (group == null ? "missing" : "of " + group.length()
+                    + " characters") + "; expected 1 to 256 characters");
+        }
+        return group;
+    }
+
+    private static final class ShardReformSerializer extends Serializer<ShardHost.Reform> {
+        private final ActorRefResolver resolver;
+
+        ShardReformSerializer(ActorRefResolver resolver) {
+            this.resolver = resolver;
+        }
+
+        @Override
+        public void write(Kryo kryo, Output out, ShardHost.Reform r) {
+            out.writeString(r.group());
+            out.writeString(resolver.toSerializationFormat(r.replyTo()));
+        }
+
+        @Override
+        public ShardHost.Reform read(Kryo kryo, Input in, Class<? extends ShardHost.Reform> type) {
+            String group = readGroup(in);
+            return new ShardHost.Reform(group, resolver.resolveActorRef(in.readString()));
+        }
+    }
+
+    private static final class ShardReformedSerializer extends Serializer<ShardHost.Reformed> {
+        @Override
+        public void write(Kryo kryo, Output out, ShardHost.Reformed r) {
+            out.writeString(r.group());
+            out.writeVarInt(r.shard(), true);
+        }
+
+        @Override
+        public ShardHost.Reformed read(Kryo kryo, Input in, Class<? extends ShardHost.Reformed> type) {
+            return new ShardHost.Reformed(readGroup(in), in.readVarInt(true));
+        }
+    }
+
+    private static final class ShardReformFailedSerializer extends Serializer<ShardHost.ReformFailed> {
+        @Override
+        public void write(Kryo kryo, Output out, ShardHost.ReformFailed r) {
+            out.writeString(r.group());
+            out.writeVarInt(r.shard(), true);
+            out.writeString(r.reason());
+        }
+
+        @Override
+        public ShardHost.ReformFailed read(Kryo kryo, Input in, Class<? extends ShardHost.ReformFailed> type) {
+            String group = readGroup(in);
+            int shard = in.readVarInt(true);
+            String reason = in.readString();
+            return new ShardHost.ReformFailed(group, shard, reason == null ? "no reason given" : reason);
         }
     }
 }

@@ -24,7 +24,11 @@
  * stage and node, its cause the remote failure; an arrived activation lives on its lane only while the consumer's
  * forward reads it and an output is released by the copy-out that reads it, each exactly once; when a node hosting a
  * stage becomes unreachable or leaves, every request fails at once with UNAVAILABLE naming the node and stage, and
- * new ones are refused until every stage has a reachable host again (a restarted node registers anew).
+ * new ones are refused until every stage has a reachable host again (a restarted node registers anew). A
+ * tensor-parallel stage is hosted by its shard 0's {@link io.graphlane.cluster.pipeline.StageHost} with the
+ * {@link io.graphlane.cluster.pipeline.ShardHost}s of its other shards; its
+ * {@link io.graphlane.cluster.pipeline.StageLead} forms it into a fresh collective group at startup and again whenever
+ * a lost shard's node (shard 0's included) is replaced, and it is registered only while all its shards run one group.
  *
  * <p>Refuses: a step sent to a node that does not host its stage (it poisons the step), and frames of classes
  * outside {@link io.graphlane.actors.wire.WireRegistry} and this protocol ({@link

@@ -1,16 +1,21 @@
 package io.graphlane.cluster.pipeline;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.typesafe.config.Config;
+import io.graphlane.actors.wire.ActivationFrame;
+import io.graphlane.actors.wire.WireTensor;
 import io.graphlane.cluster.GraphlaneNode;
 import io.graphlane.cluster.NodeIdentity;
 import io.graphlane.cluster.NodeSettings;
 import io.graphlane.cluster.ParallelLayout;
+import io.graphlane.core.graph.CompletionHandle;
+import io.graphlane.core.graph.LaneId;
+import io.graphlane.core.tensor.Shape;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
@@ -22,6 +27,12 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.StreamSupport;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.apache.pekko.cluster.UniqueAddress;
+import org.apache.pekko.cluster.typed.Cluster;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -32,8 +43,10 @@ import org.junit.jupiter.api.TestMethodOrder;
 /**
  * Four nodes in one JVM holding the tiny-llama fixture as 2 stages x 2 tensor-parallel shards (rank r: shard r mod 2
  * of stage r / 2): each shard reads only its slices of the checkpoint, the shards of a stage all-reduce over the
- * cluster transport (Artery), and the serving node generates the fixture's greedy tokens. The last test stops a shard's
- * node, so the tests run in order.
+ * cluster transport, and the serving node generates the fixture's greedy tokens. The later tests stop a shard's node,
+ * then the lead's (shard 0) of a stage, and start a replacement for each: the stage re-forms with the surviving shard
+ * nodes as they are; and a failed step, which leaves the stage's group poisoned, makes the stage re-form with the same
+ * shards. The tests run in order.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class CrossNodeTensorParallelTest {
@@ -44,18 +57,19 @@ class CrossNodeTensorParallelTest {
     private static final ExecutorService LOADER = Executors.newSingleThreadExecutor();
     private static final List<GraphlaneNode> RUNNING = new ArrayList<>();
     private static final List<NodeIdentity> IDENTITIES = new ArrayList<>();
+    private static List<NodeSettings> settings;
     private static Path model;
     private static ClusterPipeline pipeline;
     private static JsonNode reference;
+    private static UniqueAddress lostShard;
 
     @BeforeAll
     static void formCluster() throws Exception {
         model = Path.of(CrossNodeTensorParallelTest.class.getResource("/tiny-llama/config.json").toURI()).getParent();
         reference = new ObjectMapper().readTree(model.resolve("reference.json").toFile());
-        List<NodeSettings> settings = FixtureNodes.localCluster(NODES);
-        Config base = FixtureNodes.base();
+        settings = FixtureNodes.localCluster(NODES);
         for (int rank = 0; rank < NODES; rank++) {
-            RUNNING.add(GraphlaneNode.start(settings.get(rank), base, LAYOUT, new ModelStageHosting(model, STAGES, SHARDS, LOADER)));
+            RUNNING.add(start(rank));
         }
         for (GraphlaneNode n : RUNNING) {
             IDENTITIES.add(n.hosted().toCompletableFuture().get(90, TimeUnit.SECONDS));
@@ -89,6 +103,7 @@ class CrossNodeTensorParallelTest {
     @Order(3)
     void losingAShardsNodeMakesItsStageUnavailableByName() throws Exception {
         GraphlaneNode lost = RUNNING.remove(NODES - 1);
+        lostShard = Cluster.get(lost.system()).selfMember().uniqueAddress();
         lost.system().terminate();
         lost.system().getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
         FixtureNodes.awaitUntil("stage 1 is reported unavailable", () -> pipeline.unavailableReason().isPresent());
@@ -97,5 +112,93 @@ class CrossNodeTensorParallelTest {
         GenerationRefusedException refused = assertThrows(GenerationRefusedException.class,
                 () -> pipeline.submit(GenerationRequest.greedy(List.of(250), 4), new GenerationListener() { }));
         assertEquals(GenerationRefusedException.Reason.UNAVAILABLE, refused.reason());
+    }
+
+    @Test
+    @Order(4)
+    void aReplacementForTheLostShardsNodeReformsTheStage() throws Exception {
+        awaitRemoved(lostShard);
+        GraphlaneNode replacement = start(NODES - 1);
+        RUNNING.add(replacement);
+        assertEquals(1, replacement.hosted().toCompletableFuture().get(90, TimeUnit.SECONDS).shard());
+        FixtureNodes.awaitUntil("stage 1 is available again", () -> pipeline.unavailableReason().isEmpty());
+        FixtureNodes.assertGreedyTokens(pipeline, reference, Duration.ofSeconds(90));
+    }
+
+    @Test
+    @Order(5)
+    void aReplacementForALostLeadReformsItsStageWithTheSurvivingShard() throws Exception {
+        int leadRank = SHARDS; // shard 0 of stage 1; rank 0 (stage 0's lead) serves the pipeline
+        GraphlaneNode lead = RUNNING.stream().filter(n -> n.settings().rank().orElseThrow() == leadRank).findFirst().orElseThrow();
+        UniqueAddress lost = Cluster.get(lead.system()).selfMember().uniqueAddress();
+        RUNNING.remove(lead);
+        lead.system().terminate();
+        lead.system().getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        FixtureNodes.awaitUntil("stage 1 is reported unavailable", () -> pipeline.unavailableReason().isPresent());
+        String why = pipeline.unavailableReason().get();
+        assertTrue(why.contains("stage 1"), why);
+        // The serving node reports the stage lost as soon as the lead is unreachable, before the lead is removed.
+        awaitRemoved(lost);
+
+        GraphlaneNode replacement = start(leadRank);
+        RUNNING.add(replacement);
+        assertEquals(0, replacement.hosted().toCompletableFuture().get(90, TimeUnit.SECONDS).shard());
+        FixtureNodes.awaitUntil("stage 1 is available again", () -> pipeline.unavailableReason().isEmpty());
+        FixtureNodes.assertGreedyTokens(pipeline, reference, Duration.ofSeconds(90));
+    }
+
+    @Test
+    @Order(6)
+    void aFailedStepLeavesTheGroupPoisonedAndTheStageReformsWithTheSameShards() throws Exception {
+        ActorRef<StageHost.Command> stage1 = hostOf(1);
+        TestProbe<StageReply> engine = TestProbe.create(RUNNING.get(0).system());
+        CompletionHandle producer = new CompletionHandle("test", new LaneId("stage-0"), 1);
+        // An activation 3 wide where the model's hidden size is 64: shard 0's forward fails and leaves the group.
+        WireTensor wrong = WireTensor.ofFloats(Shape.of(1, 3), new float[] {1f, 2f, 3f});
+        stage1.tell(new StageHost.Run(9_100_000L, 1, 1, new int[] {250}, 0, new ActivationFrame(producer, 9_100_000L, 1, wrong),
+                List.of(), engine.getRef()));
+        StageReply.StepFailed failed = engine.expectMessageClass(StageReply.StepFailed.class, Duration.ofSeconds(20));
+        assertEquals(1, failed.stage());
+
+        // Steps are refused while the stage re-forms, then run again on the same host, in a fresh group.
+        int hidden = ModelDirectory.open(model).config().hiddenSize();
+        WireTensor zeros = WireTensor.ofFloats(Shape.of(1, hidden), new float[hidden]);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        StageReply reply;
+        long request = 9_100_001L;
+        do {
+            stage1.tell(new StageHost.Run(request, 1, 1, new int[] {250}, 0, new ActivationFrame(producer, request, 1, zeros),
+                    List.of(), engine.getRef()));
+            reply = engine.expectMessageClass(StageReply.class, Duration.ofSeconds(20));
+            stage1.tell(new StageHost.Forget(request++));
+            if (reply instanceof StageReply.StepFailed refused) {
+                String why = refused.failure().cause().getMessage();
+                assertTrue(why.contains("re-form"), why);
+                Thread.sleep(200); // paces the polling only
+            }
+        } while (!(reply instanceof StageReply.StepDone) && System.nanoTime() < deadline);
+        StageReply.StepDone done = assertInstanceOf(StageReply.StepDone.class, reply, "stage 1 runs again after re-forming");
+        assertEquals(ModelDirectory.open(model).config().vocabSize(), done.logits().shape().dims()[1]);
+    }
+
+    private static ActorRef<StageHost.Command> hostOf(int stage) {
+        TestProbe<Receptionist.Listing> probe = TestProbe.create(RUNNING.get(0).system());
+        RUNNING.get(0).system().receptionist().tell(Receptionist.find(StageHostKeys.stage(stage), probe.getRef()));
+        return probe.receiveMessage().getServiceInstances(StageHostKeys.stage(stage)).iterator().next();
+    }
+
+    /**
+     * Waits until every running node has removed {@code lost} from its membership: a replacement on the same host and
+     * port starts only then, since Pekko keys remote death watch by address and the old incarnation's late removal
+     * would end the watches on the new one's actors.
+     */
+    private static void awaitRemoved(UniqueAddress lost) throws InterruptedException {
+        FixtureNodes.awaitUntil("every node has removed " + lost, () -> RUNNING.stream().allMatch(n ->
+                StreamSupport.stream(Cluster.get(n.system()).state().getMembers().spliterator(), false)
+                        .noneMatch(m -> m.uniqueAddress().equals(lost))));
+    }
+
+    private static GraphlaneNode start(int rank) {
+        return GraphlaneNode.start(settings.get(rank), FixtureNodes.base(), LAYOUT, new ModelStageHosting(model, STAGES, SHARDS, LOADER));
     }
 }

@@ -1,0 +1,147 @@
+package io.graphlane.cluster.pipeline;
+
+import io.graphlane.backend.cpu.collective.CollectiveSettings;
+import io.graphlane.backend.cpu.collective.CpuCollectiveMember;
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
+import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.cluster.collective.ClusterCollectiveTransport;
+import io.graphlane.cluster.collective.ClusterCollectiveException;
+import io.graphlane.inference.tensorparallel.CpuShardComm;
+import io.graphlane.inference.tensorparallel.LlamaShard;
+import io.graphlane.inference.tensorparallel.ShardWeights;
+import io.graphlane.inference.tensorparallel.ShardedWeightsLoader;
+import io.graphlane.inference.tensorparallel.TensorParallelism;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
+
+/**
+ * The generations of one tensor-parallel shard on its node: the shard's weights, loaded once, and every
+ * {@link Generation} formed over them, one per collective group the shard has joined. A stage forms (at startup) and
+ * re-forms (after a shard's node was replaced) by joining a fresh group: {@link #form} joins it and builds a fresh
+ * {@link LlamaShard} (empty KV caches) over the same weights.
+ *
+ * <p>Owns the weights and each generation's shard and transport. Guarantees: each generation is retired (its KV
+ * caches freed, its transport closed) exactly once, by {@link #retire} or by {@link #closeAll}; the weights are
+ * released exactly once, by {@link #closeAll}, after every generation; a group joined after {@link #closeAll} is
+ * retired at once and its {@link #form} fails. Refuses nothing else; thread-safe. Whoever calls {@link #retire} must
+ * make sure no work of that generation runs any more (its hosts submit the retirement on the shard's lane, after the
+ * work that uses it).
+ */
+final class ShardGenerations implements ShardGroups {
+    /** One shard in one collective group: its member's transport and a shard over the node's weights. */
+    record Generation(String group, LlamaShard<CpuTensor> shard, ClusterCollectiveTransport transport) {
+        Generation {
+            Objects.requireNonNull(group, "group");
+            Objects.requireNonNull(shard, "shard");
+            Objects.requireNonNull(transport, "transport");
+        }
+    }
+
+    private final TensorParallelism tp;
+    private final int rank;
+    private final ShardWeights<CpuTensor> weights;
+    private final CpuNeuralOps loadOps;
+    private final CollectiveSettings settings;
+    private final Function<String, CompletionStage<ClusterCollectiveTransport>> join;
+    private final Set<Generation> live = new LinkedHashSet<>();
+    private boolean closed;
+
+    /**
+     * Generations of rank {@code rank} over {@code weights} (allocated by {@code loadOps}); {@code join} joins this
+     * rank to the named group ({@code ClusterCollectives.join} on the node).
+     */
+    ShardGenerations(TensorParallelism tp, int rank, ShardWeights<CpuTensor> weights, CpuNeuralOps loadOps, CollectiveSettings settings,
+                     Function<String, CompletionStage<ClusterCollectiveTransport>> join) {
+        this.tp = Objects.requireNonNull(tp, "tp");
+        this.rank = rank;
+        this.weights = Objects.requireNonNull(weights, "weights");
+        this.loadOps = Objects.requireNonNull(loadOps, "loadOps");
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.join = Objects.requireNonNull(join, "join");
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    /**
+     * Joins {@code group} as this shard's rank and builds the shard of that generation; completes once every rank of the
+     * group has joined, or fails (join timeout, a rank claimed twice, or these generations closed). Never blocks.
+     */
+    @Override
+    public CompletionStage<Generation> form(String group) {
+        synchronized (this) {
+            if (closed) {
+                return CompletableFuture.failedFuture(closedFailure(group));
+            }
+        }
+        CompletionStage<ClusterCollectiveTransport> joined;
+        try {
+            joined = join.apply(group);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return joined.thenCompose(transport -> {
+            CpuCollectiveMember member = CpuCollectiveMember.over(group, rank, transport, settings);
+            Generation generation = new Generation(group, new LlamaShard<>(tp, weights, new CpuNeuralOps(), new CpuShardComm(member)),
+                    transport);
+            synchronized (this) {
+                if (!closed) {
+                    live.add(generation);
+                    return CompletableFuture.completedFuture(generation);
+                }
+            }
+            generation.shard().close();
+            return transport.closeAsync().thenCompose(v -> CompletableFuture.<Generation>failedFuture(closedFailure(group)));
+        });
+    }
+
+    /**
+     * Retires {@code generation}: frees its KV caches and closes its transport (telling its live peers it left); a
+     * generation already retired is left alone. Completes once its transport has closed; never fails.
+     */
+    @Override
+    public CompletionStage<Void> retire(Generation generation) {
+        synchronized (this) {
+            if (!live.remove(generation)) {
+                return CompletableFuture.completedFuture(null);
+            }
+        }
+        generation.shard().close();
+        return generation.transport().closeAsync();
+    }
+
+    /**
+     * Retires every generation still live, then releases the weights; later {@link #form}s fail. Call it once nothing
+     * runs on the shard's lane any more. Completes when the transports have closed; a second call does nothing.
+     */
+    CompletionStage<Void> closeAll() {
+        List<Generation> left;
+        synchronized (this) {
+            if (closed) {
+                return CompletableFuture.completedFuture(null);
+            }
+            closed = true;
+            left = new ArrayList<>(live);
+            live.clear();
+        }
+        List<CompletableFuture<Void>> closing = new ArrayList<>();
+        for (Generation g : left) {
+            g.shard().close();
+            closing.add(g.transport().closeAsync().toCompletableFuture());
+        }
+        ShardedWeightsLoader.release(weights, loadOps);
+        return CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new));
+    }
+
+    private ClusterCollectiveException closedFailure(String group) {
+        return new ClusterCollectiveException("shard " + rank + " of stage " + weights.stage().index() + " is stopping; it does not join group " + group);
+    }
+}
