@@ -16,7 +16,7 @@ import java.util.OptionalInt;
 import java.util.function.BooleanSupplier;
 
 /** Helpers for tests that run several nodes in one JVM on loopback. */
-final class TestNodes {
+public final class TestNodes {
     static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     private TestNodes() {
@@ -74,7 +74,7 @@ final class TestNodes {
     }
 
     /** Waits until {@code condition} holds, checking every 100 ms, or fails after {@code timeout}. */
-    static void awaitCondition(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
+    public static void awaitCondition(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {

@@ -8,6 +8,7 @@ import com.typesafe.config.ConfigFactory;
 import io.graphlane.cluster.ClusterProfile;
 import io.graphlane.cluster.GraphlaneNode;
 import io.graphlane.cluster.NodeSettings;
+import io.graphlane.cluster.TestNodes;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import java.net.ServerSocket;
@@ -80,13 +81,7 @@ final class FixtureNodes {
 
     /** Waits until {@code condition} holds, checking every 100 ms, or fails naming {@code what} after a minute. */
     static void awaitUntil(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting until " + what);
-            }
-            Thread.sleep(100); // paces the polling only
-        }
+        TestNodes.awaitCondition(what, Duration.ofSeconds(60), condition);
     }
 
     static List<Integer> ints(JsonNode array) {
