@@ -87,6 +87,11 @@ public final class ClusterPipeline implements TextGenerator {
         return config.maxPositions();
     }
 
+    @Override
+    public java.util.OptionalInt vocabularySize() {
+        return java.util.OptionalInt.of(config.vocabSize());
+    }
+
     /** Why new requests are refused now, or empty while every stage has a reachable host. */
     public java.util.Optional<String> unavailableReason() {
         return java.util.Optional.ofNullable(closed ? "model " + name + " is shut down" : unavailable.get());

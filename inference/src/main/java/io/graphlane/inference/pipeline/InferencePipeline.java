@@ -139,6 +139,11 @@ public final class InferencePipeline implements TextGenerator {
     }
 
     @Override
+    public java.util.OptionalInt vocabularySize() {
+        return java.util.OptionalInt.of(config.vocabSize());
+    }
+
+    @Override
     public Generation submit(GenerationRequest request, GenerationListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");

@@ -200,7 +200,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     private void stepEnded(InFlight<A> f, Outcome outcome) {
-        int[] sampled = null;
+        SampledToken[] sampled = null;
         Throwable failure = null;
         if (outcome instanceof Outcome.Failed failed) {
             failure = failed.cause();

@@ -5,10 +5,10 @@ import java.util.Objects;
 /**
  * One generation for the engine: the prompt, at most {@code maxNewTokens} tokens to generate,
  * the token that ends it early ({@code -1} for none), an absolute deadline in
- * {@link System#nanoTime()} terms ({@link Long#MAX_VALUE} for none), and opaque sampling state
- * that the stage program reads.
+ * {@link System#nanoTime()} terms ({@link Long#MAX_VALUE} for none), and the request's sampling state
+ * that the stage program samples with (null for a program that does not sample from logits).
  */
-public record PipelineRequest(int[] promptIds, int maxNewTokens, int endOfSequenceToken, long deadlineNanos, Object sampling) {
+public record PipelineRequest(int[] promptIds, int maxNewTokens, int endOfSequenceToken, long deadlineNanos, TokenSampler sampling) {
     public PipelineRequest {
         Objects.requireNonNull(promptIds, "promptIds");
         if (promptIds.length == 0) {
