@@ -8,9 +8,8 @@ import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
-import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.api.TextGenerator;
-import io.graphlane.inference.tokenizer.StreamingDecoder;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,7 +44,8 @@ import org.slf4j.LoggerFactory;
 /**
  * An OpenAI-compatible HTTP server for one {@link TextGenerator}: {@code POST /v1/completions}
  * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
- * {@code token_ids}), {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
+ * {@code token_ids}; the sampling and output options of {@link GenerationOptions}, assembled per choice by
+ * {@link CompletionChoice}), {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
  * with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
  */
 public final class OpenAiServer extends AllDirectives {
@@ -91,6 +91,7 @@ public final class OpenAiServer extends AllDirectives {
     private Route completions(String body) {
         CompletionRequest request = CompletionRequest.parse(json, body, generator.tokenizer());
         request.checkModel(generator.modelName());
+        generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         for (List<Integer> prompt : request.prompts()) {
             int total = prompt.size() + request.maxTokens();
             if (total > generator.maxSequenceLength()) {
@@ -104,74 +105,108 @@ public final class OpenAiServer extends AllDirectives {
     }
 
     private Route whole(CompletionRequest request, String id, long created) {
-        List<Generation> started = submitAll(request, i -> new GenerationListener() { });
-        List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
-        for (Generation g : started) {
-            results.add(g.result().toCompletableFuture());
-        }
-        CompletableFuture<HttpResponse> response = CompletableFuture.allOf(results.toArray(CompletableFuture[]::new))
+        List<CompletionChoice> choices = choicesOf(request);
+        List<CompletableFuture<Void>> ended = new ArrayList<>();
+        List<Generation> started = submitAll(request, choices, index -> {
+            CompletionChoice choice = choices.get(index);
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            ended.add(done);
+            choice.start();
+            return new GenerationListener() {
+                @Override
+                public void onToken(SampledToken token) {
+                    CompletionChoice.Piece piece = choice.token(token);
+                    if (piece != null && piece.finishReason() != null) {
+                        done.complete(null);
+                    }
+                }
+
+                @Override
+                public void onFinished(FinishReason reason) {
+                    choice.finish(reason);
+                    done.complete(null);
+                }
+
+                @Override
+                public void onFailed(Throwable cause) {
+                    if (choice.fail()) {
+                        done.completeExceptionally(cause);
+                    }
+                }
+            };
+        });
+        CompletableFuture<HttpResponse> response = CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new))
                 .handle((ignored, failure) -> {
                     if (failure != null) {
                         started.forEach(Generation::cancel);
                         return errorResponse(generationError(unwrap(failure)));
                     }
                     ObjectNode out = header(id, created);
-                    ArrayNode choices = out.putArray("choices");
-                    int promptTokens = 0;
+                    ArrayNode array = out.putArray("choices");
                     int completionTokens = 0;
-                    for (int i = 0; i < results.size(); i++) {
-                        GenerationResult r = results.get(i).join();
-                        ObjectNode choice = choices.addObject();
+                    for (int i = 0; i < choices.size(); i++) {
+                        CompletionChoice c = choices.get(i);
+                        ObjectNode choice = array.addObject();
                         choice.put("index", i);
-                        choice.put("text", generator.tokenizer().decode(r.generatedIds()));
+                        choice.put("text", c.text());
                         ArrayNode tokenIds = choice.putArray("token_ids");
-                        r.generatedIds().forEach(tokenIds::add);
-                        choice.putNull("logprobs");
-                        choice.put("finish_reason", r.finishReason().openAiName());
-                        promptTokens += r.promptIds().size();
-                        completionTokens += r.generatedIds().size();
+                        c.tokenIds().forEach(tokenIds::add);
+                        putLogprobs(choice, c.logprobs());
+                        choice.put("finish_reason", c.finishReason());
+                        completionTokens += c.generatedTokens();
                     }
-                    out.putObject("usage")
-                            .put("prompt_tokens", promptTokens)
-                            .put("completion_tokens", completionTokens)
-                            .put("total_tokens", promptTokens + completionTokens);
+                    putUsage(out, promptTokens(request), completionTokens);
                     return jsonResponse(StatusCodes.OK, out);
                 });
         return completeWithFuture(response);
     }
 
     private Route streamed(CompletionRequest request, String id, long created) {
-        int prompts = request.prompts().size();
-        // Each choice sends at most max_tokens chunks plus its final chunk; then one [DONE] line.
-        int capacity = prompts * (request.maxTokens() + 2) + 2;
+        List<CompletionChoice> choices = choicesOf(request);
+        // Each choice sends its echo, at most max_tokens chunks and its final chunk; then the usage chunk and [DONE].
+        int capacity = choices.size() * (request.maxTokens() + 3) + 3;
         Pair<BoundedSourceQueue<ByteString>, Source<ByteString, NotUsed>> pair =
                 Source.<ByteString>queue(capacity).preMaterialize(system);
         BoundedSourceQueue<ByteString> queue = pair.first();
-        AtomicInteger open = new AtomicInteger(prompts);
+        AtomicInteger open = new AtomicInteger(choices.size());
         Object lock = new Object();
-        List<Generation> started = submitAll(request, index -> new GenerationListener() {
-            private final StreamingDecoder decoder = generator.tokenizer().streamingDecoder();
+        List<Generation> started = submitAll(request, choices, index -> new GenerationListener() {
+            private final CompletionChoice choice = choices.get(index);
+
+            {
+                send(choice.start());
+            }
 
             @Override
-            public void onToken(int tokenId) {
-                String text = decoder.next(tokenId);
-                send(chunk(id, created, index, text, List.of(tokenId), null));
+            public void onToken(SampledToken token) {
+                send(choice.token(token));
             }
 
             @Override
             public void onFinished(FinishReason reason) {
-                send(chunk(id, created, index, decoder.flush(), List.of(), reason.openAiName()));
-                finishOne();
+                send(choice.finish(reason));
             }
 
             @Override
             public void onFailed(Throwable cause) {
-                ApiError error = generationError(cause);
-                send(errorBody(error));
-                finishOne();
+                if (choice.fail()) {
+                    ApiError error = generationError(cause);
+                    offer(errorBody(error));
+                    finishOne();
+                }
             }
 
-            private void send(ObjectNode event) {
+            private void send(CompletionChoice.Piece piece) {
+                if (piece == null) {
+                    return;
+                }
+                offer(chunk(id, created, index, piece));
+                if (piece.finishReason() != null) {
+                    finishOne();
+                }
+            }
+
+            private void offer(ObjectNode event) {
                 synchronized (lock) {
                     queue.offer(ByteString.fromString("data: " + event + "\n\n"));
                 }
@@ -180,6 +215,12 @@ public final class OpenAiServer extends AllDirectives {
             private void finishOne() {
                 if (open.decrementAndGet() == 0) {
                     synchronized (lock) {
+                        if (request.options().includeUsage()) {
+                            ObjectNode usage = header(id, created);
+                            usage.putArray("choices");
+                            putUsage(usage, promptTokens(request), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
+                            queue.offer(ByteString.fromString("data: " + usage + "\n\n"));
+                        }
                         queue.offer(ByteString.fromString("data: [DONE]\n\n"));
                         queue.complete();
                     }
@@ -196,17 +237,55 @@ public final class OpenAiServer extends AllDirectives {
                 .withEntity(HttpEntities.createChunked(ContentTypes.create(MediaTypes.TEXT_EVENT_STREAM), events)));
     }
 
+    /** One choice per prompt and per n, prompt-major: choice {@code p·n + j} is prompt p's j-th, as OpenAI numbers them. */
+    private List<CompletionChoice> choicesOf(CompletionRequest request) {
+        List<CompletionChoice> choices = new ArrayList<>();
+        for (List<Integer> prompt : request.prompts()) {
+            for (int j = 0; j < request.options().n(); j++) {
+                choices.add(new CompletionChoice(generator.tokenizer(), request.options(), prompt, request.echo()));
+            }
+        }
+        return choices;
+    }
+
+    /** The prompt tokens of a request: each prompt once, however many choices it has (as OpenAI counts them). */
+    private static int promptTokens(CompletionRequest request) {
+        return request.prompts().stream().mapToInt(List::size).sum();
+    }
+
+    private static void putUsage(ObjectNode out, int promptTokens, int completionTokens) {
+        out.putObject("usage")
+                .put("prompt_tokens", promptTokens)
+                .put("completion_tokens", completionTokens)
+                .put("total_tokens", promptTokens + completionTokens);
+    }
+
+    private void putLogprobs(ObjectNode choice, List<LogprobsBuilder.Entry> entries) {
+        if (entries == null) {
+            choice.putNull("logprobs");
+        } else {
+            choice.set("logprobs", LogprobsBuilder.completionsShape(json, entries));
+        }
+    }
+
     private interface ListenerFactory {
         GenerationListener listenerFor(int choiceIndex);
     }
 
-    /** Submits one generation per prompt; if one is refused, those already started are cancelled. */
-    private List<Generation> submitAll(CompletionRequest request, ListenerFactory listeners) {
+    /**
+     * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed); if one is refused, those
+     * already started are cancelled.
+     */
+    private List<Generation> submitAll(CompletionRequest request, List<CompletionChoice> choices, ListenerFactory listeners) {
         List<Generation> started = new ArrayList<>();
+        int n = request.options().n();
         try {
-            for (int i = 0; i < request.prompts().size(); i++) {
-                GenerationRequest g = new GenerationRequest(request.prompts().get(i), request.maxTokens(), request.sampling(), Optional.empty());
-                started.add(generator.submit(g, listeners.listenerFor(i)));
+            for (int i = 0; i < choices.size(); i++) {
+                GenerationRequest g = new GenerationRequest(request.prompts().get(i / n), request.maxTokens(),
+                        request.options().samplingFor(i % n), Optional.empty());
+                Generation generation = generator.submit(g, listeners.listenerFor(i));
+                choices.get(i).attach(generation);
+                started.add(generation);
             }
         } catch (RuntimeException e) {
             started.forEach(Generation::cancel);
@@ -224,18 +303,18 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private ObjectNode chunk(String id, long created, int index, String text, List<Integer> tokenIds, String finishReason) {
+    private ObjectNode chunk(String id, long created, int index, CompletionChoice.Piece piece) {
         ObjectNode out = header(id, created);
         ObjectNode choice = out.putArray("choices").addObject();
         choice.put("index", index);
-        choice.put("text", text);
+        choice.put("text", piece.text());
         ArrayNode ids = choice.putArray("token_ids");
-        tokenIds.forEach(ids::add);
-        choice.putNull("logprobs");
-        if (finishReason == null) {
+        piece.tokenIds().forEach(ids::add);
+        putLogprobs(choice, piece.logprobs().isEmpty() ? null : piece.logprobs());
+        if (piece.finishReason() == null) {
             choice.putNull("finish_reason");
         } else {
-            choice.put("finish_reason", finishReason);
+            choice.put("finish_reason", piece.finishReason());
         }
         return out;
     }
