@@ -1,22 +1,15 @@
 package io.graphlane.server;
 
+import static io.graphlane.server.TestServer.events;
+import static io.graphlane.server.TestServer.ints;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
-import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.http.javadsl.ServerBinding;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -26,57 +19,22 @@ import org.junit.jupiter.api.Test;
  * and stop token ids end a choice and cancel its generation, echo, n, stream_options, and the 400s naming the field.
  */
 class CompletionOptionsTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static ActorTestKit testKit;
     private static ScriptedGenerator generator;
-    private static ServerBinding binding;
-    private static HttpClient http;
-    private static String base;
+    private static TestServer server;
 
     @BeforeAll
     static void start() throws Exception {
-        testKit = ActorTestKit.create();
         generator = new ScriptedGenerator(16);
-        binding = new OpenAiServer(testKit.system(), generator).bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
-        base = "http://127.0.0.1:" + binding.localAddress().getPort();
-        http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        server = new TestServer(system -> generator);
     }
 
     @AfterAll
     static void stop() throws Exception {
-        binding.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        generator.close();
-        testKit.shutdownTestKit();
-    }
-
-    static HttpResponse<String> post(HttpClient http, String base, String body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
-                .timeout(Duration.ofSeconds(30))
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        server.close();
     }
 
     private static JsonNode ok(String body) throws Exception {
-        HttpResponse<String> r = post(http, base, body);
-        assertEquals(200, r.statusCode(), r.body());
-        return JSON.readTree(r.body());
-    }
-
-    static List<Integer> ints(JsonNode array) {
-        List<Integer> out = new ArrayList<>();
-        array.forEach(n -> out.add(n.asInt()));
-        return out;
-    }
-
-    /** The JSON events of a streamed response, without the final [DONE] (asserted present). */
-    static List<JsonNode> events(HttpResponse<String> r) throws Exception {
-        List<String> data = r.body().lines().filter(l -> l.startsWith("data: ")).map(l -> l.substring(6)).collect(Collectors.toList());
-        assertEquals("[DONE]", data.get(data.size() - 1), r.body());
-        List<JsonNode> out = new ArrayList<>();
-        for (String d : data.subList(0, data.size() - 1)) {
-            out.add(JSON.readTree(d));
-        }
-        return out;
+        return server.ok(body);
     }
 
     @Test
@@ -104,7 +62,7 @@ class CompletionOptionsTest {
     @Test
     void streamingWithAStopStringNeverSendsItsBeginning() throws Exception {
         // '}' then 'n': with stop "}n" the '}' is held back, then the match drops it: no text at all.
-        HttpResponse<String> r = post(http, base, "{\"prompt\":[70],\"max_tokens\":6,\"stream\":true,\"stop\":\"}n\"}");
+        HttpResponse<String> r = server.complete("{\"prompt\":[70],\"max_tokens\":6,\"stream\":true,\"stop\":\"}n\"}");
         assertEquals(200, r.statusCode(), r.body());
         StringBuilder text = new StringBuilder();
         List<Integer> ids = new ArrayList<>();
@@ -148,7 +106,7 @@ class CompletionOptionsTest {
 
     @Test
     void includeUsageSendsAUsageChunkBeforeDone() throws Exception {
-        HttpResponse<String> r = post(http, base, "{\"prompt\":[[5],[6,7]],\"max_tokens\":3,\"n\":2,\"stream\":true,"
+        HttpResponse<String> r = server.complete("{\"prompt\":[[5],[6,7]],\"max_tokens\":3,\"n\":2,\"stream\":true,"
                 + "\"stream_options\":{\"include_usage\":true}}");
         assertEquals(200, r.statusCode(), r.body());
         List<JsonNode> events = events(r);
@@ -160,7 +118,7 @@ class CompletionOptionsTest {
         for (JsonNode e : events.subList(0, events.size() - 1)) {
             assertFalse(e.has("usage"), "only the last chunk carries usage");
         }
-        HttpResponse<String> without = post(http, base, "{\"prompt\":[5],\"max_tokens\":2,\"stream\":true}");
+        HttpResponse<String> without = server.complete("{\"prompt\":[5],\"max_tokens\":2,\"stream\":true}");
         for (JsonNode e : events(without)) {
             assertFalse(e.has("usage"));
         }
@@ -188,13 +146,13 @@ class CompletionOptionsTest {
         assertError("\"stream\":true,\"stream_options\":{\"include_usage\":1}", "stream_options", "true or false");
         assertError("\"suffix\":\"x\"", "suffix", "not supported");
         // Fields this server does not know are ignored, as OpenAI does.
-        assertEquals(200, post(http, base, "{\"prompt\":[5],\"max_tokens\":1,\"user\":\"u\",\"best_of\":1}").statusCode());
+        assertEquals(200, server.complete("{\"prompt\":[5],\"max_tokens\":1,\"user\":\"u\",\"best_of\":1}").statusCode());
     }
 
     private static void assertError(String fields, String param, String messagePart) throws Exception {
-        HttpResponse<String> r = post(http, base, "{\"prompt\":[5],\"max_tokens\":2," + fields + "}");
+        HttpResponse<String> r = server.complete("{\"prompt\":[5],\"max_tokens\":2," + fields + "}");
         assertEquals(400, r.statusCode(), fields + " -> " + r.body());
-        JsonNode error = JSON.readTree(r.body()).get("error");
+        JsonNode error = TestServer.JSON.readTree(r.body()).get("error");
         assertEquals(param, error.get("param").asText(), r.body());
         assertTrue(error.get("message").asText().contains(messagePart), r.body());
     }

@@ -1,7 +1,7 @@
 package io.graphlane.server;
 
-import static io.graphlane.server.CompletionOptionsTest.events;
-import static io.graphlane.server.CompletionOptionsTest.ints;
+import static io.graphlane.server.TestServer.events;
+import static io.graphlane.server.TestServer.ints;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -10,17 +10,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.inference.pipeline.InferencePipeline;
-import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.http.javadsl.ServerBinding;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,38 +26,26 @@ import org.junit.jupiter.api.Test;
  * penalties changing greedy tokens, n choices with their seeds.
  */
 class TinyLlamaOptionsTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = TestServer.JSON;
     /** reference.json's prompt 4: "The quick brown fox", greedy 213 128 17 112 128 17 112 230 45 … ("Հ", U+0011, "p", …). */
     private static final String FOX = "[84,104,101,32,113,117,105,99,107,32,98,114,111,119,110,32,102,111,120]";
-    private static ActorTestKit testKit;
-    private static InferencePipeline model;
-    private static ServerBinding binding;
-    private static HttpClient http;
-    private static String base;
+    private static TestServer server;
     private static JsonNode reference;
 
     @BeforeAll
     static void start() throws Exception {
-        testKit = ActorTestKit.create();
         Path dir = Path.of(TinyLlamaOptionsTest.class.getResource("/tiny-llama/config.json").toURI()).getParent();
         reference = JSON.readTree(dir.resolve("reference.json").toFile());
-        model = InferencePipeline.builder().model(dir).stages(2).actorSystem(testKit.system()).build();
-        binding = new OpenAiServer(testKit.system(), model).bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
-        base = "http://127.0.0.1:" + binding.localAddress().getPort();
-        http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        server = new TestServer(system -> InferencePipeline.builder().model(dir).stages(2).actorSystem(system).build());
     }
 
     @AfterAll
     static void stop() throws Exception {
-        binding.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        model.close();
-        testKit.shutdownTestKit();
+        server.close();
     }
 
     private static JsonNode ok(String body) throws Exception {
-        HttpResponse<String> r = CompletionOptionsTest.post(http, base, body);
-        assertEquals(200, r.statusCode(), r.body());
-        return JSON.readTree(r.body());
+        return server.ok(body);
     }
 
     private static List<Integer> greedy(int prompt) {
@@ -86,7 +69,7 @@ class TinyLlamaOptionsTest {
 
     @Test
     void streamingNeverSendsTheBeginningOfAStopStringThatThenMatched() throws Exception {
-        HttpResponse<String> r = CompletionOptionsTest.post(http, base,
+        HttpResponse<String> r = server.complete(
                 "{\"prompt\":" + FOX + ",\"max_tokens\":16,\"temperature\":0,\"stream\":true,\"stop\":[\"\\u0011p\"]}");
         assertEquals(200, r.statusCode(), r.body());
         StringBuilder text = new StringBuilder();
@@ -146,7 +129,7 @@ class TinyLlamaOptionsTest {
     void streamedLogprobsComeWithEachTokenAndEqualTheWholeResponses() throws Exception {
         String request = "\"prompt\":[250],\"max_tokens\":5,\"temperature\":0,\"logprobs\":1";
         JsonNode whole = ok("{" + request + "}").get("choices").get(0).get("logprobs").get("token_logprobs");
-        HttpResponse<String> r = CompletionOptionsTest.post(http, base, "{" + request + ",\"stream\":true}");
+        HttpResponse<String> r = server.complete("{" + request + ",\"stream\":true}");
         List<Double> streamed = new ArrayList<>();
         for (JsonNode e : events(r)) {
             JsonNode c = e.get("choices").get(0);
