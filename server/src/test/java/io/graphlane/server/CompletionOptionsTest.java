@@ -62,23 +62,11 @@ class CompletionOptionsTest {
     @Test
     void streamingWithAStopStringNeverSendsItsBeginning() throws Exception {
         // '}' then 'n': with stop "}n" the '}' is held back, then the match drops it: no text at all.
-        HttpResponse<String> r = server.complete("{\"prompt\":[70],\"max_tokens\":6,\"stream\":true,\"stop\":\"}n\"}");
-        assertEquals(200, r.statusCode(), r.body());
-        StringBuilder text = new StringBuilder();
-        List<Integer> ids = new ArrayList<>();
-        String finish = null;
-        for (JsonNode e : events(r)) {
-            JsonNode c = e.get("choices").get(0);
-            text.append(c.get("text").asText());
-            ids.addAll(ints(c.get("token_ids")));
-            if (!c.get("finish_reason").isNull()) {
-                assertEquals(null, finish, "one final chunk");
-                finish = c.get("finish_reason").asText();
-            }
-        }
-        assertEquals("", text.toString(), r.body());
-        assertEquals(List.of(125, 110), ids);
-        assertEquals("stop", finish);
+        TestServer.Streamed choice = TestServer.streamedChoice(
+                server.complete("{\"prompt\":[70],\"max_tokens\":6,\"stream\":true,\"stop\":\"}n\"}"));
+        assertEquals("", choice.text(), choice.toString());
+        assertEquals(List.of(125, 110), choice.tokenIds());
+        assertEquals("stop", choice.finishReason());
     }
 
     @Test

@@ -68,6 +68,31 @@ final class TestServer implements AutoCloseable {
         return out;
     }
 
+    /** A streamed single choice put together: its text pieces in order, its token ids, its one finish reason. */
+    record Streamed(List<String> pieces, List<Integer> tokenIds, String finishReason) {
+        String text() {
+            return String.join("", pieces);
+        }
+    }
+
+    /** The single choice of a streamed response, asserting one final chunk. */
+    static Streamed streamedChoice(HttpResponse<String> r) throws Exception {
+        assertEquals(200, r.statusCode(), r.body());
+        List<String> pieces = new ArrayList<>();
+        List<Integer> ids = new ArrayList<>();
+        String finish = null;
+        for (JsonNode e : events(r)) {
+            JsonNode c = e.get("choices").get(0);
+            pieces.add(c.get("text").asText());
+            ids.addAll(ints(c.get("token_ids")));
+            if (!c.get("finish_reason").isNull()) {
+                assertEquals(null, finish, "one final chunk: " + r.body());
+                finish = c.get("finish_reason").asText();
+            }
+        }
+        return new Streamed(pieces, ids, finish);
+    }
+
     @Override
     public void close() throws Exception {
         try {

@@ -69,25 +69,14 @@ class TinyLlamaOptionsTest {
 
     @Test
     void streamingNeverSendsTheBeginningOfAStopStringThatThenMatched() throws Exception {
-        HttpResponse<String> r = server.complete(
-                "{\"prompt\":" + FOX + ",\"max_tokens\":16,\"temperature\":0,\"stream\":true,\"stop\":[\"\\u0011p\"]}");
-        assertEquals(200, r.statusCode(), r.body());
-        StringBuilder text = new StringBuilder();
-        List<Integer> ids = new ArrayList<>();
-        String finish = null;
-        for (JsonNode e : events(r)) {
-            JsonNode c = e.get("choices").get(0);
-            String piece = c.get("text").asText();
-            assertFalse(piece.contains("\u0011"), "the stop string's first character was sent: " + r.body());
-            text.append(piece);
-            ids.addAll(ints(c.get("token_ids")));
-            if (!c.get("finish_reason").isNull()) {
-                finish = c.get("finish_reason").asText();
-            }
+        TestServer.Streamed choice = TestServer.streamedChoice(server.complete(
+                "{\"prompt\":" + FOX + ",\"max_tokens\":16,\"temperature\":0,\"stream\":true,\"stop\":[\"\\u0011p\"]}"));
+        for (String piece : choice.pieces()) {
+            assertFalse(piece.contains("\u0011"), "the stop string's first character was sent: " + choice);
         }
-        assertEquals("\u0540", text.toString());
-        assertEquals(greedy(4).subList(0, 4), ids);
-        assertEquals("stop", finish);
+        assertEquals("\u0540", choice.text());
+        assertEquals(greedy(4).subList(0, 4), choice.tokenIds());
+        assertEquals("stop", choice.finishReason());
     }
 
     @Test
