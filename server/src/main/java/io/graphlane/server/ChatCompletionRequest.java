@@ -3,8 +3,6 @@ package io.graphlane.server;
 import static io.graphlane.server.CompletionRequest.bool;
 import static io.graphlane.server.CompletionRequest.intField;
 import static io.graphlane.server.CompletionRequest.kind;
-import static io.graphlane.server.CompletionRequest.longField;
-import static io.graphlane.server.CompletionRequest.number;
 import static io.graphlane.server.CompletionRequest.optionalText;
 import static io.graphlane.server.CompletionRequest.refuseUnless;
 
@@ -37,15 +35,7 @@ record ChatCompletionRequest(
         Optional<String> model = optionalText(root, "model");
         List<ChatMessage> messages = messages(root.get("messages"));
         OptionalInt maxTokens = maxTokens(root);
-        double temperature = number(root, "temperature", 1.0);
-        if (temperature < 0 || temperature > 2) {
-            throw ApiError.invalid("temperature", "temperature must be between 0 and 2, found " + temperature);
-        }
-        double topP = number(root, "top_p", 1.0);
-        if (!(topP > 0 && topP <= 1)) {
-            throw ApiError.invalid("top_p", "top_p must be in (0, 1], found " + topP);
-        }
-        long seed = root.hasNonNull("seed") ? longField(root, "seed") : System.nanoTime();
+        SamplingParams sampling = CompletionRequest.samplingParams(root);
         boolean stream = bool(root, "stream", false);
         boolean includeUsage = false;
         JsonNode options = root.get("stream_options");
@@ -68,7 +58,7 @@ record ChatCompletionRequest(
                 throw ApiError.invalid(field, field + " are not supported: the chat template is rendered from messages only");
             }
         }
-        return new ChatCompletionRequest(model, messages, maxTokens, new SamplingParams(temperature, topP, seed), stream, includeUsage);
+        return new ChatCompletionRequest(model, messages, maxTokens, sampling, stream, includeUsage);
     }
 
     /** OpenAI's newer {@code max_completion_tokens} or the older {@code max_tokens}; both only if they agree. */

@@ -28,15 +28,7 @@ record CompletionRequest(
         Optional<String> model = optionalText(root, "model");
         List<List<Integer>> prompts = prompts(root.get("prompt"), tokenizer);
         int maxTokens = intField(root, "max_tokens", DEFAULT_MAX_TOKENS, 1);
-        double temperature = number(root, "temperature", 1.0);
-        if (temperature < 0 || temperature > 2) {
-            throw ApiError.invalid("temperature", "temperature must be between 0 and 2, found " + temperature);
-        }
-        double topP = number(root, "top_p", 1.0);
-        if (!(topP > 0 && topP <= 1)) {
-            throw ApiError.invalid("top_p", "top_p must be in (0, 1], found " + topP);
-        }
-        long seed = root.hasNonNull("seed") ? longField(root, "seed") : System.nanoTime();
+        SamplingParams sampling = samplingParams(root);
         boolean stream = bool(root, "stream", false);
         int n = intField(root, "n", 1, 1);
         if (n != 1) {
@@ -52,7 +44,21 @@ record CompletionRequest(
         if (bool(root, "echo", false)) {
             throw ApiError.invalid("echo", "echo is not supported");
         }
-        return new CompletionRequest(model, prompts, maxTokens, new SamplingParams(temperature, topP, seed), stream);
+        return new CompletionRequest(model, prompts, maxTokens, sampling, stream);
+    }
+
+    /** The sampling fields {@code temperature}, {@code top_p} and {@code seed}, shared with chat completions. */
+    static SamplingParams samplingParams(JsonNode root) {
+        double temperature = number(root, "temperature", 1.0);
+        if (temperature < 0 || temperature > 2) {
+            throw ApiError.invalid("temperature", "temperature must be between 0 and 2, found " + temperature);
+        }
+        double topP = number(root, "top_p", 1.0);
+        if (!(topP > 0 && topP <= 1)) {
+            throw ApiError.invalid("top_p", "top_p must be in (0, 1], found " + topP);
+        }
+        long seed = root.hasNonNull("seed") ? longField(root, "seed") : System.nanoTime();
+        return new SamplingParams(temperature, topP, seed);
     }
 
     /** The request body as a JSON object. */
