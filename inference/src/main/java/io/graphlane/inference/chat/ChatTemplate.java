@@ -39,7 +39,10 @@ public final class ChatTemplate {
         this.template = Objects.requireNonNull(template, "template");
         this.bosToken = Objects.requireNonNull(bosToken, "bosToken");
         this.eosToken = Objects.requireNonNull(eosToken, "eosToken");
-        this.jinjava = new Jinjava(JinjavaConfig.newBuilder().withTrimBlocks(true).withLstripBlocks(true).build());
+        // Jinjava would by default render template syntax found in a value's output (nested interpretation): jinja2
+        // never does, and message content is the caller's text, so it stays text.
+        this.jinjava = new Jinjava(JinjavaConfig.newBuilder().withTrimBlocks(true).withLstripBlocks(true)
+                .withNestedInterpretationEnabled(false).build());
         jinjava.getGlobalContext().registerFunction(
                 new ELFunctionDefinition("", "raise_exception", ChatTemplate.class, "raiseException", String.class));
     }

@@ -91,6 +91,12 @@ class ChatTemplateTest {
     }
 
     @Test
+    void templateSyntaxInsideMessageContentStaysText() {
+        String content = "{{ 7 * 7 }} {% if true %}x{% endif %} {{ raise_exception('no') }} \\n";
+        assertEquals("<s><|user|>\n" + content + "</s>\n<|assistant|>\n", template.render(List.of(new ChatMessage("user", content)), true));
+    }
+
+    @Test
     void anUnknownRoleRaisesTheTemplatesOwnMessage() {
         List<JsonNode> cases = cases(false);
         assertEquals(1, cases.size());
