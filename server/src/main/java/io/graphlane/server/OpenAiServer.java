@@ -45,7 +45,8 @@ import org.slf4j.LoggerFactory;
 /**
  * An OpenAI-compatible HTTP server for one {@link TextGenerator}: {@code POST /v1/completions}
  * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
- * {@code token_ids}), {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
+ * {@code token_ids}), {@code POST /v1/chat/completions} (the model's chat template, see {@link ChatCompletions}),
+ * {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
  * with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
  */
 public final class OpenAiServer extends AllDirectives {
@@ -55,11 +56,13 @@ public final class OpenAiServer extends AllDirectives {
     private final TextGenerator generator;
     private final ObjectMapper json = new ObjectMapper();
     private final AtomicLong ids = new AtomicLong();
+    private final ChatCompletions chat;
 
     /** A server for {@code generator}; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
         this.system = Objects.requireNonNull(system, "system");
         this.generator = Objects.requireNonNull(generator, "generator");
+        this.chat = new ChatCompletions(this, system, generator, json);
     }
 
     /** Binds the routes on {@code host:port} (port 0 picks a free port). */
@@ -74,7 +77,9 @@ public final class OpenAiServer extends AllDirectives {
                 pathPrefix("v1", () -> concat(
                         path("models", () -> get(this::models)),
                         path("completions", () -> post(() -> entity(
-                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions))))));
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions))),
+                        pathPrefix("chat", () -> path("completions", () -> post(() -> entity(
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), chat::answer)))))));
         return handleExceptions(exceptionHandler(), () -> handleRejections(rejectionHandler(), () -> api));
     }
 
@@ -240,7 +245,7 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private static ApiError generationError(Throwable cause) {
+    static ApiError generationError(Throwable cause) {
         if (cause instanceof ApiError api) {
             return api;
         }
@@ -259,14 +264,14 @@ public final class OpenAiServer extends AllDirectives {
                 "generation failed: " + cause.getMessage());
     }
 
-    private static Throwable unwrap(Throwable t) {
+    static Throwable unwrap(Throwable t) {
         while ((t instanceof CompletionException || t instanceof java.util.concurrent.ExecutionException) && t.getCause() != null) {
             t = t.getCause();
         }
         return t;
     }
 
-    private ObjectNode errorBody(ApiError e) {
+    ObjectNode errorBody(ApiError e) {
         ObjectNode out = json.createObjectNode();
         ObjectNode error = out.putObject("error");
         error.put("message", e.getMessage());
@@ -284,11 +289,11 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private HttpResponse errorResponse(ApiError e) {
+    HttpResponse errorResponse(ApiError e) {
         return jsonResponse(e.status(), errorBody(e));
     }
 
-    private HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
+    HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
         return HttpResponse.create().withStatus(status).withEntity(ContentTypes.APPLICATION_JSON, body.toString());
     }
 
