@@ -251,6 +251,7 @@ public final class InferencePipeline implements TextGenerator {
                 for (int i = 0; i < b.stages; i++) {
                     laneNames.add("stage-" + i);
                 }
+                backend.computeLanes(b.stages * b.tensorParallel);
                 lanes = LaneGroup.builder(system, backend.device()).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
                         .workTracing(backend.workTracing()).spawn();
                 for (int i = 0; i < loaded.size(); i++) {
