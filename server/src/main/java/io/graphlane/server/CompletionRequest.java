@@ -26,15 +26,7 @@ record CompletionRequest(
     static final int DEFAULT_MAX_TOKENS = 16;
 
     static CompletionRequest parse(ObjectMapper json, String body, TokenCodec tokenizer) {
-        JsonNode root;
-        try {
-            root = json.readTree(body);
-        } catch (Exception e) {
-            throw ApiError.invalid(null, "the request body is not valid JSON: " + firstLine(e.getMessage()));
-        }
-        if (root == null || !root.isObject()) {
-            throw ApiError.invalid(null, "the request body must be a JSON object, found " + (root == null ? "nothing" : JsonFields.kind(root)));
-        }
+        JsonNode root = jsonObject(json, body);
         Optional<String> model = JsonFields.optionalText(root, "model");
         List<List<Integer>> prompts = prompts(root.get("prompt"), tokenizer);
         int maxTokens = JsonFields.intField(root, "max_tokens", DEFAULT_MAX_TOKENS, 1);
@@ -49,6 +41,20 @@ record CompletionRequest(
             throw ApiError.invalid("suffix", "suffix is not supported (no insertion mode)");
         }
         return new CompletionRequest(model, prompts, maxTokens, options, stream, echo);
+    }
+
+    /** The request body as a JSON object (shared with chat completions). */
+    static JsonNode jsonObject(ObjectMapper json, String body) {
+        JsonNode root;
+        try {
+            root = json.readTree(body);
+        } catch (Exception e) {
+            throw ApiError.invalid(null, "the request body is not valid JSON: " + firstLine(e.getMessage()));
+        }
+        if (root == null || !root.isObject()) {
+            throw ApiError.invalid(null, "the request body must be a JSON object, found " + (root == null ? "nothing" : JsonFields.kind(root)));
+        }
+        return root;
     }
 
     private static List<List<Integer>> prompts(JsonNode prompt, TokenCodec tokenizer) {
@@ -116,6 +122,11 @@ record CompletionRequest(
 
     /** Refuses a model name other than the one served. */
     void checkModel(String served) {
+        checkModel(model, served);
+    }
+
+    /** Refuses a requested {@code model} other than the one served. */
+    static void checkModel(Optional<String> model, String served) {
         model.ifPresent(m -> {
             if (!m.equals(served)) {
                 throw new ApiError(StatusCodes.NOT_FOUND, "invalid_request_error", "model", "model_not_found",

@@ -226,17 +226,21 @@ record GenerationOptions(SamplingParams sampling, int n, List<String> stop, Set<
         return include.asBoolean();
     }
 
-    /** Refuses {@code logit_bias} ids at or beyond {@code vocabularySize}. */
+    /** Refuses {@code logit_bias} and {@code stop_token_ids} ids at or beyond {@code vocabularySize}. */
     void checkVocabulary(int vocabularySize) {
-        for (int id : sampling.logitBias().keySet()) {
-            if (id >= vocabularySize) {
-                throw ApiError.invalid("logit_bias", "logit_bias names token id " + id + ", outside the vocabulary [0, " + vocabularySize + ")");
-            }
-        }
+        checkLogitBias(sampling, vocabularySize);
         for (int id : stopTokenIds) {
             if (id >= vocabularySize) {
                 throw ApiError.invalid("stop_token_ids", "stop_token_ids names token id " + id + ", outside the vocabulary [0, " + vocabularySize + ")");
             }
+        }
+    }
+
+    /** Refuses {@code logit_bias} ids of {@code sampling} at or beyond {@code vocabularySize}. */
+    static void checkLogitBias(SamplingParams sampling, int vocabularySize) {
+        int largest = sampling.largestBiasedId();
+        if (largest >= vocabularySize) {
+            throw ApiError.invalid("logit_bias", "logit_bias names token id " + largest + ", outside the vocabulary [0, " + vocabularySize + ")");
         }
     }
 }

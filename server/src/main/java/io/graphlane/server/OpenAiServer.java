@@ -45,7 +45,8 @@ import org.slf4j.LoggerFactory;
  * An OpenAI-compatible HTTP server for one {@link TextGenerator}: {@code POST /v1/completions}
  * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
  * {@code token_ids}; the sampling and output options of {@link GenerationOptions}, assembled per choice by
- * {@link CompletionChoice}), {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
+ * {@link CompletionChoice}), {@code POST /v1/chat/completions} (the model's chat template, see {@link ChatCompletions}),
+ * {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
  * with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
  */
 public final class OpenAiServer extends AllDirectives {
@@ -55,11 +56,13 @@ public final class OpenAiServer extends AllDirectives {
     private final TextGenerator generator;
     private final ObjectMapper json = new ObjectMapper();
     private final AtomicLong ids = new AtomicLong();
+    private final ChatCompletions chat;
 
     /** A server for {@code generator}; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
         this.system = Objects.requireNonNull(system, "system");
         this.generator = Objects.requireNonNull(generator, "generator");
+        this.chat = new ChatCompletions(this, system, generator, json);
     }
 
     /** Binds the routes on {@code host:port} (port 0 picks a free port). */
@@ -74,7 +77,9 @@ public final class OpenAiServer extends AllDirectives {
                 pathPrefix("v1", () -> concat(
                         path("models", () -> get(this::models)),
                         path("completions", () -> post(() -> entity(
-                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions))))));
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions))),
+                        pathPrefix("chat", () -> path("completions", () -> post(() -> entity(
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), chat::answer)))))));
         return handleExceptions(exceptionHandler(), () -> handleRejections(rejectionHandler(), () -> api));
     }
 
@@ -164,12 +169,8 @@ public final class OpenAiServer extends AllDirectives {
     private Route streamed(CompletionRequest request, String id, long created) {
         List<CompletionChoice> choices = choicesOf(request);
         // Each choice sends its echo, at most max_tokens chunks and its final chunk; then the usage chunk and [DONE].
-        int capacity = choices.size() * (request.maxTokens() + 3) + 3;
-        Pair<BoundedSourceQueue<ByteString>, Source<ByteString, NotUsed>> pair =
-                Source.<ByteString>queue(capacity).preMaterialize(system);
-        BoundedSourceQueue<ByteString> queue = pair.first();
+        SseStream events = new SseStream(system, choices.size() * (request.maxTokens() + 3) + 3);
         AtomicInteger open = new AtomicInteger(choices.size());
-        Object lock = new Object();
         List<Generation> started = submitAll(request, choices, index -> new GenerationListener() {
             private final CompletionChoice choice = choices.get(index);
 
@@ -190,8 +191,7 @@ public final class OpenAiServer extends AllDirectives {
             @Override
             public void onFailed(Throwable cause) {
                 if (choice.fail()) {
-                    ApiError error = generationError(cause);
-                    offer(errorBody(error));
+                    events.send(errorBody(generationError(cause)));
                     finishOne();
                 }
             }
@@ -200,41 +200,26 @@ public final class OpenAiServer extends AllDirectives {
                 if (piece == null) {
                     return;
                 }
-                offer(chunk(id, created, index, piece));
+                events.send(chunk(id, created, index, piece));
                 if (piece.finishReason() != null) {
                     finishOne();
                 }
             }
 
-            private void offer(ObjectNode event) {
-                synchronized (lock) {
-                    queue.offer(ByteString.fromString("data: " + event + "\n\n"));
-                }
-            }
-
             private void finishOne() {
                 if (open.decrementAndGet() == 0) {
-                    synchronized (lock) {
-                        if (request.options().includeUsage()) {
-                            ObjectNode usage = header(id, created);
-                            usage.putArray("choices");
-                            putUsage(usage, promptTokens(request), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
-                            queue.offer(ByteString.fromString("data: " + usage + "\n\n"));
-                        }
-                        queue.offer(ByteString.fromString("data: [DONE]\n\n"));
-                        queue.complete();
+                    if (request.options().includeUsage()) {
+                        ObjectNode usage = header(id, created);
+                        usage.putArray("choices");
+                        putUsage(usage, promptTokens(request), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
+                        events.send(usage);
                     }
+                    events.done();
                 }
             }
         });
-        Source<ByteString, NotUsed> events = pair.second().watchTermination((mat, done) -> {
-            // A client that goes away cancels its generations; finished ones ignore it.
-            done.whenComplete((ok, err) -> started.forEach(Generation::cancel));
-            return mat;
-        });
-        return complete(HttpResponse.create()
-                .withStatus(StatusCodes.OK)
-                .withEntity(HttpEntities.createChunked(ContentTypes.create(MediaTypes.TEXT_EVENT_STREAM), events)));
+        // A client that goes away cancels its generations; finished ones ignore it.
+        return complete(events.response(() -> started.forEach(Generation::cancel)));
     }
 
     /** One choice per prompt and per n, prompt-major: choice {@code p·n + j} is prompt p's j-th, as OpenAI numbers them. */
@@ -319,7 +304,7 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private static ApiError generationError(Throwable cause) {
+    static ApiError generationError(Throwable cause) {
         if (cause instanceof ApiError api) {
             return api;
         }
@@ -338,14 +323,14 @@ public final class OpenAiServer extends AllDirectives {
                 "generation failed: " + cause.getMessage());
     }
 
-    private static Throwable unwrap(Throwable t) {
+    static Throwable unwrap(Throwable t) {
         while ((t instanceof CompletionException || t instanceof java.util.concurrent.ExecutionException) && t.getCause() != null) {
             t = t.getCause();
         }
         return t;
     }
 
-    private ObjectNode errorBody(ApiError e) {
+    ObjectNode errorBody(ApiError e) {
         ObjectNode out = json.createObjectNode();
         ObjectNode error = out.putObject("error");
         error.put("message", e.getMessage());
@@ -363,11 +348,11 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private HttpResponse errorResponse(ApiError e) {
+    HttpResponse errorResponse(ApiError e) {
         return jsonResponse(e.status(), errorBody(e));
     }
 
-    private HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
+    HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
         return HttpResponse.create().withStatus(status).withEntity(ContentTypes.APPLICATION_JSON, body.toString());
     }
 
