@@ -238,7 +238,8 @@ public final class OpenAiServer extends AllDirectives {
         return request.prompts().stream().mapToInt(List::size).sum();
     }
 
-    private static void putUsage(ObjectNode out, int promptTokens, int completionTokens) {
+    /** OpenAI's {@code usage} object. */
+    static void putUsage(ObjectNode out, int promptTokens, int completionTokens) {
         out.putObject("usage")
                 .put("prompt_tokens", promptTokens)
                 .put("completion_tokens", completionTokens)

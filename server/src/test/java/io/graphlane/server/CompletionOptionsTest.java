@@ -137,9 +137,23 @@ class CompletionOptionsTest {
         assertEquals(200, server.complete("{\"prompt\":[5],\"max_tokens\":1,\"user\":\"u\",\"best_of\":1}").statusCode());
     }
 
+    @Test
+    void chatRangeChecksTheSharedOptionsAndRefusesWhatItDoesNotAssemble() throws Exception {
+        String messages = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],";
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"presence_penalty\":-2.5}"), "presence_penalty", "found -2.5");
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"logit_bias\":{\"1\":-101}}"), "logit_bias", "between -100 and 100");
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"stop\":\"x\"}"), "stop", "not supported for chat");
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"n\":2}"), "n", "n = 1");
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"logprobs\":true}"), "logprobs", "not supported for chat");
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"top_logprobs\":9,\"logprobs\":true}"), "top_logprobs", "0 to 5");
+    }
+
     private static void assertError(String fields, String param, String messagePart) throws Exception {
-        HttpResponse<String> r = server.complete("{\"prompt\":[5],\"max_tokens\":2," + fields + "}");
-        assertEquals(400, r.statusCode(), fields + " -> " + r.body());
+        assertError(server.complete("{\"prompt\":[5],\"max_tokens\":2," + fields + "}"), param, messagePart);
+    }
+
+    private static void assertError(HttpResponse<String> r, String param, String messagePart) throws Exception {
+        assertEquals(400, r.statusCode(), r.body());
         JsonNode error = TestServer.JSON.readTree(r.body()).get("error");
         assertEquals(param, error.get("param").asText(), r.body());
         assertTrue(error.get("message").asText().contains(messagePart), r.body());

@@ -38,7 +38,12 @@ final class TestServer implements AutoCloseable {
 
     /** {@code POST /v1/completions} with {@code body}. */
     HttpResponse<String> complete(String body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+        return post("/v1/completions", body);
+    }
+
+    /** {@code POST path} with a JSON {@code body}. */
+    HttpResponse<String> post(String path, String body) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(base + path))
                 .timeout(Duration.ofSeconds(30))
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
