@@ -22,8 +22,8 @@ import java.util.Set;
  * The streamed pieces add up to the same text and ids.
  *
  * <p>A choice that ends on a stop string or stop token cancels its generation at once, so its engine slot frees
- * (the step in flight, if any, is discarded). Callbacks of one generation come in order; the lock only makes the
- * attach of the generation handle safe against them.
+ * once the step in flight, if any, returns (that step's token is discarded). Callbacks of one generation come in
+ * order; the lock only makes the attach of the generation handle safe against them.
  */
 final class CompletionChoice {
 
