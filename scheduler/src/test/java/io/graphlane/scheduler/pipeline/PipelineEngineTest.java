@@ -248,6 +248,40 @@ class PipelineEngineTest {
         third.ended.get(30, TimeUnit.SECONDS);
     }
 
+    @Test
+    void theLoadShowsRunningAndWaitingRequestsAndTheStageLaneHoldingTheStep() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1).withRequestLimits(1, 1));
+        program.override = (stage, batch) -> SimWork.held("only");
+        RecordingListener first = new RecordingListener();
+        RecordingListener second = new RecordingListener();
+        p.submit(request(new int[] {1}, 1), first);
+        p.submit(request(new int[] {2}, 1), second);
+        backend.whenStarted("only").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        // One request holds the only active slot with its step running on the lane; the other waits for the slot.
+        awaitUntil(() -> p.load().running() == 1 && p.load().waiting() == 1 && lanes.load(lanes.laneIds().get(0)).inFlight() == 1,
+                () -> "running " + p.load().running() + ", waiting " + p.load().waiting() + ", lane in flight "
+                        + lanes.load(lanes.laneIds().get(0)).inFlight());
+        assertEquals(1, p.load().steps());
+        assertEquals(0, p.load().tokens());
+        program.override = (stage, batch) -> null;
+        backend.release("only");
+        first.ended.get(30, TimeUnit.SECONDS);
+        second.ended.get(30, TimeUnit.SECONDS);
+        awaitUntil(() -> p.load().running() == 0 && p.load().waiting() == 0 && p.load().tokens() == 2
+                        && lanes.load(lanes.laneIds().get(0)).inFlight() == 0 && lanes.load(lanes.laneIds().get(0)).queued() == 0,
+                () -> "running " + p.load().running() + ", waiting " + p.load().waiting() + ", tokens " + p.load().tokens());
+        assertEquals(2, p.load().steps());
+    }
+
+    /** Polls state that other threads publish (the engine's and the lanes' loads) until {@code done}, for at most 30 s. */
+    private static void awaitUntil(java.util.function.BooleanSupplier done, java.util.function.Supplier<String> state) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertTrue(done.getAsBoolean(), state);
+    }
+
     private void awaitAllOutputsReleasedOnce() throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
