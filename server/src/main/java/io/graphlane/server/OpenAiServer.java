@@ -45,8 +45,9 @@ import org.slf4j.LoggerFactory;
 /**
  * An OpenAI-compatible HTTP server for one {@link TextGenerator}: {@code POST /v1/completions}
  * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
- * {@code token_ids}), {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
- * with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
+ * {@code token_ids}), {@code GET /v1/models}, {@code GET /health} and {@code GET /metrics} (Prometheus
+ * text, see {@link ServerMetrics}). Bad requests get a 4xx with an OpenAI-style error body, overload a
+ * 429, an unavailable stage a 503.
  */
 public final class OpenAiServer extends AllDirectives {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
@@ -55,11 +56,18 @@ public final class OpenAiServer extends AllDirectives {
     private final TextGenerator generator;
     private final ObjectMapper json = new ObjectMapper();
     private final AtomicLong ids = new AtomicLong();
+    private final ServerMetrics metrics;
 
-    /** A server for {@code generator}; its streams run in {@code system}. */
+    /** A server for {@code generator}, with metrics of its own; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
+        this(system, generator, new ServerMetrics(Objects.requireNonNull(generator, "generator")));
+    }
+
+    /** A server for {@code generator} that records into and serves {@code metrics} (built for the same generator). */
+    public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerMetrics metrics) {
         this.system = Objects.requireNonNull(system, "system");
         this.generator = Objects.requireNonNull(generator, "generator");
+        this.metrics = Objects.requireNonNull(metrics, "metrics");
     }
 
     /** Binds the routes on {@code host:port} (port 0 picks a free port). */
@@ -71,6 +79,7 @@ public final class OpenAiServer extends AllDirectives {
     public Route routes() {
         Route api = concat(
                 path("health", () -> get(() -> completeJson(StatusCodes.OK, json.createObjectNode().put("status", "ok")))),
+                path("metrics", () -> get(() -> optionalHeaderValueByName("Accept", this::metrics))),
                 pathPrefix("v1", () -> concat(
                         path("models", () -> get(this::models)),
                         path("completions", () -> post(() -> entity(
@@ -86,6 +95,12 @@ public final class OpenAiServer extends AllDirectives {
                 .put("created", 0)
                 .put("owned_by", "graphlane");
         return completeJson(StatusCodes.OK, body);
+    }
+
+    private Route metrics(Optional<String> accept) {
+        ServerMetrics.Scrape scrape = metrics.scrape(accept.orElse(null));
+        return complete(HttpResponse.create().withStatus(StatusCodes.OK).withEntity(HttpEntities.create(
+                ContentTypes.parse(scrape.contentType()), ByteString.fromString(scrape.body()))));
     }
 
     private Route completions(String body) {
@@ -206,7 +221,13 @@ public final class OpenAiServer extends AllDirectives {
         try {
             for (int i = 0; i < request.prompts().size(); i++) {
                 GenerationRequest g = new GenerationRequest(request.prompts().get(i), request.maxTokens(), request.sampling(), Optional.empty());
-                started.add(generator.submit(g, listeners.listenerFor(i)));
+                ServerMetrics.Request observed = metrics.request(g);
+                try {
+                    started.add(observed.started(generator.submit(g, observed.listener(listeners.listenerFor(i)))));
+                } catch (RuntimeException refused) {
+                    observed.refused(refused);
+                    throw refused;
+                }
             }
         } catch (RuntimeException e) {
             started.forEach(Generation::cancel);
@@ -298,9 +319,15 @@ public final class OpenAiServer extends AllDirectives {
 
     private ExceptionHandler exceptionHandler() {
         return ExceptionHandler.newBuilder()
-                .match(ApiError.class, e -> complete(errorResponse(e)))
+                .match(ApiError.class, e -> {
+                    metrics.invalid();
+                    return complete(errorResponse(e));
+                })
                 .match(GenerationRefusedException.class, e -> complete(errorResponse(generationError(e))))
-                .match(IllegalArgumentException.class, e -> complete(errorResponse(ApiError.invalid(null, e.getMessage()))))
+                .match(IllegalArgumentException.class, e -> {
+                    metrics.invalid();
+                    return complete(errorResponse(ApiError.invalid(null, e.getMessage())));
+                })
                 .build();
     }
 
