@@ -55,7 +55,8 @@ class ServerMetricsTest {
 
     @AfterEach
     void stop() throws Exception {
-        binding.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        // Closes the client's kept-alive connections too, so the next test's server starts from none.
+        binding.terminate(Duration.ofSeconds(5)).toCompletableFuture().get(10, TimeUnit.SECONDS);
         generator.close();
     }
 
