@@ -227,11 +227,9 @@ class PipelineEngineTest {
     @Test
     void admissionBeyondActivePlusQueuedIsRefusedAtOnce() throws Exception {
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1).withRequestLimits(1, 1));
-        program.override = (stage, batch) -> SimWork.held("only");
-        RecordingListener first = new RecordingListener();
-        RecordingListener second = new RecordingListener();
-        p.submit(request(new int[] {1}, 1), first);
-        p.submit(request(new int[] {2}, 1), second);
+        List<RecordingListener> held = submitTwoWithTheFirstStepHeld(p);
+        RecordingListener first = held.get(0);
+        RecordingListener second = held.get(1);
         PipelineOverloadedException e = assertThrows(PipelineOverloadedException.class,
                 () -> p.submit(request(new int[] {3}, 1), new RecordingListener()));
         assertTrue(e.getMessage().contains("max-active-requests 1"), e.getMessage());
@@ -251,11 +249,9 @@ class PipelineEngineTest {
     @Test
     void theLoadShowsRunningAndWaitingRequestsAndTheStageLaneHoldingTheStep() throws Exception {
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1).withRequestLimits(1, 1));
-        program.override = (stage, batch) -> SimWork.held("only");
-        RecordingListener first = new RecordingListener();
-        RecordingListener second = new RecordingListener();
-        p.submit(request(new int[] {1}, 1), first);
-        p.submit(request(new int[] {2}, 1), second);
+        List<RecordingListener> held = submitTwoWithTheFirstStepHeld(p);
+        RecordingListener first = held.get(0);
+        RecordingListener second = held.get(1);
         backend.whenStarted("only").toCompletableFuture().get(30, TimeUnit.SECONDS);
         // One request holds the only active slot with its step running on the lane; the other waits for the slot.
         awaitUntil(() -> p.load().running() == 1 && p.load().waiting() == 1 && lanes.load(lanes.laneIds().get(0)).inFlight() == 1,
@@ -271,6 +267,15 @@ class PipelineEngineTest {
                         && lanes.load(lanes.laneIds().get(0)).inFlight() == 0 && lanes.load(lanes.laneIds().get(0)).queued() == 0,
                 () -> "running " + p.load().running() + ", waiting " + p.load().waiting() + ", tokens " + p.load().tokens());
         assertEquals(2, p.load().steps());
+    }
+
+    /** Submits two one-token requests to a pipeline of one active and one queued slot; the first one's step holds as "only". */
+    private List<RecordingListener> submitTwoWithTheFirstStepHeld(Pipeline<SimWork, ScriptedProgram.Slot> p) {
+        program.override = (stage, batch) -> SimWork.held("only");
+        List<RecordingListener> listeners = List.of(new RecordingListener(), new RecordingListener());
+        p.submit(request(new int[] {1}, 1), listeners.get(0));
+        p.submit(request(new int[] {2}, 1), listeners.get(1));
+        return listeners;
     }
 
     /** Polls state that other threads publish (the engine's and the lanes' loads) until {@code done}, for at most 30 s. */
@@ -296,10 +301,6 @@ class PipelineEngineTest {
     }
 
     private static void awaitHeld(Pipeline<?, ?> p, int expected) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (p.heldRequests() != expected && System.nanoTime() < deadline) {
-            Thread.onSpinWait();
-        }
-        assertEquals(expected, p.heldRequests());
+        awaitUntil(() -> p.heldRequests() == expected, () -> "held " + p.heldRequests() + ", expected " + expected);
     }
 }
