@@ -45,9 +45,9 @@ import org.slf4j.LoggerFactory;
 /**
  * An OpenAI-compatible HTTP server for one {@link TextGenerator}: {@code POST /v1/completions}
  * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
- * {@code token_ids}), {@code GET /v1/models}, {@code GET /health} and {@code GET /metrics} (Prometheus
- * text, see {@link ServerMetrics}). Bad requests get a 4xx with an OpenAI-style error body, overload a
- * 429, an unavailable stage a 503.
+ * {@code token_ids}), {@code POST /v1/chat/completions} (the model's chat template, see {@link ChatCompletions}),
+ * {@code GET /v1/models}, {@code GET /health} and {@code GET /metrics} (Prometheus text, see {@link ServerMetrics}).
+ * Bad requests get a 4xx with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
  */
 public final class OpenAiServer extends AllDirectives {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
@@ -57,6 +57,7 @@ public final class OpenAiServer extends AllDirectives {
     private final ObjectMapper json = new ObjectMapper();
     private final AtomicLong ids = new AtomicLong();
     private final ServerMetrics metrics;
+    private final ChatCompletions chat;
 
     /** A server for {@code generator}, with metrics of its own; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
@@ -68,6 +69,7 @@ public final class OpenAiServer extends AllDirectives {
         this.system = Objects.requireNonNull(system, "system");
         this.generator = Objects.requireNonNull(generator, "generator");
         this.metrics = Objects.requireNonNull(metrics, "metrics");
+        this.chat = new ChatCompletions(this, system, generator, json);
     }
 
     /** Binds the routes on {@code host:port} (port 0 picks a free port). */
@@ -83,7 +85,9 @@ public final class OpenAiServer extends AllDirectives {
                 pathPrefix("v1", () -> concat(
                         path("models", () -> get(this::models)),
                         path("completions", () -> post(() -> entity(
-                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions))))));
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions))),
+                        pathPrefix("chat", () -> path("completions", () -> post(() -> entity(
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), chat::answer)))))));
         return handleExceptions(exceptionHandler(), () -> handleRejections(rejectionHandler(), () -> api));
     }
 
@@ -215,19 +219,24 @@ public final class OpenAiServer extends AllDirectives {
         GenerationListener listenerFor(int choiceIndex);
     }
 
+    /** Submits one generation to the generator, its tokens, timings and outcome recorded in the metrics. */
+    Generation submit(GenerationRequest request, GenerationListener listener) {
+        ServerMetrics.Request observed = metrics.request(request);
+        try {
+            return observed.started(generator.submit(request, observed.listener(listener)));
+        } catch (RuntimeException refused) {
+            observed.refused(refused);
+            throw refused;
+        }
+    }
+
     /** Submits one generation per prompt; if one is refused, those already started are cancelled. */
     private List<Generation> submitAll(CompletionRequest request, ListenerFactory listeners) {
         List<Generation> started = new ArrayList<>();
         try {
             for (int i = 0; i < request.prompts().size(); i++) {
                 GenerationRequest g = new GenerationRequest(request.prompts().get(i), request.maxTokens(), request.sampling(), Optional.empty());
-                ServerMetrics.Request observed = metrics.request(g);
-                try {
-                    started.add(observed.started(generator.submit(g, observed.listener(listeners.listenerFor(i)))));
-                } catch (RuntimeException refused) {
-                    observed.refused(refused);
-                    throw refused;
-                }
+                started.add(submit(g, listeners.listenerFor(i)));
             }
         } catch (RuntimeException e) {
             started.forEach(Generation::cancel);
@@ -261,7 +270,7 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private static ApiError generationError(Throwable cause) {
+    static ApiError generationError(Throwable cause) {
         if (cause instanceof ApiError api) {
             return api;
         }
@@ -280,14 +289,14 @@ public final class OpenAiServer extends AllDirectives {
                 "generation failed: " + cause.getMessage());
     }
 
-    private static Throwable unwrap(Throwable t) {
+    static Throwable unwrap(Throwable t) {
         while ((t instanceof CompletionException || t instanceof java.util.concurrent.ExecutionException) && t.getCause() != null) {
             t = t.getCause();
         }
         return t;
     }
 
-    private ObjectNode errorBody(ApiError e) {
+    ObjectNode errorBody(ApiError e) {
         ObjectNode out = json.createObjectNode();
         ObjectNode error = out.putObject("error");
         error.put("message", e.getMessage());
@@ -305,11 +314,11 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private HttpResponse errorResponse(ApiError e) {
+    HttpResponse errorResponse(ApiError e) {
         return jsonResponse(e.status(), errorBody(e));
     }
 
-    private HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
+    HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
         return HttpResponse.create().withStatus(status).withEntity(ContentTypes.APPLICATION_JSON, body.toString());
     }
 

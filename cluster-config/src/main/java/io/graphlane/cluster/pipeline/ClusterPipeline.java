@@ -38,7 +38,9 @@ public final class ClusterPipeline implements TextGenerator {
 
     private final String name;
     private final LlamaConfig config;
-    private final int eos;
+    private final java.util.Set<Integer> eosTokenIds;
+    private final int[] eosIds;
+    private final java.util.Optional<io.graphlane.inference.chat.ChatTemplate> chatTemplate;
     private final TextTokenizer tokenizer;
     private final TokenCodec codec;
     private final ActorSystem<?> system;
@@ -53,9 +55,11 @@ public final class ClusterPipeline implements TextGenerator {
         this.system = system;
         this.name = model.name();
         this.config = model.config();
-        this.eos = model.eosTokenIds().isEmpty() ? -1 : model.eosTokenIds().iterator().next();
+        this.eosTokenIds = model.eosTokenIds();
+        this.eosIds = eosTokenIds.stream().mapToInt(Integer::intValue).toArray();
+        this.chatTemplate = io.graphlane.inference.chat.ChatTemplate.load(model.dir());
         this.tokenizer = model.tokenizer();
-        this.codec = TokenCodec.of(tokenizer, eos);
+        this.codec = TokenCodec.of(tokenizer, eosIds.length == 0 ? -1 : eosIds[0]);
         this.maxActiveRequests = maxActiveRequests;
         this.engine = system.systemActorOf(ClusterEngine.create(stages, held, unavailable),
                 "cluster-pipeline-" + INSTANCES.incrementAndGet(), Props.empty());
@@ -87,6 +91,16 @@ public final class ClusterPipeline implements TextGenerator {
         return config.maxPositions();
     }
 
+    @Override
+    public java.util.Set<Integer> eosTokenIds() {
+        return eosTokenIds;
+    }
+
+    @Override
+    public java.util.Optional<io.graphlane.inference.chat.ChatTemplate> chatTemplate() {
+        return chatTemplate;
+    }
+
     /** Why new requests are refused now, or empty while every stage has a reachable host. */
     public java.util.Optional<String> unavailableReason() {
         return java.util.Optional.ofNullable(closed ? "model " + name + " is shut down" : unavailable.get());
@@ -110,7 +124,7 @@ public final class ClusterPipeline implements TextGenerator {
         long id = ids.incrementAndGet();
         TrackedGeneration tracked = new TrackedGeneration(
                 request.promptIds(), listener).bind(id, requestId -> engine.tell(new ClusterEngine.Cancel(requestId)));
-        engine.tell(new ClusterEngine.Admit(id, new PipelineRequest(prompt, request.maxNewTokens(), eos, deadline,
+        engine.tell(new ClusterEngine.Admit(id, new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline,
                 new Sampler(request.sampling())), tracked));
         return tracked;
     }

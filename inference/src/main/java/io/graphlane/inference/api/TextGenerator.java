@@ -14,6 +14,17 @@ public interface TextGenerator extends AutoCloseable {
     /** The largest prompt plus generation length the model accepts. */
     int maxSequenceLength();
 
+    /** The ids that end a generation (a model may have several); by default the tokenizer's one, if any. */
+    default java.util.Set<Integer> eosTokenIds() {
+        int eos = tokenizer().eosTokenId();
+        return eos < 0 ? java.util.Set.of() : java.util.Set.of(eos);
+    }
+
+    /** The model's chat template, if it has one; by default none. */
+    default java.util.Optional<io.graphlane.inference.chat.ChatTemplate> chatTemplate() {
+        return java.util.Optional.empty();
+    }
+
     /**
      * Admits {@code request} and starts generating; tokens stream to {@code listener}.
      *

@@ -20,6 +20,7 @@ import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.backend.CpuInference;
 import io.graphlane.inference.backend.InferenceBackend;
+import io.graphlane.inference.chat.ChatTemplate;
 import io.graphlane.inference.demo.DemoModel;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
@@ -77,6 +78,8 @@ public final class InferencePipeline implements TextGenerator {
     private final String name;
     private final LlamaConfig config;
     private final Set<Integer> eosTokenIds;
+    private final int[] eosIds;
+    private final Optional<ChatTemplate> chatTemplate;
     private final TextTokenizer tokenizer;
     private final TokenCodec codec;
     private final ActorSystem<?> system;
@@ -89,6 +92,8 @@ public final class InferencePipeline implements TextGenerator {
         this.name = b.modelName != null ? b.modelName : model.name();
         this.config = model.config();
         this.eosTokenIds = model.eosTokenIds();
+        this.eosIds = eosTokenIds.stream().mapToInt(Integer::intValue).toArray();
+        this.chatTemplate = ChatTemplate.load(model.dir());
         this.ownsSystem = b.system == null;
         this.system = b.system != null ? b.system : ActorSystem.create(Behaviors.empty(), "graphlane");
         this.tokenizer = model.tokenizer();
@@ -142,6 +147,16 @@ public final class InferencePipeline implements TextGenerator {
     }
 
     @Override
+    public Set<Integer> eosTokenIds() {
+        return eosTokenIds;
+    }
+
+    @Override
+    public Optional<ChatTemplate> chatTemplate() {
+        return chatTemplate;
+    }
+
+    @Override
     public Generation submit(GenerationRequest request, GenerationListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
@@ -151,11 +166,10 @@ public final class InferencePipeline implements TextGenerator {
         int[] prompt = PromptCheck.validPrompt(request, config);
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
-        int eos = eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next();
         Pipeline<?, ?> pipeline = stages.pipeline;
         long id;
         try {
-            id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eos, deadline, new Sampler(request.sampling())), tracked);
+            id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline, new Sampler(request.sampling())), tracked);
         } catch (PipelineOverloadedException e) {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
         }
@@ -258,6 +272,7 @@ public final class InferencePipeline implements TextGenerator {
                 for (int i = 0; i < b.stages; i++) {
                     laneNames.add("stage-" + i);
                 }
+                backend.computeLanes(b.stages * b.tensorParallel);
                 lanes = LaneGroup.builder(system, backend.device()).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
                         .workTracing(backend.workTracing()).spawn();
                 for (int i = 0; i < loaded.size(); i++) {

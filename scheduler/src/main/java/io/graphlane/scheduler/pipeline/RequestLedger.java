@@ -169,7 +169,7 @@ public final class RequestLedger<C> {
         e.generated++;
         e.listener.onToken(token);
         PipelineRequest r = e.request;
-        if (token == r.endOfSequenceToken()) {
+        if (r.endsSequence(token)) {
             end(e, TokenListener.StopReason.END_OF_SEQUENCE, null);
         } else if (e.generated >= r.maxNewTokens()) {
             end(e, TokenListener.StopReason.LENGTH, null);

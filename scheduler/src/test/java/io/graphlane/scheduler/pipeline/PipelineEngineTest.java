@@ -225,6 +225,19 @@ class PipelineEngineTest {
     }
 
     @Test
+    void anyOfSeveralEndOfSequenceTokensStopsARequest() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1));
+        RecordingListener l = new RecordingListener();
+        int[] prompt = {4};
+        List<Integer> expected = ScriptedProgram.expected(prompt, 3);
+        // The first listed id never comes; the second is the third token generated.
+        int absent = expected.stream().mapToInt(Integer::intValue).max().getAsInt() + 1;
+        p.submit(new PipelineRequest(prompt, 10, new int[] {absent, expected.get(2)}, Long.MAX_VALUE, null), l);
+        assertEquals(TokenListener.StopReason.END_OF_SEQUENCE, l.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(expected, l.tokens);
+    }
+
+    @Test
     void admissionBeyondActivePlusQueuedIsRefusedAtOnce() throws Exception {
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1).withRequestLimits(1, 1));
         List<RecordingListener> held = submitTwoWithTheFirstStepHeld(p);
