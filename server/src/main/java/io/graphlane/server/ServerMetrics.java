@@ -161,11 +161,6 @@ public final class ServerMetrics {
         outcomes.get(Outcome.INVALID).increment();
     }
 
-    /** How many generations ended with {@code outcome} so far. */
-    public long count(Outcome outcome) {
-        return (long) outcomes.get(outcome).count();
-    }
-
     /** The outcome a generation that failed with {@code cause} (or was refused with it) is counted under. */
     static Outcome outcomeOf(Throwable cause) {
         if (cause instanceof GenerationRefusedException refused) {
