@@ -131,7 +131,7 @@ public final class NodeCommand implements Callable<Integer> {
             node.readiness().requireServing(() -> generator.unavailableReason().isEmpty());
             new OpenAiServer(node.system(), generator).bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
-                    + settings.host() + ":" + port + " (POST /v1/completions, POST /v1/chat/completions)");
+                    + settings.host() + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics)");
         }
         PrintWriter out = spec.commandLine().getOut();
         out.println("graphlane node: profile " + settings.profile().configName() + ", management http://" + settings.host()

@@ -14,7 +14,7 @@ import picocli.CommandLine.Option;
 
 /** {@code graphlane serve}: an OpenAI-compatible HTTP server over the pipelined model. */
 @Command(name = "serve", mixinStandardHelpOptions = true,
-        description = "Serve the model over an OpenAI-compatible HTTP API: POST /v1/completions and POST /v1/chat/completions (SSE with \"stream\": true), GET /v1/models, GET /health.")
+        description = "Serve the model over an OpenAI-compatible HTTP API: POST /v1/completions and POST /v1/chat/completions (SSE with \"stream\": true), GET /v1/models, GET /health, GET /metrics (Prometheus).")
 public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory (default: the demo model).")
@@ -81,7 +81,7 @@ public final class ServeCommand implements Callable<Integer> {
         var out = spec.commandLine().getOut();
         out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages"
                 + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ") on http://" + host + ":" + running.port()
-                + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health; Ctrl-C stops)");
+                + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics; Ctrl-C stops)");
         out.flush();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             try {

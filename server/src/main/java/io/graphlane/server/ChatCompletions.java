@@ -93,7 +93,7 @@ final class ChatCompletions extends AllDirectives {
     }
 
     private Route whole(GenerationRequest request, String id, long created) {
-        Generation generation = generator.submit(request, new GenerationListener() { });
+        Generation generation = server.submit(request, new GenerationListener() { });
         CompletableFuture<HttpResponse> response = generation.result().toCompletableFuture().handle((result, failure) -> {
             if (failure != null) {
                 return server.errorResponse(OpenAiServer.generationError(OpenAiServer.unwrap(failure)));
@@ -120,7 +120,7 @@ final class ChatCompletions extends AllDirectives {
         ObjectNode role = json.createObjectNode().put("role", "assistant").put("content", "");
         events.send(chunk(id, created, role, null));
         int promptTokens = request.promptIds().size();
-        Generation generation = generator.submit(request, new GenerationListener() {
+        Generation generation = server.submit(request, new GenerationListener() {
             private final StreamingDecoder decoder = generator.tokenizer().contentStreamingDecoder();
             private final AtomicInteger generated = new AtomicInteger();
 

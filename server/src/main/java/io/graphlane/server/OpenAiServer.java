@@ -24,6 +24,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCode;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
@@ -31,6 +32,7 @@ import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.ExceptionHandler;
 import org.apache.pekko.http.javadsl.server.RejectionHandler;
 import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,8 +41,8 @@ import org.slf4j.LoggerFactory;
  * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
  * {@code token_ids}; the sampling and output options of {@link GenerationOptions}, assembled per choice by
  * {@link CompletionChoice}), {@code POST /v1/chat/completions} (the model's chat template, see {@link ChatCompletions}),
- * {@code GET /v1/models} and {@code GET /health}. Bad requests get a 4xx
- * with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
+ * {@code GET /v1/models}, {@code GET /health} and {@code GET /metrics} (Prometheus text, see {@link ServerMetrics}).
+ * Bad requests get a 4xx with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
  */
 public final class OpenAiServer extends AllDirectives {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
@@ -49,12 +51,19 @@ public final class OpenAiServer extends AllDirectives {
     private final TextGenerator generator;
     private final ObjectMapper json = new ObjectMapper();
     private final AtomicLong ids = new AtomicLong();
+    private final ServerMetrics metrics;
     private final ChatCompletions chat;
 
-    /** A server for {@code generator}; its streams run in {@code system}. */
+    /** A server for {@code generator}, with metrics of its own; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
+        this(system, generator, new ServerMetrics(Objects.requireNonNull(generator, "generator")));
+    }
+
+    /** A server for {@code generator} that records into and serves {@code metrics} (built for the same generator). */
+    public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerMetrics metrics) {
         this.system = Objects.requireNonNull(system, "system");
         this.generator = Objects.requireNonNull(generator, "generator");
+        this.metrics = Objects.requireNonNull(metrics, "metrics");
         this.chat = new ChatCompletions(this, system, generator, json);
     }
 
@@ -67,6 +76,7 @@ public final class OpenAiServer extends AllDirectives {
     public Route routes() {
         Route api = concat(
                 path("health", () -> get(() -> completeJson(StatusCodes.OK, json.createObjectNode().put("status", "ok")))),
+                path("metrics", () -> get(() -> optionalHeaderValueByName("Accept", this::metrics))),
                 pathPrefix("v1", () -> concat(
                         path("models", () -> get(this::models)),
                         path("completions", () -> post(() -> entity(
@@ -84,6 +94,12 @@ public final class OpenAiServer extends AllDirectives {
                 .put("created", 0)
                 .put("owned_by", "graphlane");
         return completeJson(StatusCodes.OK, body);
+    }
+
+    private Route metrics(Optional<String> accept) {
+        ServerMetrics.Scrape scrape = metrics.scrape(accept.orElse(null));
+        return complete(HttpResponse.create().withStatus(StatusCodes.OK).withEntity(HttpEntities.create(
+                ContentTypes.parse(scrape.contentType()), ByteString.fromString(scrape.body()))));
     }
 
     private Route completions(String body) {
@@ -251,6 +267,17 @@ public final class OpenAiServer extends AllDirectives {
         GenerationListener listenerFor(int choiceIndex);
     }
 
+    /** Submits one generation to the generator, its tokens, timings and outcome recorded in the metrics. */
+    Generation submit(GenerationRequest request, GenerationListener listener) {
+        ServerMetrics.Request observed = metrics.request(request);
+        try {
+            return observed.started(generator.submit(request, observed.listener(listener)));
+        } catch (RuntimeException refused) {
+            observed.refused(refused);
+            throw refused;
+        }
+    }
+
     /**
      * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed); if one is refused, those
      * already started are cancelled.
@@ -262,7 +289,7 @@ public final class OpenAiServer extends AllDirectives {
             for (int i = 0; i < choices.size(); i++) {
                 GenerationRequest g = new GenerationRequest(request.prompts().get(i / n), request.maxTokens(),
                         request.options().samplingFor(i % n), Optional.empty());
-                Generation generation = generator.submit(g, listeners.listenerFor(i));
+                Generation generation = submit(g, listeners.listenerFor(i));
                 choices.get(i).attach(generation);
                 started.add(generation);
             }
@@ -356,9 +383,15 @@ public final class OpenAiServer extends AllDirectives {
 
     private ExceptionHandler exceptionHandler() {
         return ExceptionHandler.newBuilder()
-                .match(ApiError.class, e -> complete(errorResponse(e)))
+                .match(ApiError.class, e -> {
+                    metrics.invalid();
+                    return complete(errorResponse(e));
+                })
                 .match(GenerationRefusedException.class, e -> complete(errorResponse(generationError(e))))
-                .match(IllegalArgumentException.class, e -> complete(errorResponse(ApiError.invalid(null, e.getMessage()))))
+                .match(IllegalArgumentException.class, e -> {
+                    metrics.invalid();
+                    return complete(errorResponse(ApiError.invalid(null, e.getMessage())));
+                })
                 .build();
     }
 

@@ -127,6 +127,25 @@ class ChatCompletionsTest {
         }
     }
 
+    private static java.util.Map<String, Double> metrics() throws Exception {
+        return ServerMetricsTest.samples(http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).timeout(Duration.ofSeconds(20)).build(),
+                HttpResponse.BodyHandlers.ofString()).body());
+    }
+
+    @Test
+    void aChatCompletionIsCountedInTheMetrics() throws Exception {
+        JsonNode c = cases(true).get(0);
+        java.util.Map<String, Double> before = metrics();
+        HttpResponse<String> r = post(request(c, false));
+        assertEquals(200, r.statusCode(), r.body());
+        java.util.Map<String, Double> after = metrics();
+        String ended = "graphlane_requests_total{outcome=\"" + c.get("finish_reason").asText() + "\"}";
+        assertEquals(1, after.get(ended) - before.get(ended), ended);
+        assertEquals(c.get("ids").size(), after.get("graphlane_prompt_tokens_total") - before.get("graphlane_prompt_tokens_total"));
+        assertEquals(c.get("greedy").size(), after.get("graphlane_generation_tokens_total") - before.get("graphlane_generation_tokens_total"));
+        assertEquals(1, after.get("graphlane_request_latency_seconds_count") - before.get("graphlane_request_latency_seconds_count"));
+    }
+
     @Test
     void aReplyEndingOnTheEndOfSequenceStopsThereAndLeavesItsTextOut() throws Exception {
         JsonNode c = cases(true).stream().filter(x -> x.get("finish_reason").asText().equals("stop")).findFirst().orElseThrow();

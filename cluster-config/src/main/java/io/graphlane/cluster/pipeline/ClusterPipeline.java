@@ -134,6 +134,12 @@ public final class ClusterPipeline implements TextGenerator {
         return tracked;
     }
 
+    /** Requests generating now; every admitted request generates at once (none wait), and the stages run on other nodes. */
+    @Override
+    public java.util.Optional<io.graphlane.inference.api.ServingStats> servingStats() {
+        return java.util.Optional.of(io.graphlane.inference.api.ServingStats.requests(held.get(), 0));
+    }
+
     /** Stops admitting, fails requests in flight and stops the engine; the stage hosts belong to their nodes. */
     @Override
     public synchronized void close() {

@@ -56,6 +56,15 @@ public interface TextGenerator extends AutoCloseable {
         return out;
     }
 
+    /**
+     * What the generator is doing now (requests running and waiting, stage busy time, lane queues, KV-cache
+     * use), read from counters its engine publishes, never by waiting for it; empty if this generator does
+     * not report any.
+     */
+    default java.util.Optional<ServingStats> servingStats() {
+        return java.util.Optional.empty();
+    }
+
     /** Stops admitting requests, fails those in flight, and releases the model. */
     @Override
     void close();

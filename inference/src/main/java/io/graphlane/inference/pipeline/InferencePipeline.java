@@ -15,6 +15,7 @@ import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.ServingStats;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.backend.CpuInference;
@@ -33,6 +34,7 @@ import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.tokenizer.TextTokenizer;
 import io.graphlane.inference.weights.SupervisedWeightsLoader;
 import io.graphlane.scheduler.pipeline.Pipeline;
+import io.graphlane.scheduler.pipeline.PipelineLoad;
 import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
@@ -177,6 +179,25 @@ public final class InferencePipeline implements TextGenerator {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
         }
         return tracked.bind(id, pipeline::cancel);
+    }
+
+    /**
+     * Requests running and waiting as the engine last published them, each stage's busy time and KV-cache positions, and
+     * each stage lane's queue: volatile reads only, so a metrics scrape never waits for the engine or a lane.
+     */
+    @Override
+    public Optional<ServingStats> servingStats() {
+        PipelineLoad load = stages.pipeline.load();
+        List<ServingStats.Stage> stageStats = new ArrayList<>();
+        List<ServingStats.Lane> laneStats = new ArrayList<>();
+        List<LaneId> ids = stages.lanes.laneIds();
+        for (int k = 0; k < ids.size(); k++) {
+            LaneId lane = ids.get(k);
+            stageStats.add(new ServingStats.Stage(lane.name(), stages.program.busyNanos(k), stages.program.kvCachePositions(k)));
+            var laneLoad = stages.lanes.load(lane);
+            laneStats.add(new ServingStats.Lane(lane.name(), laneLoad.queued(), laneLoad.inFlight()));
+        }
+        return Optional.of(new ServingStats(load.running(), load.waiting(), stageStats, laneStats));
     }
 
     /** Stops admitting, fails requests in flight, stops the lanes, frees weights and caches, then the backend; idempotent. */

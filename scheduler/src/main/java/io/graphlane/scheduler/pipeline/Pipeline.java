@@ -23,13 +23,14 @@ public final class Pipeline<W, A> {
     private final LaneRegistry registry;
     private final PipelineSettings settings;
     private final AtomicInteger held = new AtomicInteger();
+    private final PipelineLoad load = new PipelineLoad();
 
     private Pipeline(ActorSystem<?> system, LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
                      PipelineSettings settings, String name) {
         this.system = system;
         this.registry = registry;
         this.settings = settings;
-        this.engine = system.systemActorOf(PipelineEngine.create(registry, stageLanes, program, settings, held), name, Props.empty());
+        this.engine = system.systemActorOf(PipelineEngine.create(registry, stageLanes, program, settings, held, load), name, Props.empty());
     }
 
     /**
@@ -69,6 +70,11 @@ public final class Pipeline<W, A> {
     /** Requests held now (active and queued), as admission counts them. */
     public int heldRequests() {
         return held.get();
+    }
+
+    /** The engine's request counts as it last published them: a volatile read, no message to the engine. */
+    public PipelineLoad load() {
+        return load;
     }
 
     /** The engine's counters. */

@@ -82,6 +82,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final PipelineSettings settings;
     private final ActorRef<LaneProtocol.LaneReply> replies;
     private final RequestLedger<Command> requests;
+    private final PipelineLoad load;
     /** Admitted requests waiting for an active slot; every other request held is active. */
     private final ArrayDeque<Long> waiting = new ArrayDeque<>();
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
@@ -94,8 +95,9 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private long tokens;
 
     private PipelineEngine(ActorContext<Command> context, TimerScheduler<Command> timers, LaneRegistry registry, List<LaneId> stageLanes,
-                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted) {
+                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted, PipelineLoad load) {
         super(context);
+        this.load = load;
         this.registry = registry;
         this.stageLanes = List.copyOf(stageLanes);
         this.program = program;
@@ -116,12 +118,19 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
      */
     public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
                                                   PipelineSettings settings, AtomicInteger admitted) {
+        return create(registry, stageLanes, program, settings, admitted, new PipelineLoad());
+    }
+
+    /** As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger)}, publishing its counts to {@code load}. */
+    public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
+                                                  PipelineSettings settings, AtomicInteger admitted, PipelineLoad load) {
+        java.util.Objects.requireNonNull(load, "load");
         if (stageLanes.size() != program.stageCount()) {
             throw new IllegalArgumentException("the stage program has " + program.stageCount() + " stages but " + stageLanes.size()
                     + " stage lanes were given");
         }
         return Behaviors.setup(ctx -> Behaviors.withTimers(timers ->
-                new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admitted)));
+                new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admitted, load)));
     }
 
     @Override
@@ -141,16 +150,19 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             waiting.add(admit.requestId());
             pump();
         }
+        publishLoad();
         return this;
     }
 
     private Behavior<Command> onCancel(Cancel cancel) {
         requests.cancel(cancel.requestId());
+        publishLoad();
         return this;
     }
 
     private Behavior<Command> onDeadline(DeadlineReached reached) {
         requests.deadlineReached(reached.requestId());
+        publishLoad();
         return this;
     }
 
@@ -166,6 +178,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
             }
         }
+        publishLoad();
         stop.replyTo().tell(new Stopped());
         return Behaviors.stopped();
     }
@@ -191,7 +204,12 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             }
         });
         pump();
+        publishLoad();
         return this;
+    }
+
+    private void publishLoad() {
+        load.publish(activeCount(), waiting.size(), steps, tokens);
     }
 
     private void forgetStep(InFlight<A> f) {

@@ -17,5 +17,9 @@
  * finishes unobserved; deadlines are checked before a step is submitted, never after; a failure local to one request fails only
  * that request: when a micro-batch of several requests fails, the stages that ran are rewound for each of them and
  * each runs its next step alone, so only the request whose own step fails again fails.
+ *
+ * <p>Observable without a message: after every message it handles, the engine publishes its running and waiting
+ * requests, steps and tokens to a {@link io.graphlane.scheduler.pipeline.PipelineLoad} ({@code Pipeline.load()}),
+ * which any thread (a metrics scrape) reads; {@code Pipeline.stats()} asks the engine instead.
  */
 package io.graphlane.scheduler.pipeline;
