@@ -137,7 +137,10 @@ public final class WireFields {
      *     bytes the frame has left
      */
     public static int count(Input in, String field, int max) {
-        int n = in.readVarInt(true);
+        return checkedCount(in.readVarInt(true), in, field, max);
+    }
+
+    private static int checkedCount(int n, Input in, String field, int max) {
         if (n < 0 || n > max) {
             throw new WireFormatException(field + ": declares " + Integer.toUnsignedString(n) + " entries; expected at most " + max);
         }
@@ -152,6 +155,12 @@ public final class WireFields {
     /** Reads a {@link #count} of at most {@code max} varint ints, then the ints. */
     public static int[] ints(Input in, String field, int max) {
         return in.readInts(count(in, field, max), true);
+    }
+
+    /** Reads the count plus one (0 for null) of at most {@code max} varint ints, then the ints; null for 0. */
+    public static int[] nullableInts(Input in, String field, int max) {
+        int declared = in.readVarInt(true);
+        return declared == 0 ? null : in.readInts(checkedCount(declared - 1, in, field, max), true);
     }
 
     /**

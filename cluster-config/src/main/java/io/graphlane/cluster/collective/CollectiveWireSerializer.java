@@ -244,9 +244,7 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
                     String dtype = WireFields.string(in, "Deliver.descriptor.dtype");
                     int rows = in.readVarInt(true);
                     int cols = in.readVarInt(true);
-                    // The count plus one, 0 for none.
-                    int counted = WireFields.count(in, "Deliver.descriptor.sendCounts", MAX_COUNTS + 1);
-                    int[] counts = counted == 0 ? null : in.readInts(counted - 1, true);
+                    int[] counts = WireFields.nullableInts(in, "Deliver.descriptor.sendCounts", MAX_COUNTS);
                     yield new CollectiveMessage.Descriptor(new CollectiveDescriptor(sequence, kind, reduce, dtype == null ? "" : dtype,
                             rows, cols, counts));
                 }
