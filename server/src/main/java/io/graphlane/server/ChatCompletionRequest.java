@@ -1,10 +1,9 @@
 package io.graphlane.server;
 
-import static io.graphlane.server.CompletionRequest.bool;
-import static io.graphlane.server.CompletionRequest.intField;
-import static io.graphlane.server.CompletionRequest.kind;
-import static io.graphlane.server.CompletionRequest.optionalText;
-import static io.graphlane.server.CompletionRequest.refuseUnless;
+import static io.graphlane.server.JsonFields.bool;
+import static io.graphlane.server.JsonFields.intField;
+import static io.graphlane.server.JsonFields.kind;
+import static io.graphlane.server.JsonFields.optionalText;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -16,8 +15,8 @@ import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
- * A parsed and validated {@code POST /v1/chat/completions} body: the conversation, the sampling fields it shares with
- * {@code /v1/completions}, and whether to stream. Every refusal names the field, the expected and the found value.
+ * A parsed and validated {@code POST /v1/chat/completions} body: the conversation, the sampling options it shares with
+ * {@code /v1/completions} ({@link GenerationOptions}), and whether to stream. Every refusal names the field, the expected and the found value.
  *
  * @param maxTokens    {@code max_completion_tokens} or {@code max_tokens}; empty: as many as the context leaves
  * @param includeUsage {@code stream_options.include_usage}: a streamed response ends with a chunk carrying the usage
@@ -35,23 +34,23 @@ record ChatCompletionRequest(
         Optional<String> model = optionalText(root, "model");
         List<ChatMessage> messages = messages(root.get("messages"));
         OptionalInt maxTokens = maxTokens(root);
-        SamplingParams sampling = CompletionRequest.samplingParams(root);
         boolean stream = bool(root, "stream", false);
-        boolean includeUsage = false;
-        JsonNode options = root.get("stream_options");
-        if (options != null && !options.isNull()) {
-            if (!options.isObject()) {
-                throw ApiError.invalid("stream_options", "stream_options must be an object, found " + kind(options));
-            }
-            includeUsage = bool(options, "include_usage", false);
+        GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.CHAT, stream);
+        // Parsed and range-checked with completions' options; the chat reply does not assemble these yet.
+        if (options.n() != 1) {
+            throw ApiError.invalid("n", "chat completions give one choice (n = 1), found n " + options.n());
         }
-        refuseUnless(root, "n", 1);
-        if (root.hasNonNull("stop")) {
-            throw ApiError.invalid("stop", "stop sequences are not supported; generation ends at the token limit or an end-of-sequence token");
+        if (!options.stop().isEmpty()) {
+            throw ApiError.invalid("stop", "stop sequences are not supported for chat; generation ends at the token limit or an end-of-sequence token");
         }
-        if (root.hasNonNull("logprobs") && root.get("logprobs").asBoolean(true)) {
-            throw ApiError.invalid("logprobs", "logprobs are not supported");
+        if (!options.stopTokenIds().isEmpty()) {
+            throw ApiError.invalid("stop_token_ids", "stop_token_ids are not supported for chat");
         }
+        if (options.wantsLogprobs()) {
+            throw ApiError.invalid("logprobs", "logprobs are not supported for chat");
+        }
+        SamplingParams sampling = options.sampling();
+        boolean includeUsage = options.includeUsage();
         for (String field : List.of("tools", "functions")) {
             JsonNode v = root.get(field);
             if (v != null && !v.isNull() && !(v.isArray() && v.isEmpty())) {

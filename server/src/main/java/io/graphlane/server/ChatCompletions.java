@@ -49,6 +49,7 @@ final class ChatCompletions extends AllDirectives {
     Route answer(String body) {
         ChatCompletionRequest request = ChatCompletionRequest.parse(json, body);
         CompletionRequest.checkModel(request.model(), generator.modelName());
+        generator.vocabularySize().ifPresent(size -> GenerationOptions.checkLogitBias(request.sampling(), size));
         ChatTemplate template = generator.chatTemplate().orElseThrow(() -> ApiError.invalid("messages",
                 "the model '" + generator.modelName() + "' has no chat template (no chat_template in its tokenizer_config.json); "
                         + "send a prompt to /v1/completions instead"));
@@ -107,7 +108,7 @@ final class ChatCompletions extends AllDirectives {
             result.generatedIds().forEach(choice.putArray("token_ids")::add);
             choice.putNull("logprobs");
             choice.put("finish_reason", result.finishReason().openAiName());
-            putUsage(out, result.promptIds().size(), result.generatedIds().size());
+            OpenAiServer.putUsage(out, result.promptIds().size(), result.generatedIds().size());
             return server.jsonResponse(StatusCodes.OK, out);
         });
         return completeWithFuture(response);
@@ -136,7 +137,7 @@ final class ChatCompletions extends AllDirectives {
                 if (chat.includeUsage()) {
                     ObjectNode usage = header(id, created, "chat.completion.chunk");
                     usage.putArray("choices");
-                    putUsage(usage, promptTokens, generated.get());
+                    OpenAiServer.putUsage(usage, promptTokens, generated.get());
                     events.send(usage);
                 }
                 events.done();
@@ -175,12 +176,5 @@ final class ChatCompletions extends AllDirectives {
         choice.putNull("logprobs");
         choice.set("finish_reason", finishReason == null ? NullNode.getInstance() : TextNode.valueOf(finishReason));
         return out;
-    }
-
-    private static void putUsage(ObjectNode out, int promptTokens, int completionTokens) {
-        out.putObject("usage")
-                .put("prompt_tokens", promptTokens)
-                .put("completion_tokens", completionTokens)
-                .put("total_tokens", promptTokens + completionTokens);
     }
 }

@@ -2,8 +2,6 @@ package io.graphlane.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.JsonNodeType;
-import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.api.TokenCodec;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,55 +11,39 @@ import org.apache.pekko.http.javadsl.model.StatusCodes;
 /**
  * A parsed and validated {@code POST /v1/completions} body. Every refusal names the field,
  * the expected and the found value.
+ *
+ * @param options the sampling and output options shared with chat completions
+ * @param echo    whether each choice's text begins with its prompt's text (and its token ids with the prompt's ids)
  */
 record CompletionRequest(
         Optional<String> model,
         List<List<Integer>> prompts,
         int maxTokens,
-        SamplingParams sampling,
-        boolean stream) {
+        GenerationOptions options,
+        boolean stream,
+        boolean echo) {
 
     static final int DEFAULT_MAX_TOKENS = 16;
 
     static CompletionRequest parse(ObjectMapper json, String body, TokenCodec tokenizer) {
         JsonNode root = jsonObject(json, body);
-        Optional<String> model = optionalText(root, "model");
+        Optional<String> model = JsonFields.optionalText(root, "model");
         List<List<Integer>> prompts = prompts(root.get("prompt"), tokenizer);
-        int maxTokens = intField(root, "max_tokens", DEFAULT_MAX_TOKENS, 1);
-        SamplingParams sampling = samplingParams(root);
-        boolean stream = bool(root, "stream", false);
-        int n = intField(root, "n", 1, 1);
-        if (n != 1) {
-            throw ApiError.invalid("n", "only n = 1 is supported (one choice per prompt), found " + n);
+        int maxTokens = JsonFields.intField(root, "max_tokens", DEFAULT_MAX_TOKENS, 1);
+        boolean stream = JsonFields.bool(root, "stream", false);
+        GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.COMPLETIONS, stream);
+        boolean echo = JsonFields.bool(root, "echo", false);
+        if (echo && options.wantsLogprobs()) {
+            throw ApiError.invalid("echo", "echo together with logprobs is not supported: the log-probabilities of prompt tokens are "
+                    + "not computed; send echo or logprobs, not both");
         }
-        refuseUnless(root, "best_of", 1);
-        if (root.hasNonNull("stop")) {
-            throw ApiError.invalid("stop", "stop sequences are not supported; generation ends at max_tokens or the model's end-of-sequence token");
+        if (JsonFields.present(root, "suffix")) {
+            throw ApiError.invalid("suffix", "suffix is not supported (no insertion mode)");
         }
-        if (root.hasNonNull("logprobs")) {
-            throw ApiError.invalid("logprobs", "logprobs are not supported");
-        }
-        if (bool(root, "echo", false)) {
-            throw ApiError.invalid("echo", "echo is not supported");
-        }
-        return new CompletionRequest(model, prompts, maxTokens, sampling, stream);
+        return new CompletionRequest(model, prompts, maxTokens, options, stream, echo);
     }
 
-    /** The sampling fields {@code temperature}, {@code top_p} and {@code seed}, shared with chat completions. */
-    static SamplingParams samplingParams(JsonNode root) {
-        double temperature = number(root, "temperature", 1.0);
-        if (temperature < 0 || temperature > 2) {
-            throw ApiError.invalid("temperature", "temperature must be between 0 and 2, found " + temperature);
-        }
-        double topP = number(root, "top_p", 1.0);
-        if (!(topP > 0 && topP <= 1)) {
-            throw ApiError.invalid("top_p", "top_p must be in (0, 1], found " + topP);
-        }
-        long seed = root.hasNonNull("seed") ? longField(root, "seed") : System.nanoTime();
-        return new SamplingParams(temperature, topP, seed);
-    }
-
-    /** The request body as a JSON object. */
+    /** The request body as a JSON object (shared with chat completions). */
     static JsonNode jsonObject(ObjectMapper json, String body) {
         JsonNode root;
         try {
@@ -70,7 +52,7 @@ record CompletionRequest(
             throw ApiError.invalid(null, "the request body is not valid JSON: " + firstLine(e.getMessage()));
         }
         if (root == null || !root.isObject()) {
-            throw ApiError.invalid(null, "the request body must be a JSON object, found " + (root == null ? "nothing" : kind(root)));
+            throw ApiError.invalid(null, "the request body must be a JSON object, found " + (root == null ? "nothing" : JsonFields.kind(root)));
         }
         return root;
     }
@@ -83,7 +65,7 @@ record CompletionRequest(
             return List.of(encode(prompt.asText(), tokenizer, "prompt"));
         }
         if (!prompt.isArray() || prompt.isEmpty()) {
-            throw ApiError.invalid("prompt", "prompt must be a string, an array of token ids, or an array of those; found " + kind(prompt));
+            throw ApiError.invalid("prompt", "prompt must be a string, an array of token ids, or an array of those; found " + JsonFields.kind(prompt));
         }
         if (prompt.get(0).isNumber()) {
             return List.of(tokenIds(prompt, "prompt"));
@@ -97,7 +79,7 @@ record CompletionRequest(
             } else if (p.isArray()) {
                 prompts.add(tokenIds(p, where));
             } else {
-                throw ApiError.invalid("prompt", where + " must be a string or an array of token ids, found " + kind(p));
+                throw ApiError.invalid("prompt", where + " must be a string or an array of token ids, found " + JsonFields.kind(p));
             }
         }
         return prompts;
@@ -128,78 +110,6 @@ record CompletionRequest(
             ids.add(id.asInt());
         }
         return ids;
-    }
-
-    static Optional<String> optionalText(JsonNode root, String field) {
-        JsonNode v = root.get(field);
-        if (v == null || v.isNull()) {
-            return Optional.empty();
-        }
-        if (!v.isTextual()) {
-            throw ApiError.invalid(field, field + " must be a string, found " + kind(v));
-        }
-        return Optional.of(v.asText());
-    }
-
-    static int intField(JsonNode root, String field, int dflt, int min) {
-        JsonNode v = root.get(field);
-        if (v == null || v.isNull()) {
-            return dflt;
-        }
-        if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < min) {
-            throw ApiError.invalid(field, field + " must be an integer >= " + min + ", found " + v);
-        }
-        return v.asInt();
-    }
-
-    static long longField(JsonNode root, String field) {
-        JsonNode v = root.get(field);
-        if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-            throw ApiError.invalid(field, field + " must be an integer, found " + v);
-        }
-        return v.asLong();
-    }
-
-    static double number(JsonNode root, String field, double dflt) {
-        JsonNode v = root.get(field);
-        if (v == null || v.isNull()) {
-            return dflt;
-        }
-        if (!v.isNumber()) {
-            throw ApiError.invalid(field, field + " must be a number, found " + kind(v));
-        }
-        return v.asDouble();
-    }
-
-    static boolean bool(JsonNode root, String field, boolean dflt) {
-        JsonNode v = root.get(field);
-        if (v == null || v.isNull()) {
-            return dflt;
-        }
-        if (!v.isBoolean()) {
-            throw ApiError.invalid(field, field + " must be true or false, found " + v);
-        }
-        return v.asBoolean();
-    }
-
-    static void refuseUnless(JsonNode root, String field, int allowed) {
-        JsonNode v = root.get(field);
-        if (v != null && !v.isNull() && !(v.canConvertToInt() && v.asInt() == allowed)) {
-            throw ApiError.invalid(field, field + " is not supported (only " + allowed + "), found " + v);
-        }
-    }
-
-    static String kind(JsonNode v) {
-        JsonNodeType t = v.getNodeType();
-        return switch (t) {
-            case ARRAY -> v.isEmpty() ? "an empty array" : "an array";
-            case OBJECT -> "an object";
-            case STRING -> "a string";
-            case NUMBER -> "a number (" + v + ")";
-            case BOOLEAN -> "a boolean";
-            case NULL -> "null";
-            default -> t.name().toLowerCase();
-        };
     }
 
     private static String firstLine(String s) {

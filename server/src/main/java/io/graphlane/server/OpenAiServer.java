@@ -8,9 +8,8 @@ import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
-import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.api.TextGenerator;
-import io.graphlane.inference.tokenizer.StreamingDecoder;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,23 +20,18 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.model.MediaTypes;
 import org.apache.pekko.http.javadsl.model.StatusCode;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.ExceptionHandler;
 import org.apache.pekko.http.javadsl.server.RejectionHandler;
 import org.apache.pekko.http.javadsl.server.Route;
-import org.apache.pekko.japi.Pair;
-import org.apache.pekko.stream.javadsl.Source;
-import org.apache.pekko.stream.BoundedSourceQueue;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,7 +39,8 @@ import org.slf4j.LoggerFactory;
 /**
  * An OpenAI-compatible HTTP server for one {@link TextGenerator}: {@code POST /v1/completions}
  * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
- * {@code token_ids}), {@code POST /v1/chat/completions} (the model's chat template, see {@link ChatCompletions}),
+ * {@code token_ids}; the sampling and output options of {@link GenerationOptions}, assembled per choice by
+ * {@link CompletionChoice}), {@code POST /v1/chat/completions} (the model's chat template, see {@link ChatCompletions}),
  * {@code GET /v1/models}, {@code GET /health} and {@code GET /metrics} (Prometheus text, see {@link ServerMetrics}).
  * Bad requests get a 4xx with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
  */
@@ -110,6 +105,7 @@ public final class OpenAiServer extends AllDirectives {
     private Route completions(String body) {
         CompletionRequest request = CompletionRequest.parse(json, body, generator.tokenizer());
         request.checkModel(generator.modelName());
+        generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         for (List<Integer> prompt : request.prompts()) {
             int total = prompt.size() + request.maxTokens();
             if (total > generator.maxSequenceLength()) {
@@ -123,96 +119,148 @@ public final class OpenAiServer extends AllDirectives {
     }
 
     private Route whole(CompletionRequest request, String id, long created) {
-        List<Generation> started = submitAll(request, i -> new GenerationListener() { });
-        List<CompletableFuture<GenerationResult>> results = new ArrayList<>();
-        for (Generation g : started) {
-            results.add(g.result().toCompletableFuture());
-        }
-        CompletableFuture<HttpResponse> response = CompletableFuture.allOf(results.toArray(CompletableFuture[]::new))
+        List<CompletionChoice> choices = choicesOf(request);
+        List<CompletableFuture<Void>> ended = new ArrayList<>();
+        List<Generation> started = submitAll(request, choices, index -> {
+            CompletionChoice choice = choices.get(index);
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            ended.add(done);
+            choice.start();
+            return new GenerationListener() {
+                @Override
+                public void onToken(SampledToken token) {
+                    CompletionChoice.Piece piece = choice.token(token);
+                    if (piece != null && piece.finishReason() != null) {
+                        done.complete(null);
+                    }
+                }
+
+                @Override
+                public void onFinished(FinishReason reason) {
+                    choice.finish(reason);
+                    done.complete(null);
+                }
+
+                @Override
+                public void onFailed(Throwable cause) {
+                    if (choice.fail()) {
+                        done.completeExceptionally(cause);
+                    }
+                }
+            };
+        });
+        CompletableFuture<HttpResponse> response = CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new))
                 .handle((ignored, failure) -> {
                     if (failure != null) {
                         started.forEach(Generation::cancel);
                         return errorResponse(generationError(unwrap(failure)));
                     }
                     ObjectNode out = header(id, created);
-                    ArrayNode choices = out.putArray("choices");
-                    int promptTokens = 0;
+                    ArrayNode array = out.putArray("choices");
                     int completionTokens = 0;
-                    for (int i = 0; i < results.size(); i++) {
-                        GenerationResult r = results.get(i).join();
-                        ObjectNode choice = choices.addObject();
+                    for (int i = 0; i < choices.size(); i++) {
+                        CompletionChoice c = choices.get(i);
+                        ObjectNode choice = array.addObject();
                         choice.put("index", i);
-                        choice.put("text", generator.tokenizer().decode(r.generatedIds()));
+                        choice.put("text", c.text());
                         ArrayNode tokenIds = choice.putArray("token_ids");
-                        r.generatedIds().forEach(tokenIds::add);
-                        choice.putNull("logprobs");
-                        choice.put("finish_reason", r.finishReason().openAiName());
-                        promptTokens += r.promptIds().size();
-                        completionTokens += r.generatedIds().size();
+                        c.tokenIds().forEach(tokenIds::add);
+                        putLogprobs(choice, c.logprobs());
+                        choice.put("finish_reason", c.finishReason());
+                        completionTokens += c.generatedTokens();
                     }
-                    out.putObject("usage")
-                            .put("prompt_tokens", promptTokens)
-                            .put("completion_tokens", completionTokens)
-                            .put("total_tokens", promptTokens + completionTokens);
+                    putUsage(out, promptTokens(request), completionTokens);
                     return jsonResponse(StatusCodes.OK, out);
                 });
         return completeWithFuture(response);
     }
 
     private Route streamed(CompletionRequest request, String id, long created) {
-        int prompts = request.prompts().size();
-        // Each choice sends at most max_tokens chunks plus its final chunk; then one [DONE] line.
-        int capacity = prompts * (request.maxTokens() + 2) + 2;
-        Pair<BoundedSourceQueue<ByteString>, Source<ByteString, NotUsed>> pair =
-                Source.<ByteString>queue(capacity).preMaterialize(system);
-        BoundedSourceQueue<ByteString> queue = pair.first();
-        AtomicInteger open = new AtomicInteger(prompts);
-        Object lock = new Object();
-        List<Generation> started = submitAll(request, index -> new GenerationListener() {
-            private final StreamingDecoder decoder = generator.tokenizer().streamingDecoder();
+        List<CompletionChoice> choices = choicesOf(request);
+        // Each choice sends its echo, at most max_tokens chunks and its final chunk; then the usage chunk and [DONE].
+        SseStream events = new SseStream(system, choices.size() * (request.maxTokens() + 3) + 3);
+        AtomicInteger open = new AtomicInteger(choices.size());
+        List<Generation> started = submitAll(request, choices, index -> new GenerationListener() {
+            private final CompletionChoice choice = choices.get(index);
+
+            {
+                send(choice.start());
+            }
 
             @Override
-            public void onToken(int tokenId) {
-                String text = decoder.next(tokenId);
-                send(chunk(id, created, index, text, List.of(tokenId), null));
+            public void onToken(SampledToken token) {
+                send(choice.token(token));
             }
 
             @Override
             public void onFinished(FinishReason reason) {
-                send(chunk(id, created, index, decoder.flush(), List.of(), reason.openAiName()));
-                finishOne();
+                send(choice.finish(reason));
             }
 
             @Override
             public void onFailed(Throwable cause) {
-                ApiError error = generationError(cause);
-                send(errorBody(error));
-                finishOne();
+                if (choice.fail()) {
+                    events.send(errorBody(generationError(cause)));
+                    finishOne();
+                }
             }
 
-            private void send(ObjectNode event) {
-                synchronized (lock) {
-                    queue.offer(ByteString.fromString("data: " + event + "\n\n"));
+            private void send(CompletionChoice.Piece piece) {
+                if (piece == null) {
+                    return;
+                }
+                events.send(chunk(id, created, index, piece));
+                if (piece.finishReason() != null) {
+                    finishOne();
                 }
             }
 
             private void finishOne() {
                 if (open.decrementAndGet() == 0) {
-                    synchronized (lock) {
-                        queue.offer(ByteString.fromString("data: [DONE]\n\n"));
-                        queue.complete();
+                    if (request.options().includeUsage()) {
+                        ObjectNode usage = header(id, created);
+                        usage.putArray("choices");
+                        putUsage(usage, promptTokens(request), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
+                        events.send(usage);
                     }
+                    events.done();
                 }
             }
         });
-        Source<ByteString, NotUsed> events = pair.second().watchTermination((mat, done) -> {
-            // A client that goes away cancels its generations; finished ones ignore it.
-            done.whenComplete((ok, err) -> started.forEach(Generation::cancel));
-            return mat;
-        });
-        return complete(HttpResponse.create()
-                .withStatus(StatusCodes.OK)
-                .withEntity(HttpEntities.createChunked(ContentTypes.create(MediaTypes.TEXT_EVENT_STREAM), events)));
+        // A client that goes away cancels its generations; finished ones ignore it.
+        return complete(events.response(() -> started.forEach(Generation::cancel)));
+    }
+
+    /** One choice per prompt and per n, prompt-major: choice {@code p·n + j} is prompt p's j-th, as OpenAI numbers them. */
+    private List<CompletionChoice> choicesOf(CompletionRequest request) {
+        List<CompletionChoice> choices = new ArrayList<>();
+        for (List<Integer> prompt : request.prompts()) {
+            for (int j = 0; j < request.options().n(); j++) {
+                choices.add(new CompletionChoice(generator.tokenizer(), request.options(), prompt, request.echo()));
+            }
+        }
+        return choices;
+    }
+
+    /** The prompt tokens of a request: each prompt once, however many choices it has (as OpenAI counts them). */
+    private static int promptTokens(CompletionRequest request) {
+        return request.prompts().stream().mapToInt(List::size).sum();
+    }
+
+    /** OpenAI's {@code usage} object. */
+    static void putUsage(ObjectNode out, int promptTokens, int completionTokens) {
+        out.putObject("usage")
+                .put("prompt_tokens", promptTokens)
+                .put("completion_tokens", completionTokens)
+                .put("total_tokens", promptTokens + completionTokens);
+    }
+
+    private void putLogprobs(ObjectNode choice, List<LogprobsBuilder.Entry> entries) {
+        if (entries == null) {
+            choice.putNull("logprobs");
+        } else {
+            choice.set("logprobs", LogprobsBuilder.completionsShape(json, entries));
+        }
     }
 
     private interface ListenerFactory {
@@ -230,13 +278,20 @@ public final class OpenAiServer extends AllDirectives {
         }
     }
 
-    /** Submits one generation per prompt; if one is refused, those already started are cancelled. */
-    private List<Generation> submitAll(CompletionRequest request, ListenerFactory listeners) {
+    /**
+     * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed); if one is refused, those
+     * already started are cancelled.
+     */
+    private List<Generation> submitAll(CompletionRequest request, List<CompletionChoice> choices, ListenerFactory listeners) {
         List<Generation> started = new ArrayList<>();
+        int n = request.options().n();
         try {
-            for (int i = 0; i < request.prompts().size(); i++) {
-                GenerationRequest g = new GenerationRequest(request.prompts().get(i), request.maxTokens(), request.sampling(), Optional.empty());
-                started.add(submit(g, listeners.listenerFor(i)));
+            for (int i = 0; i < choices.size(); i++) {
+                GenerationRequest g = new GenerationRequest(request.prompts().get(i / n), request.maxTokens(),
+                        request.options().samplingFor(i % n), Optional.empty());
+                Generation generation = submit(g, listeners.listenerFor(i));
+                choices.get(i).attach(generation);
+                started.add(generation);
             }
         } catch (RuntimeException e) {
             started.forEach(Generation::cancel);
@@ -254,18 +309,18 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private ObjectNode chunk(String id, long created, int index, String text, List<Integer> tokenIds, String finishReason) {
+    private ObjectNode chunk(String id, long created, int index, CompletionChoice.Piece piece) {
         ObjectNode out = header(id, created);
         ObjectNode choice = out.putArray("choices").addObject();
         choice.put("index", index);
-        choice.put("text", text);
+        choice.put("text", piece.text());
         ArrayNode ids = choice.putArray("token_ids");
-        tokenIds.forEach(ids::add);
-        choice.putNull("logprobs");
-        if (finishReason == null) {
+        piece.tokenIds().forEach(ids::add);
+        putLogprobs(choice, piece.logprobs().isEmpty() ? null : piece.logprobs());
+        if (piece.finishReason() == null) {
             choice.putNull("finish_reason");
         } else {
-            choice.put("finish_reason", finishReason);
+            choice.put("finish_reason", piece.finishReason());
         }
         return out;
     }

@@ -10,6 +10,7 @@ import io.graphlane.inference.api.ServingStats;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.scheduler.pipeline.RequestCancelledException;
 import io.graphlane.scheduler.pipeline.RequestDeadlineExceededException;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -200,6 +201,11 @@ public final class ServerMetrics {
             return new GenerationListener() {
                 @Override
                 public void onToken(int tokenId) {
+                    onToken(SampledToken.of(tokenId));
+                }
+
+                @Override
+                public void onToken(SampledToken token) {
                     long now = System.nanoTime();
                     long previous = lastTokenAt;
                     if (previous == 0) {
@@ -209,7 +215,7 @@ public final class ServerMetrics {
                     }
                     lastTokenAt = now;
                     generatedTokens.increment();
-                    inner.onToken(tokenId);
+                    inner.onToken(token);
                 }
 
                 @Override

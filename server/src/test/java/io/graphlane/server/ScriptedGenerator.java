@@ -8,6 +8,7 @@ import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.api.TextGenerator;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -101,6 +102,11 @@ final class ScriptedGenerator implements TextGenerator {
     }
 
     @Override
+    public java.util.OptionalInt vocabularySize() {
+        return java.util.OptionalInt.of(256);
+    }
+
+    @Override
     public Generation submit(GenerationRequest request, GenerationListener listener) {
         for (int id : request.promptIds()) {
             if (id > 255) {
@@ -139,7 +145,7 @@ final class ScriptedGenerator implements TextGenerator {
                         return;
                     }
                     tokens.incrementAndGet();
-                    listener.onToken(t);
+                    listener.onToken(SampledToken.of(t));
                 }
                 FinishReason reason = out.get(out.size() - 1) == EOS ? FinishReason.STOP : FinishReason.LENGTH;
                 listener.onFinished(reason);

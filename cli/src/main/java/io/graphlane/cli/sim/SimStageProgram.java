@@ -1,6 +1,7 @@
 package io.graphlane.cli.sim;
 
 import io.graphlane.scheduler.pipeline.MicroBatch;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import io.graphlane.scheduler.pipeline.StageProgram;
 import io.graphlane.scheduler.pipeline.StageStep;
 import io.graphlane.testkit.sim.SimWork;
@@ -42,12 +43,12 @@ public final class SimStageProgram implements StageProgram<SimWork, Object> {
     }
 
     @Override
-    public int[] sampledTokens(MicroBatch batch, Object lastOutput) {
-        int[] tokens = new int[batch.entries().size()];
+    public SampledToken[] sampledTokens(MicroBatch batch, Object lastOutput) {
+        SampledToken[] tokens = new SampledToken[batch.entries().size()];
         for (int i = 0; i < tokens.length; i++) {
             MicroBatch.Entry e = batch.entries().get(i);
             int last = e.tokens()[e.tokens().length - 1];
-            tokens[i] = Math.floorMod(last * 1_103_515_245 + e.startPosition() + 12_345, vocab);
+            tokens[i] = SampledToken.of(Math.floorMod(last * 1_103_515_245 + e.startPosition() + 12_345, vocab));
         }
         return tokens;
     }

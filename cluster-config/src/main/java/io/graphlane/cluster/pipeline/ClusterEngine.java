@@ -1,7 +1,6 @@
 package io.graphlane.cluster.pipeline;
 
 import io.graphlane.inference.api.GenerationRefusedException;
-import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.RequestLedger;
 import io.graphlane.scheduler.pipeline.TokenListener;
@@ -45,7 +44,7 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
             MemberChanged {
     }
 
-    /** Starts {@code request} (already counted by admission) as {@code requestId}; its sampling is a {@link Sampler}. */
+    /** Starts {@code request} (already counted by admission) as {@code requestId}; its sampling state samples from the last stage's logits. */
     public record Admit(long requestId, PipelineRequest request, TokenListener listener) implements Command {
     }
 
@@ -160,7 +159,7 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
             return this;
         }
         float[] logits = ((StageReply.StepDone) reply).logits().toFloats();
-        if (requests.tokenSampled(a, ((Sampler) a.request().sampling()).sample(logits))) {
+        if (requests.tokenSampled(a, a.request().sampling().next(logits))) {
             sendStep(a);
         }
         return this;

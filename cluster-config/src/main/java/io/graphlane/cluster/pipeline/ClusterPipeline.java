@@ -92,6 +92,11 @@ public final class ClusterPipeline implements TextGenerator {
     }
 
     @Override
+    public java.util.OptionalInt vocabularySize() {
+        return java.util.OptionalInt.of(config.vocabSize());
+    }
+
+    @Override
     public java.util.Set<Integer> eosTokenIds() {
         return eosTokenIds;
     }

@@ -14,6 +14,11 @@ public interface TextGenerator extends AutoCloseable {
     /** The largest prompt plus generation length the model accepts. */
     int maxSequenceLength();
 
+    /** The number of token ids the model scores (ids are 0 to this, exclusive), or empty where it is not known. */
+    default java.util.OptionalInt vocabularySize() {
+        return java.util.OptionalInt.empty();
+    }
+
     /** The ids that end a generation (a model may have several); by default the tokenizer's one, if any. */
     default java.util.Set<Integer> eosTokenIds() {
         int eos = tokenizer().eosTokenId();

@@ -147,6 +147,11 @@ public final class InferencePipeline implements TextGenerator {
     }
 
     @Override
+    public java.util.OptionalInt vocabularySize() {
+        return java.util.OptionalInt.of(config.vocabSize());
+    }
+
+    @Override
     public Set<Integer> eosTokenIds() {
         return eosTokenIds;
     }

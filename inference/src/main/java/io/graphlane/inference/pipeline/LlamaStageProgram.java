@@ -5,8 +5,8 @@ import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
-import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.scheduler.pipeline.MicroBatch;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import io.graphlane.scheduler.pipeline.StageProgram;
 import io.graphlane.scheduler.pipeline.StageStep;
 import java.util.ArrayList;
@@ -20,7 +20,7 @@ import java.util.function.Function;
 /**
  * The Llama family as a {@link StageProgram}: stage k's work runs {@link StageForward#forward} of
  * stage k on its lane, reading the activation stage k−1 left in its slot; the last stage also
- * samples each request's next token with the request's {@link Sampler}: on its lane when the
+ * samples each request's next token with the request's sampling state: on its lane when the
  * logits are readable at once (the CPU), otherwise from their host copy once the step completed
  * ({@link #sampledTokens}, on a device whose work only enqueues). Everything that touches
  * a stage (its forward, its KV caches) runs on that stage's lane (a tensor-parallel stage fans out
@@ -117,8 +117,8 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
     }
 
     @Override
-    public int[] sampledTokens(MicroBatch batch, StageSlot<T> lastOutput) {
-        int[] sampled = lastOutput.sampledOrNull();
+    public SampledToken[] sampledTokens(MicroBatch batch, StageSlot<T> lastOutput) {
+        SampledToken[] sampled = lastOutput.sampledOrNull();
         return sampled != null ? sampled : sample(lastOutput.logits(), batch); // the slot closes the copy on release
     }
 
@@ -167,15 +167,15 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         return all;
     }
 
-    private static int[] sample(HostCopy logits, MicroBatch batch) {
+    private static SampledToken[] sample(HostCopy logits, MicroBatch batch) {
         int rows = logits.rows();
         int vocab = logits.cols();
         float[] all = logits.values();
-        int[] tokens = new int[rows];
+        SampledToken[] tokens = new SampledToken[rows];
         float[] row = new float[vocab];
         for (int i = 0; i < rows; i++) {
             System.arraycopy(all, i * vocab, row, 0, vocab);
-            tokens[i] = ((Sampler) batch.entries().get(i).sampling()).sample(row);
+            tokens[i] = batch.entries().get(i).sampling().next(row);
         }
         return tokens;
     }

@@ -10,7 +10,8 @@ public final class PromptCheck {
     }
 
     /**
-     * The prompt's ids, once every id is inside the vocabulary and prompt plus new tokens fit the model's positions.
+     * The prompt's ids, once every id is inside the vocabulary, prompt plus new tokens fit the model's positions, and
+     * every token id the logit bias names is inside the vocabulary.
      *
      * @throws GenerationRefusedException (INVALID) naming the token or the lengths otherwise
      */
@@ -29,6 +30,11 @@ public final class PromptCheck {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID, "prompt (" + prompt.length
                     + " tokens) plus max new tokens (" + request.maxNewTokens() + ") is " + total
                     + ", more than the model's maximum of " + config.maxPositions() + " positions");
+        }
+        int biased = request.sampling().largestBiasedId();
+        if (biased >= config.vocabSize()) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID,
+                    "the logit bias names token id " + biased + ", outside the vocabulary [0, " + config.vocabSize() + ")");
         }
         return prompt;
     }

@@ -3,6 +3,7 @@ package io.graphlane.inference.pipeline;
 import io.graphlane.core.nn.HostCopy;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.llama.StageOutput;
+import io.graphlane.scheduler.pipeline.SampledToken;
 
 /**
  * What one stage's work of one step leaves for its reader: the activation (or logits) it
@@ -14,7 +15,7 @@ import io.graphlane.inference.llama.StageOutput;
 final class StageSlot<T> {
     private final NeuralOps<T> ops;
     private volatile StageOutput<T> output;
-    private volatile int[] sampled;
+    private volatile SampledToken[] sampled;
     private volatile HostCopy logits;
 
     StageSlot(NeuralOps<T> ops) {
@@ -33,7 +34,7 @@ final class StageSlot<T> {
         return o;
     }
 
-    void sampled(int[] tokens) {
+    void sampled(SampledToken[] tokens) {
         this.sampled = tokens;
     }
 
@@ -43,7 +44,7 @@ final class StageSlot<T> {
     }
 
     /** The sampled tokens, or null when the work left a host copy of the logits to sample from instead. */
-    int[] sampledOrNull() {
+    SampledToken[] sampledOrNull() {
         return sampled;
     }
 

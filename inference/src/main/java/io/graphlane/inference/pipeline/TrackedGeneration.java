@@ -4,6 +4,7 @@ import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import io.graphlane.scheduler.pipeline.TokenListener;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,8 +38,13 @@ public final class TrackedGeneration implements TokenListener, Generation {
 
     @Override
     public void onToken(int tokenId) {
-        generated.add(tokenId);
-        listener.onToken(tokenId);
+        onToken(SampledToken.of(tokenId));
+    }
+
+    @Override
+    public void onToken(SampledToken token) {
+        generated.add(token.id());
+        listener.onToken(token);
     }
 
     @Override

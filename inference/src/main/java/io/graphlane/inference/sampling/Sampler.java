@@ -1,18 +1,32 @@
 package io.graphlane.inference.sampling;
 
+import io.graphlane.scheduler.pipeline.SampledToken;
+import io.graphlane.scheduler.pipeline.TokenSampler;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
  * Chooses one request's tokens from logits, following its {@link SamplingParams}. The draws come
  * from a generator seeded once per request, so the same logits in the same order give the same
  * tokens on every run. One instance per request; not thread-safe.
+ *
+ * <p>It is the request's sampling state too: it counts the tokens it chose, which the presence and frequency
+ * penalties read (a token it returns is taken as generated: the engines publish every token sampled by a step
+ * that completed). With log-probabilities asked for, each token carries the log-softmax of the logits it was
+ * chosen from after the bias and penalties, before temperature and top-p (the model's distribution as adjusted,
+ * the same for greedy and sampled requests), and the most likely alternatives. Without adjustments and
+ * log-probabilities it reads the logits in place and allocates nothing but the returned token.
  */
-public final class Sampler {
+public final class Sampler implements TokenSampler {
     private final SamplingParams params;
     private final SplittableRandom random;
     private double[] probabilities = new double[0];
     private long[] order = new long[0];
+    /** The adjusted logits; used only when the parameters adjust them. */
+    private float[] adjusted = new float[0];
+    /** How often each token id was generated so far; allocated only when a penalty needs it. */
+    private int[] counts = new int[0];
 
     /** A sampler for one request. */
     public Sampler(SamplingParams params) {
@@ -20,20 +34,102 @@ public final class Sampler {
         this.random = new SplittableRandom(params.seed());
     }
 
-    /** The next token for these logits (one value per vocabulary entry). */
+    /** The next token's id for these logits (one value per vocabulary entry): {@link #next(float[])}'s id. */
     public int sample(float[] logits) {
+        return next(logits).id();
+    }
+
+    @Override
+    public SampledToken next(float[] logits) {
         if (logits.length == 0) {
             throw new IllegalArgumentException("cannot sample from empty logits");
         }
-        if (params.isGreedy()) {
-            return argmax(logits);
+        float[] scores = params.adjustsLogits() ? adjust(logits) : logits;
+        int id = choose(scores);
+        if (params.presencePenalty() != 0 || params.frequencyPenalty() != 0) {
+            counts[id]++;
         }
-        double[] p = softmax(logits, params.temperature());
+        return params.wantsLogprobs() ? withLogprobs(id, scores, params.topLogprobs()) : SampledToken.of(id);
+    }
+
+    private int choose(float[] scores) {
+        if (params.isGreedy()) {
+            return argmax(scores);
+        }
+        double[] p = softmax(scores, params.temperature());
         double draw = random.nextDouble();
         if (params.topP() >= 1) {
             return pick(p, draw);
         }
         return pickFromNucleus(p, params.topP(), draw);
+    }
+
+    /**
+     * The logits with the bias added and the penalties subtracted (OpenAI's formula:
+     * {@code logit[t] += bias[t] − count[t]·frequency − (count[t] > 0 ? presence : 0)}), in a buffer of this sampler.
+     */
+    float[] adjust(float[] logits) {
+        if (adjusted.length != logits.length) {
+            adjusted = new float[logits.length];
+        }
+        System.arraycopy(logits, 0, adjusted, 0, logits.length);
+        for (Map.Entry<Integer, Float> bias : params.logitBias().entrySet()) {
+            int id = bias.getKey();
+            if (id >= logits.length) {
+                throw new IllegalArgumentException("the logit bias names token " + id + ", outside the vocabulary [0, "
+                        + logits.length + ")");
+            }
+            adjusted[id] += bias.getValue();
+        }
+        double presence = params.presencePenalty();
+        double frequency = params.frequencyPenalty();
+        if (presence != 0 || frequency != 0) {
+            if (counts.length != logits.length) {
+                counts = Arrays.copyOf(counts, logits.length);
+            }
+            for (int t = 0; t < counts.length; t++) {
+                int c = counts[t];
+                if (c > 0) {
+                    adjusted[t] = (float) (adjusted[t] - c * frequency - presence);
+                }
+            }
+        }
+        return adjusted;
+    }
+
+    /** {@code id} with its log-softmax value over {@code scores} and the {@code top} largest ones, largest first, lower id first on ties. */
+    static SampledToken withLogprobs(int id, float[] scores, int top) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (float v : scores) {
+            max = Math.max(max, v);
+        }
+        double sum = 0;
+        for (float v : scores) {
+            sum += Math.exp(v - max);
+        }
+        double logNormalizer = max + Math.log(sum);
+        int k = Math.min(top, scores.length);
+        int[] topIds = new int[k];
+        float[] topLogprobs = new float[k];
+        int filled = 0;
+        for (int t = 0; t < scores.length; t++) {
+            // insertion into the k best so far: strictly greater moves ahead, so equal values keep the lower id first
+            int at = filled;
+            while (at > 0 && scores[t] > scores[topIds[at - 1]]) {
+                at--;
+            }
+            if (at >= k) {
+                continue;
+            }
+            int last = Math.min(filled, k - 1);
+            System.arraycopy(topIds, at, topIds, at + 1, last - at);
+            topIds[at] = t;
+            filled = Math.min(filled + 1, k);
+        }
+        for (int i = 0; i < k; i++) {
+            topLogprobs[i] = (float) (scores[topIds[i]] - logNormalizer);
+        }
+        return new SampledToken(id, (float) (scores[id] - logNormalizer), topIds, topLogprobs);
     }
 
     /** The index of the largest value, the first one on ties. */

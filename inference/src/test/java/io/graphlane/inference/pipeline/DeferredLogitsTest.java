@@ -21,6 +21,7 @@ import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.weights.StageWeightsAssembly;
 import io.graphlane.inference.weights.StageWeightsLoader;
 import io.graphlane.scheduler.pipeline.MicroBatch;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import io.graphlane.scheduler.pipeline.StageStep;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -118,8 +119,8 @@ class DeferredLogitsTest {
             assertEquals(1, copies.size(), "the last stage started one copy of its logits");
             assertEquals(null, last.output().sampledOrNull(), "nothing sampled inside the work");
             completed.set(true);
-            int[] tokens = program.sampledTokens(batch, last.output());
-            assertEquals(prompt.greedy16()[0], tokens[0], "the reference's first greedy token");
+            SampledToken[] tokens = program.sampledTokens(batch, last.output());
+            assertEquals(prompt.greedy16()[0], tokens[0].id(), "the reference's first greedy token");
             assertFalse(copies.get(0).closed.get(), "the copy lives until its slot is released");
             program.release(first.output());
             program.release(last.output());

@@ -15,8 +15,8 @@ public record MicroBatch(long id, List<Entry> entries) {
         }
     }
 
-    /** One request's part of a step; {@code sampling} is the request's opaque sampling state. */
-    public record Entry(long requestId, int[] tokens, int startPosition, Object sampling) {
+    /** One request's part of a step; {@code sampling} is the request's sampling state (null for a program that does not sample from logits). */
+    public record Entry(long requestId, int[] tokens, int startPosition, TokenSampler sampling) {
     }
 
     /** The total number of positions this step computes. */

@@ -218,7 +218,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     private void stepEnded(InFlight<A> f, Outcome outcome) {
-        int[] sampled = null;
+        SampledToken[] sampled = null;
         Throwable failure = null;
         if (outcome instanceof Outcome.Failed failed) {
             failure = failed.cause();

@@ -5,10 +5,10 @@ import java.util.Objects;
 /**
  * One generation for the engine: the prompt, at most {@code maxNewTokens} tokens to generate,
  * the tokens that end it early (a model may have several end-of-sequence ids; empty for none), an
- * absolute deadline in {@link System#nanoTime()} terms ({@link Long#MAX_VALUE} for none), and opaque
- * sampling state that the stage program reads.
+ * absolute deadline in {@link System#nanoTime()} terms ({@link Long#MAX_VALUE} for none), and the request's
+ * sampling state that the stage program samples with (null for a program that does not sample from logits).
  */
-public record PipelineRequest(int[] promptIds, int maxNewTokens, int[] endOfSequenceTokens, long deadlineNanos, Object sampling) {
+public record PipelineRequest(int[] promptIds, int maxNewTokens, int[] endOfSequenceTokens, long deadlineNanos, TokenSampler sampling) {
     public PipelineRequest {
         Objects.requireNonNull(promptIds, "promptIds");
         Objects.requireNonNull(endOfSequenceTokens, "endOfSequenceTokens");
@@ -23,7 +23,7 @@ public record PipelineRequest(int[] promptIds, int maxNewTokens, int[] endOfSequ
     }
 
     /** A request ended early by the one token {@code endOfSequenceToken} ({@code -1} for none). */
-    public PipelineRequest(int[] promptIds, int maxNewTokens, int endOfSequenceToken, long deadlineNanos, Object sampling) {
+    public PipelineRequest(int[] promptIds, int maxNewTokens, int endOfSequenceToken, long deadlineNanos, TokenSampler sampling) {
         this(promptIds, maxNewTokens, endOfSequenceToken < 0 ? new int[0] : new int[] {endOfSequenceToken}, deadlineNanos, sampling);
     }
 

@@ -165,9 +165,15 @@ public final class RequestLedger<C> {
      * maximum number of tokens, or its deadline (checked before another step is sent).
      */
     public boolean tokenSampled(Entry e, int token) {
+        return tokenSampled(e, SampledToken.of(token));
+    }
+
+    /** {@link #tokenSampled(Entry, int)} for a token that carries what was computed about it (its log-probabilities). */
+    public boolean tokenSampled(Entry e, SampledToken sampled) {
+        int token = sampled.id();
         e.position += e.nextInput.length;
         e.generated++;
-        e.listener.onToken(token);
+        e.listener.onToken(sampled);
         PipelineRequest r = e.request;
         if (r.endsSequence(token)) {
             end(e, TokenListener.StopReason.END_OF_SEQUENCE, null);

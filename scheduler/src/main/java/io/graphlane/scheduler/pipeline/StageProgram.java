@@ -26,7 +26,7 @@ public interface StageProgram<W, A> {
      * The token sampled for each entry of {@code batch}, in entry order, read from the last stage's
      * output after that stage's work completed successfully.
      */
-    int[] sampledTokens(MicroBatch batch, A lastOutput);
+    SampledToken[] sampledTokens(MicroBatch batch, A lastOutput);
 
     /** Frees an output once no work reads or writes it any more; called exactly once per output. */
     void release(A output);

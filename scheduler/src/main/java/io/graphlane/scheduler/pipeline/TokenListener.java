@@ -7,6 +7,11 @@ package io.graphlane.scheduler.pipeline;
 public interface TokenListener {
     void onToken(int tokenId);
 
+    /** The next token with what was computed about it (log-probabilities when the request asked); by default {@link #onToken(int)}. */
+    default void onToken(SampledToken token) {
+        onToken(token.id());
+    }
+
     void onFinished(StopReason reason);
 
     void onFailed(Throwable cause);

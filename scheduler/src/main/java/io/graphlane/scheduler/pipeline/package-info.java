@@ -6,7 +6,10 @@
  * after stage k on the device side and several micro-batches occupy different stages at the same time. The part of
  * the lifecycle that does not depend on where stages run (per-request state, deadlines, cancels, the single end, the
  * admission count) lives in {@link io.graphlane.scheduler.pipeline.RequestLedger}, which the engine over stages hosted
- * on other cluster nodes shares.
+ * on other cluster nodes shares. A request's sampling state travels typed, as a
+ * {@link io.graphlane.scheduler.pipeline.TokenSampler}, to the stage that samples; each token comes back as a
+ * {@link io.graphlane.scheduler.pipeline.SampledToken} (with log-probabilities when the request asked for them) and
+ * reaches the request's {@link io.graphlane.scheduler.pipeline.TokenListener} as such.
  *
  * <p>Guarantees: a request's tokens reach its listener in order, followed by exactly one end; admission is bounded
  * ({@link io.graphlane.scheduler.pipeline.PipelineOverloadedException} beyond it); a stage output is freed exactly once,

@@ -67,11 +67,11 @@ final class ScriptedProgram implements StageProgram<SimWork, ScriptedProgram.Slo
     }
 
     @Override
-    public int[] sampledTokens(MicroBatch batch, Slot lastOutput) {
-        int[] tokens = new int[batch.entries().size()];
+    public SampledToken[] sampledTokens(MicroBatch batch, Slot lastOutput) {
+        SampledToken[] tokens = new SampledToken[batch.entries().size()];
         for (int i = 0; i < tokens.length; i++) {
             int[] in = batch.entries().get(i).tokens();
-            tokens[i] = next(in[in.length - 1]);
+            tokens[i] = SampledToken.of(next(in[in.length - 1]));
         }
         return tokens;
     }
