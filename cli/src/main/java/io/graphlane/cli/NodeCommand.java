@@ -16,14 +16,19 @@ import io.graphlane.cluster.pipeline.ModelStageHosting;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.server.OpenAiServer;
+import io.graphlane.server.ServerOptions;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.CoordinatedShutdown;
+import org.apache.pekko.http.javadsl.ServerBinding;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -72,6 +77,20 @@ public final class NodeCommand implements Callable<Integer> {
     @Option(names = "--port", description = "The serving HTTP port (default: ${DEFAULT-VALUE}).", defaultValue = "8000")
     int port;
 
+    @Option(names = "--max-body-bytes", paramLabel = "BYTES", defaultValue = "" + ServerOptions.DEFAULT_MAX_BODY_BYTES,
+            description = "With --serve: the largest request body accepted; a larger one is answered 413 (default ${DEFAULT-VALUE}).")
+    long maxBodyBytes = ServerOptions.DEFAULT_MAX_BODY_BYTES;
+
+    @Option(names = "--request-timeout-seconds", paramLabel = "S", defaultValue = "300",
+            description = "With --serve: how long a non-streamed completion may generate before it is answered 504"
+                    + " (default ${DEFAULT-VALUE}).")
+    long requestTimeoutSeconds = 300;
+
+    @Option(names = "--drain-seconds", paramLabel = "S", defaultValue = "30",
+            description = "With --serve: on shutdown (SIGTERM), how long requests in flight may take to finish before the node"
+                    + " leaves anyway; new ones get 503 meanwhile (default ${DEFAULT-VALUE}).")
+    long drainSeconds = 30;
+
     @Option(names = "--seed", paramLabel = "HOST:PORT", description = "A seed node's Artery address (static profile; repeatable).")
     List<String> seeds = new ArrayList<>();
 
@@ -96,7 +115,18 @@ public final class NodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Config base = ConfigFactory.load();
+        if (drainSeconds < 0) {
+            throw new ClusterConfigException("--drain-seconds must be >= 0, got " + drainSeconds);
+        }
+        if (maxBodyBytes < 1) {
+            throw new ClusterConfigException("--max-body-bytes must be >= 1, got " + maxBodyBytes);
+        }
+        if (requestTimeoutSeconds < 1) {
+            throw new ClusterConfigException("--request-timeout-seconds must be >= 1, got " + requestTimeoutSeconds);
+        }
+        // The drain runs in coordinated shutdown's service-unbind phase: give that phase the drain's time.
+        Config base = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-unbind.timeout = "
+                + (drainSeconds + 10) + "s").withFallback(ConfigFactory.load());
         NodeSettings settings = settings(base);
         if (tensorParallel < 1) {
             throw new ClusterConfigException("--tensor-parallel must be >= 1, got " + tensorParallel);
@@ -128,8 +158,16 @@ public final class NodeCommand implements Callable<Integer> {
         if (serving) {
             ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, stageCount,
                     base.getInt("graphlane.cluster.pipeline.max-active-requests"));
-            node.readiness().requireServing(() -> generator.unavailableReason().isEmpty());
-            new OpenAiServer(node.system(), generator).bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            OpenAiServer server = new OpenAiServer(node.system(), generator,
+                    new ServerOptions(maxBodyBytes, Duration.ofSeconds(requestTimeoutSeconds)));
+            ServerBinding binding = server.bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            node.readiness().requireServing(() -> generator.unavailableReason().isEmpty() && !server.draining());
+            // On shutdown (SIGTERM runs coordinated shutdown): /health turns 503 and new completions are refused at once,
+            // the ones in flight finish within --drain-seconds, then the server unbinds and the node leaves.
+            CoordinatedShutdown.get(node.system()).addTask(CoordinatedShutdown.PhaseServiceUnbind(), "graphlane-drain-http",
+                    () -> server.drain(Duration.ofSeconds(drainSeconds))
+                            .thenCompose(drained -> binding.terminate(Duration.ofSeconds(5)))
+                            .thenApply(ignored -> Done.getInstance()));
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
                     + settings.host() + ":" + port + " (POST /v1/completions)");
         }

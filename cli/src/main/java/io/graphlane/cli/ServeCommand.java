@@ -2,8 +2,11 @@ package io.graphlane.cli;
 
 import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.server.OpenAiServer;
+import io.graphlane.server.ServerOptions;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -12,9 +15,14 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code graphlane serve}: an OpenAI-compatible HTTP server over the pipelined model. */
+/**
+ * {@code graphlane serve}: an OpenAI-compatible HTTP server over the pipelined model. SIGTERM (or Ctrl-C) drains it:
+ * {@code /health} turns 503, new completions are refused with 503 and {@code Retry-After}, the completions in flight
+ * finish (up to {@code --drain-seconds}), then it unbinds, closes the model and exits 0.
+ */
 @Command(name = "serve", mixinStandardHelpOptions = true,
-        description = "Serve the model over an OpenAI-compatible HTTP API: POST /v1/completions (SSE with \"stream\": true), GET /v1/models, GET /health.")
+        description = "Serve the model over an OpenAI-compatible HTTP API: POST /v1/completions (SSE with \"stream\": true), GET /v1/models, GET /health."
+                + " SIGTERM or Ctrl-C drains: requests in flight finish (up to --drain-seconds), new ones get 503, then it exits 0.")
 public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory (default: the demo model).")
@@ -34,27 +42,64 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "8000", description = "Port to bind; 0 picks a free one (default ${DEFAULT-VALUE}).")
     int port;
 
+    @Option(names = "--max-body-bytes", paramLabel = "BYTES", defaultValue = "" + ServerOptions.DEFAULT_MAX_BODY_BYTES,
+            description = "The largest request body accepted; a larger one is answered 413 (default ${DEFAULT-VALUE}).")
+    long maxBodyBytes = ServerOptions.DEFAULT_MAX_BODY_BYTES;
+
+    @Option(names = "--request-timeout-seconds", paramLabel = "S", defaultValue = "300",
+            description = "How long a non-streamed completion may generate before it is answered 504; streamed ones are not"
+                    + " bounded (default ${DEFAULT-VALUE}).")
+    long requestTimeoutSeconds = 300;
+
+    @Option(names = "--drain-seconds", paramLabel = "S", defaultValue = "30",
+            description = "On SIGTERM, how long requests in flight may take to finish before the server stops anyway"
+                    + " (default ${DEFAULT-VALUE}).")
+    long drainSeconds = 30;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    /** A running server: its model, its binding and its actor system. */
-    public record Running(InferencePipeline model, ServerBinding binding, ActorSystem<Void> system) implements AutoCloseable {
+    /** A running server: its model, its HTTP server, its binding and its actor system. */
+    public record Running(InferencePipeline model, OpenAiServer server, ServerBinding binding, ActorSystem<Void> system)
+            implements AutoCloseable {
         /** The port actually bound. */
         public int port() {
             return binding.localAddress().getPort();
         }
 
+        /**
+         * Drains (see {@link OpenAiServer#drain}) for at most {@code grace}, then closes; returns whether every request
+         * in flight finished within it.
+         */
+        public boolean drainAndClose(Duration grace) throws Exception {
+            boolean drained;
+            try {
+                drained = server.drain(grace).toCompletableFuture().get(grace.toMillis() + 5_000, TimeUnit.MILLISECONDS);
+            } finally {
+                close();
+            }
+            return drained;
+        }
+
+        /** Unbinds (connections still sending a response get 5 s), closes the model, then the actor system. */
         @Override
         public void close() throws Exception {
-            binding.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            model.close();
-            system.terminate();
-            system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            try {
+                binding.terminate(Duration.ofSeconds(5)).toCompletableFuture().get(10, TimeUnit.SECONDS);
+            } finally {
+                model.close();
+                system.terminate();
+                system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
         }
     }
 
     /** Loads the model and binds the server; the caller closes it. */
     public Running start() throws Exception {
+        ServerOptions options = options();
+        if (drainSeconds < 0) {
+            throw new io.graphlane.core.GraphlaneException("--drain-seconds must be >= 0, got " + drainSeconds);
+        }
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "graphlane-serve");
         InferencePipeline pipeline;
         try {
@@ -66,13 +111,24 @@ public final class ServeCommand implements Callable<Integer> {
             throw e;
         }
         try {
-            ServerBinding binding = new OpenAiServer(system, pipeline).bind(host, port).toCompletableFuture().get(30, TimeUnit.SECONDS);
-            return new Running(pipeline, binding, system);
+            OpenAiServer server = new OpenAiServer(system, pipeline, options);
+            ServerBinding binding = server.bind(host, port).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            return new Running(pipeline, server, binding, system);
         } catch (java.util.concurrent.ExecutionException e) {
             pipeline.close();
             system.terminate();
             throw new io.graphlane.core.GraphlaneException("cannot bind " + host + ":" + port + ": " + e.getCause().getMessage(), e.getCause());
         }
+    }
+
+    private ServerOptions options() {
+        if (maxBodyBytes < 1) {
+            throw new io.graphlane.core.GraphlaneException("--max-body-bytes must be >= 1, got " + maxBodyBytes);
+        }
+        if (requestTimeoutSeconds < 1) {
+            throw new io.graphlane.core.GraphlaneException("--request-timeout-seconds must be >= 1, got " + requestTimeoutSeconds);
+        }
+        return new ServerOptions(maxBodyBytes, Duration.ofSeconds(requestTimeoutSeconds));
     }
 
     @Override
@@ -81,16 +137,30 @@ public final class ServeCommand implements Callable<Integer> {
         var out = spec.commandLine().getOut();
         out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages"
                 + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ") on http://" + host + ":" + running.port()
-                + "  (POST /v1/completions, GET /v1/models, GET /health; Ctrl-C stops)");
+                + "  (POST /v1/completions, GET /v1/models, GET /health; Ctrl-C or SIGTERM drains and stops)");
         out.flush();
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        CountDownLatch stopped = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean draining = new java.util.concurrent.atomic.AtomicBoolean();
+        Runnable drainAndStop = () -> {
+            draining.set(true);
             try {
-                running.close();
+                boolean drained = running.drainAndClose(Duration.ofSeconds(drainSeconds));
+                System.err.println(drained ? "graphlane: drained; stopped"
+                        : "graphlane: stopped after --drain-seconds " + drainSeconds + " with requests still in flight");
             } catch (Exception e) {
                 System.err.println("graphlane: shutdown: " + e.getMessage());
+            } finally {
+                stopped.countDown();
             }
-        }, "graphlane-serve-shutdown"));
+        };
+        if (!ShutdownSignals.handle(drainAndStop)) {
+            // No signal handler on this platform: drain from a shutdown hook (the exit status is then the JVM's).
+            Runtime.getRuntime().addShutdownHook(new Thread(drainAndStop, "graphlane-serve-shutdown"));
+        }
         running.system().getWhenTerminated().toCompletableFuture().get();
+        if (draining.get()) {
+            stopped.await(60, TimeUnit.SECONDS); // the drain closed the system; let it report
+        }
         return 0;
     }
 }
