@@ -246,11 +246,22 @@ public final class RequestLedger<C> {
             return;
         }
         timers.cancel(new DeadlineKey(e.id));
-        onEnd.accept(e);
-        held.decrementAndGet();
-        if (e.reported) {
-            return;
+        RuntimeException dropFailed = null;
+        try {
+            onEnd.accept(e);
+        } catch (RuntimeException thrown) {
+            dropFailed = thrown; // the engine's fault: rethrown once this request's slot is freed and its end reported
         }
+        held.decrementAndGet();
+        if (!e.reported) {
+            report(e, reason, failure);
+        }
+        if (dropFailed != null) {
+            throw dropFailed;
+        }
+    }
+
+    private static void report(Entry e, TokenListener.StopReason reason, Throwable failure) {
         e.reported = true;
         if (reason != null) {
             try {
