@@ -64,6 +64,8 @@ public final class OpenAiServer extends AllDirectives {
     static final long RETRY_AFTER_UNAVAILABLE_SECONDS = 5L;
     /** What the HTTP layer's own request timeout leaves after a generation's deadline, for its answer to come back. */
     private static final Duration TIMEOUT_SLACK = Duration.ofSeconds(5);
+    /** Requests read ahead on one connection (answered in order). */
+    private static final int PIPELINING_LIMIT = 16;
 
     private final ActorSystem<?> system;
     private final TextGenerator generator;
@@ -93,6 +95,12 @@ public final class OpenAiServer extends AllDirectives {
         Flow<HttpRequest, HttpResponse, NotUsed> perConnection = Flow.<HttpRequest, HttpResponse, NotUsed>fromMaterializer((mat, attrs) -> {
             ConnectionScope connection = new ConnectionScope();
             return Flow.<HttpRequest>create()
+                    // The requests end when the client closed its side of the connection (or it broke): an HTTP
+                    // client that stops sending while it waits for an answer has gone away.
+                    .watchTermination((notUsed, done) -> {
+                        done.whenComplete((ok, err) -> connection.close());
+                        return notUsed;
+                    })
                     .map(request -> request.addAttribute(ConnectionScope.KEY, connection))
                     .via(routeFlow)
                     .watchTermination((notUsed, done) -> {
@@ -100,7 +108,11 @@ public final class OpenAiServer extends AllDirectives {
                         return notUsed;
                     });
         }).mapMaterializedValue(ignored -> NotUsed.getInstance());
-        return Http.get(system).newServerAt(host, port).bindFlow(perConnection);
+        // Reading ahead for a pipelined request is what lets the server see the connection close while it is still
+        // generating an answer; without it nothing is read from the socket until the answer is written.
+        return Http.get(system).newServerAt(host, port)
+                .adaptSettings(settings -> settings.withPipeliningLimit(Math.max(PIPELINING_LIMIT, settings.getPipeliningLimit())))
+                .bindFlow(perConnection);
     }
 
     /**
