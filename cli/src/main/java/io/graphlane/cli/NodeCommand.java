@@ -77,19 +77,8 @@ public final class NodeCommand implements Callable<Integer> {
     @Option(names = "--port", description = "The serving HTTP port (default: ${DEFAULT-VALUE}).", defaultValue = "8000")
     int port;
 
-    @Option(names = "--max-body-bytes", paramLabel = "BYTES", defaultValue = "" + ServerOptions.DEFAULT_MAX_BODY_BYTES,
-            description = "With --serve: the largest request body accepted; a larger one is answered 413 (default ${DEFAULT-VALUE}).")
-    long maxBodyBytes = ServerOptions.DEFAULT_MAX_BODY_BYTES;
-
-    @Option(names = "--request-timeout-seconds", paramLabel = "S", defaultValue = "300",
-            description = "With --serve: how long a non-streamed completion may generate before it is answered 504"
-                    + " (default ${DEFAULT-VALUE}).")
-    long requestTimeoutSeconds = 300;
-
-    @Option(names = "--drain-seconds", paramLabel = "S", defaultValue = "30",
-            description = "With --serve: on shutdown (SIGTERM), how long requests in flight may take to finish before the node"
-                    + " leaves anyway; new ones get 503 meanwhile (default ${DEFAULT-VALUE}).")
-    long drainSeconds = 30;
+    @CommandLine.Mixin
+    HttpServeOptions http = new HttpServeOptions();
 
     @Option(names = "--seed", paramLabel = "HOST:PORT", description = "A seed node's Artery address (static profile; repeatable).")
     List<String> seeds = new ArrayList<>();
@@ -115,18 +104,11 @@ public final class NodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (drainSeconds < 0) {
-            throw new ClusterConfigException("--drain-seconds must be >= 0, got " + drainSeconds);
-        }
-        if (maxBodyBytes < 1) {
-            throw new ClusterConfigException("--max-body-bytes must be >= 1, got " + maxBodyBytes);
-        }
-        if (requestTimeoutSeconds < 1) {
-            throw new ClusterConfigException("--request-timeout-seconds must be >= 1, got " + requestTimeoutSeconds);
-        }
+        ServerOptions serverOptions = http.serverOptions();
+        Duration drainGrace = http.drainGrace();
         // The drain runs in coordinated shutdown's service-unbind phase: give that phase the drain's time.
         Config base = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-unbind.timeout = "
-                + (drainSeconds + 10) + "s").withFallback(ConfigFactory.load());
+                + (drainGrace.toSeconds() + 10) + "s").withFallback(ConfigFactory.load());
         NodeSettings settings = settings(base);
         if (tensorParallel < 1) {
             throw new ClusterConfigException("--tensor-parallel must be >= 1, got " + tensorParallel);
@@ -158,14 +140,13 @@ public final class NodeCommand implements Callable<Integer> {
         if (serving) {
             ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, stageCount,
                     base.getInt("graphlane.cluster.pipeline.max-active-requests"));
-            OpenAiServer server = new OpenAiServer(node.system(), generator,
-                    new ServerOptions(maxBodyBytes, Duration.ofSeconds(requestTimeoutSeconds)));
+            OpenAiServer server = new OpenAiServer(node.system(), generator, serverOptions);
             ServerBinding binding = server.bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
             node.readiness().requireServing(() -> generator.unavailableReason().isEmpty() && !server.draining());
             // On shutdown (SIGTERM runs coordinated shutdown): /health turns 503 and new completions are refused at once,
             // the ones in flight finish within --drain-seconds, then the server unbinds and the node leaves.
             CoordinatedShutdown.get(node.system()).addTask(CoordinatedShutdown.PhaseServiceUnbind(), "graphlane-drain-http",
-                    () -> server.drain(Duration.ofSeconds(drainSeconds))
+                    () -> server.drain(drainGrace)
                             .thenCompose(drained -> binding.terminate(Duration.ofSeconds(5)))
                             .thenApply(ignored -> Done.getInstance()));
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"

@@ -42,19 +42,8 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "8000", description = "Port to bind; 0 picks a free one (default ${DEFAULT-VALUE}).")
     int port;
 
-    @Option(names = "--max-body-bytes", paramLabel = "BYTES", defaultValue = "" + ServerOptions.DEFAULT_MAX_BODY_BYTES,
-            description = "The largest request body accepted; a larger one is answered 413 (default ${DEFAULT-VALUE}).")
-    long maxBodyBytes = ServerOptions.DEFAULT_MAX_BODY_BYTES;
-
-    @Option(names = "--request-timeout-seconds", paramLabel = "S", defaultValue = "300",
-            description = "How long a non-streamed completion may generate before it is answered 504; streamed ones are not"
-                    + " bounded (default ${DEFAULT-VALUE}).")
-    long requestTimeoutSeconds = 300;
-
-    @Option(names = "--drain-seconds", paramLabel = "S", defaultValue = "30",
-            description = "On SIGTERM, how long requests in flight may take to finish before the server stops anyway"
-                    + " (default ${DEFAULT-VALUE}).")
-    long drainSeconds = 30;
+    @CommandLine.Mixin
+    HttpServeOptions http = new HttpServeOptions();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -96,10 +85,8 @@ public final class ServeCommand implements Callable<Integer> {
 
     /** Loads the model and binds the server; the caller closes it. */
     public Running start() throws Exception {
-        ServerOptions options = options();
-        if (drainSeconds < 0) {
-            throw new io.graphlane.core.GraphlaneException("--drain-seconds must be >= 0, got " + drainSeconds);
-        }
+        ServerOptions options = http.serverOptions();
+        http.drainGrace();
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "graphlane-serve");
         InferencePipeline pipeline;
         try {
@@ -121,16 +108,6 @@ public final class ServeCommand implements Callable<Integer> {
         }
     }
 
-    private ServerOptions options() {
-        if (maxBodyBytes < 1) {
-            throw new io.graphlane.core.GraphlaneException("--max-body-bytes must be >= 1, got " + maxBodyBytes);
-        }
-        if (requestTimeoutSeconds < 1) {
-            throw new io.graphlane.core.GraphlaneException("--request-timeout-seconds must be >= 1, got " + requestTimeoutSeconds);
-        }
-        return new ServerOptions(maxBodyBytes, Duration.ofSeconds(requestTimeoutSeconds));
-    }
-
     @Override
     public Integer call() throws Exception {
         Running running = start();
@@ -144,9 +121,10 @@ public final class ServeCommand implements Callable<Integer> {
         Runnable drainAndStop = () -> {
             draining.set(true);
             try {
-                boolean drained = running.drainAndClose(Duration.ofSeconds(drainSeconds));
+                Duration grace = http.drainGrace();
+                boolean drained = running.drainAndClose(grace);
                 System.err.println(drained ? "graphlane: drained; stopped"
-                        : "graphlane: stopped after --drain-seconds " + drainSeconds + " with requests still in flight");
+                        : "graphlane: stopped after --drain-seconds " + grace.toSeconds() + " with requests still in flight");
             } catch (Exception e) {
                 System.err.println("graphlane: shutdown: " + e.getMessage());
             } finally {
