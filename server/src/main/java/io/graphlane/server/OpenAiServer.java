@@ -237,9 +237,9 @@ public final class OpenAiServer extends AllDirectives {
                 registration.close();
                 ticket.close();
             });
-            return withRequestTimeout(options.requestTimeout().plus(TIMEOUT_SLACK), request1 -> {
+            return withRequestTimeout(options.requestTimeout().plus(TIMEOUT_SLACK), timedOutRequest -> {
                 cancelAll.run();
-                return timedOut(request1);
+                return timedOut(timedOutRequest);
             }, () -> completeWithFuture(response));
         });
     }
@@ -437,7 +437,7 @@ public final class OpenAiServer extends AllDirectives {
         return ExceptionHandler.newBuilder()
                 .match(ApiError.class, e -> complete(errorResponse(e)))
                 .match(GenerationRefusedException.class, e -> complete(errorResponse(generationError(e))))
-                .match(EntityStreamSizeException.class, e -> complete(errorResponse(new ApiError(StatusCodes.PAYLOAD_TOO_LARGE,
+                .match(EntityStreamSizeException.class, e -> complete(errorResponse(new ApiError(StatusCodes.CONTENT_TOO_LARGE,
                         "invalid_request_error", null, "request_too_large", "the request body is larger than this server's limit of "
                         + options.maxBodyBytes() + " bytes (serve --max-body-bytes)"))))
                 .match(RuntimeException.class, e -> {

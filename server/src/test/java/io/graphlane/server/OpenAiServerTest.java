@@ -275,6 +275,27 @@ class OpenAiServerTest {
         }
     }
 
+    @Test
+    void aClientThatAsksToCloseTheConnectionAfterItsAnswerStillGetsIt() throws Exception {
+        // Connection: close (HTTP/1.0 clients, Python's urllib) ends the request side after one request; that is
+        // not a client going away, and the answer must still come.
+        for (String version : List.of("HTTP/1.1", "HTTP/1.0")) {
+            String body = "{\"prompt\":[65,66,67],\"max_tokens\":5,\"temperature\":0}";
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", binding.localAddress().getPort())) {
+                socket.setSoTimeout(20_000);
+                socket.getOutputStream().write(("POST /v1/completions " + version + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)
+                        .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                socket.getOutputStream().flush();
+                String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                assertTrue(answer.startsWith(version.equals("HTTP/1.0") ? "HTTP/1.0 200" : "HTTP/1.1 200") || answer.startsWith("HTTP/1.1 200"),
+                        answer);
+                JsonNode choice = JSON.readTree(answer.substring(answer.indexOf("\r\n\r\n") + 4)).get("choices").get(0);
+                assertEquals(ScriptedGenerator.expected(List.of(65, 66, 67), 5), ints(choice.get("token_ids")), version);
+            }
+        }
+    }
+
     /** A client sees no class, library or setting names of the server's insides. */
     private static void assertNoInternals(String body) {
         for (String word : List.of("pekko", "jackson", "java.", "io.graphlane", "requirement", "Exception", "capacity")) {
