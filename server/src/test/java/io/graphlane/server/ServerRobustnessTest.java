@@ -161,6 +161,8 @@ class ServerRobustnessTest {
                 CompletableFuture.allOf(aborts.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
                 assertTrue(eventually(() -> model.heldRequests() == 0, Duration.ofSeconds(10)),
                         "the aborted streams were cancelled; still held: " + model.heldRequests());
+                long tokens = model.engineStats().toCompletableFuture().get(10, TimeUnit.SECONDS).tokens();
+                assertTrue(tokens < 50L * 200 + 20 * 16, "the aborted streams stopped generating, " + tokens + " tokens in all");
                 for (int i = 0; i < 64; i++) {
                     JsonNode prompt = reference.get(i % reference.size());
                     assertEquals(ints(prompt.get("greedy_16")).subList(0, 4),
