@@ -150,7 +150,7 @@ public final class NodeCommand implements Callable<Integer> {
                             .thenCompose(drained -> binding.terminate(Duration.ofSeconds(5)))
                             .thenApply(ignored -> Done.getInstance()));
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
-                    + settings.host() + ":" + port + " (POST /v1/completions)");
+                    + settings.host() + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics)");
         }
         PrintWriter out = spec.commandLine().getOut();
         out.println("graphlane node: profile " + settings.profile().configName() + ", management http://" + settings.host()

@@ -21,7 +21,7 @@ import picocli.CommandLine.Option;
  * finish (up to {@code --drain-seconds}), then it unbinds, closes the model and exits 0.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true,
-        description = "Serve the model over an OpenAI-compatible HTTP API: POST /v1/completions (SSE with \"stream\": true), GET /v1/models, GET /health."
+        description = "Serve the model over an OpenAI-compatible HTTP API: POST /v1/completions and POST /v1/chat/completions (SSE with \"stream\": true), GET /v1/models, GET /health, GET /metrics (Prometheus)."
                 + " SIGTERM or Ctrl-C drains: requests in flight finish (up to --drain-seconds), new ones get 503, then it exits 0.")
 public final class ServeCommand implements Callable<Integer> {
 
@@ -114,7 +114,8 @@ public final class ServeCommand implements Callable<Integer> {
         var out = spec.commandLine().getOut();
         out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages"
                 + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ") on http://" + host + ":" + running.port()
-                + "  (POST /v1/completions, GET /v1/models, GET /health; Ctrl-C or SIGTERM drains and stops)");
+                + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics;"
+                + " Ctrl-C or SIGTERM drains and stops)");
         out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
         java.util.concurrent.atomic.AtomicBoolean draining = new java.util.concurrent.atomic.AtomicBoolean();

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@code graphlane serve --stages 2 --tensor-parallel 2} on the fixture model, answered by the JDK's HTTP client: the
- * reference's greedy tokens come back from stages whose shards all-reduce.
+ * reference's greedy tokens come back from stages whose shards all-reduce, and {@code GET /metrics} counts them.
  */
 class ServeCommandTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -87,6 +87,48 @@ class ServeCommandTest {
         assertEquals(ints(p.get("greedy_16")), streamed);
         assertEquals(17, events, "16 token events and the final one");
         assertTrue(r.body().trim().endsWith("data: [DONE]"));
+    }
+
+    private static java.util.Map<String, Double> metrics() throws Exception {
+        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + server.port() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+        assertTrue(r.headers().firstValue("content-type").orElse("").startsWith("text/plain"), r.headers().toString());
+        java.util.Map<String, Double> out = new java.util.TreeMap<>();
+        for (String line : r.body().split("\n")) {
+            if (!line.isBlank() && !line.startsWith("#")) {
+                int space = line.lastIndexOf(' ');
+                out.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void metricsCountTheRequestsTokensAndTheStagesWork() throws Exception {
+        JsonNode p = reference.get(0);
+        java.util.Map<String, Double> before = metrics();
+        HttpResponse<String> r = post("{\"prompt\":" + p.get("ids") + ",\"max_tokens\":5,\"temperature\":0}");
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode usage = JSON.readTree(r.body()).get("usage");
+        java.util.Map<String, Double> after = metrics();
+        String finish = JSON.readTree(r.body()).get("choices").get(0).get("finish_reason").asText();
+        String ended = "graphlane_requests_total{outcome=\"" + finish + "\"}";
+        assertEquals(1, after.get(ended) - before.getOrDefault(ended, 0.0), ended);
+        assertEquals(usage.get("prompt_tokens").asInt(),
+                after.get("graphlane_prompt_tokens_total") - before.getOrDefault("graphlane_prompt_tokens_total", 0.0));
+        assertEquals(usage.get("completion_tokens").asInt(),
+                after.get("graphlane_generation_tokens_total") - before.getOrDefault("graphlane_generation_tokens_total", 0.0));
+        assertEquals(1, after.get("graphlane_time_to_first_token_seconds_count")
+                - before.getOrDefault("graphlane_time_to_first_token_seconds_count", 0.0));
+        for (String stage : List.of("stage-0", "stage-1")) {
+            assertTrue(after.get("graphlane_stage_busy_seconds_total{stage=\"" + stage + "\"}") > 0, stage + " busy");
+            assertTrue(after.containsKey("graphlane_lane_queue_depth{lane=\"" + stage + "\"}"), stage + " lane");
+            // Each tensor-parallel stage holds this request's positions (the earlier requests' were dropped by its first
+            // step): the prompt and every generated token but the last.
+            assertEquals(usage.get("prompt_tokens").asInt() + usage.get("completion_tokens").asInt() - 1,
+                    after.get("graphlane_kv_cache_positions{stage=\"" + stage + "\"}"), stage + " KV-cache positions");
+        }
     }
 
     @Test

@@ -24,27 +24,11 @@ record CompletionRequest(
     static final int DEFAULT_MAX_TOKENS = 16;
 
     static CompletionRequest parse(ObjectMapper json, String body, TokenCodec tokenizer) {
-        JsonNode root;
-        try {
-            root = json.readTree(body);
-        } catch (Exception e) {
-            throw ApiError.invalid(null, "the request body is not valid JSON" + jsonProblem(e));
-        }
-        if (root == null || !root.isObject()) {
-            throw ApiError.invalid(null, "the request body must be a JSON object, found " + (root == null ? "nothing" : kind(root)));
-        }
+        JsonNode root = jsonObject(json, body);
         Optional<String> model = optionalText(root, "model");
         List<List<Integer>> prompts = prompts(root.get("prompt"), tokenizer);
         int maxTokens = intField(root, "max_tokens", DEFAULT_MAX_TOKENS, 1);
-        double temperature = number(root, "temperature", 1.0);
-        if (temperature < 0 || temperature > 2) {
-            throw ApiError.invalid("temperature", "temperature must be between 0 and 2, found " + temperature);
-        }
-        double topP = number(root, "top_p", 1.0);
-        if (!(topP > 0 && topP <= 1)) {
-            throw ApiError.invalid("top_p", "top_p must be in (0, 1], found " + topP);
-        }
-        long seed = root.hasNonNull("seed") ? longField(root, "seed") : System.nanoTime();
+        SamplingParams sampling = samplingParams(root);
         boolean stream = bool(root, "stream", false);
         int n = intField(root, "n", 1, 1);
         if (n != 1) {
@@ -60,7 +44,35 @@ record CompletionRequest(
         if (bool(root, "echo", false)) {
             throw ApiError.invalid("echo", "echo is not supported");
         }
-        return new CompletionRequest(model, prompts, maxTokens, new SamplingParams(temperature, topP, seed), stream);
+        return new CompletionRequest(model, prompts, maxTokens, sampling, stream);
+    }
+
+    /** The sampling fields {@code temperature}, {@code top_p} and {@code seed}, shared with chat completions. */
+    static SamplingParams samplingParams(JsonNode root) {
+        double temperature = number(root, "temperature", 1.0);
+        if (temperature < 0 || temperature > 2) {
+            throw ApiError.invalid("temperature", "temperature must be between 0 and 2, found " + temperature);
+        }
+        double topP = number(root, "top_p", 1.0);
+        if (!(topP > 0 && topP <= 1)) {
+            throw ApiError.invalid("top_p", "top_p must be in (0, 1], found " + topP);
+        }
+        long seed = root.hasNonNull("seed") ? longField(root, "seed") : System.nanoTime();
+        return new SamplingParams(temperature, topP, seed);
+    }
+
+    /** The request body as a JSON object. */
+    static JsonNode jsonObject(ObjectMapper json, String body) {
+        JsonNode root;
+        try {
+            root = json.readTree(body);
+        } catch (Exception e) {
+            throw ApiError.invalid(null, "the request body is not valid JSON" + jsonProblem(e));
+        }
+        if (root == null || !root.isObject()) {
+            throw ApiError.invalid(null, "the request body must be a JSON object, found " + (root == null ? "nothing" : kind(root)));
+        }
+        return root;
     }
 
     private static List<List<Integer>> prompts(JsonNode prompt, TokenCodec tokenizer) {
@@ -118,7 +130,7 @@ record CompletionRequest(
         return ids;
     }
 
-    private static Optional<String> optionalText(JsonNode root, String field) {
+    static Optional<String> optionalText(JsonNode root, String field) {
         JsonNode v = root.get(field);
         if (v == null || v.isNull()) {
             return Optional.empty();
@@ -129,7 +141,7 @@ record CompletionRequest(
         return Optional.of(v.asText());
     }
 
-    private static int intField(JsonNode root, String field, int dflt, int min) {
+    static int intField(JsonNode root, String field, int dflt, int min) {
         JsonNode v = root.get(field);
         if (v == null || v.isNull()) {
             return dflt;
@@ -140,7 +152,7 @@ record CompletionRequest(
         return v.asInt();
     }
 
-    private static long longField(JsonNode root, String field) {
+    static long longField(JsonNode root, String field) {
         JsonNode v = root.get(field);
         if (!v.isIntegralNumber() || !v.canConvertToLong()) {
             throw ApiError.invalid(field, field + " must be an integer, found " + v);
@@ -148,7 +160,7 @@ record CompletionRequest(
         return v.asLong();
     }
 
-    private static double number(JsonNode root, String field, double dflt) {
+    static double number(JsonNode root, String field, double dflt) {
         JsonNode v = root.get(field);
         if (v == null || v.isNull()) {
             return dflt;
@@ -159,7 +171,7 @@ record CompletionRequest(
         return v.asDouble();
     }
 
-    private static boolean bool(JsonNode root, String field, boolean dflt) {
+    static boolean bool(JsonNode root, String field, boolean dflt) {
         JsonNode v = root.get(field);
         if (v == null || v.isNull()) {
             return dflt;
@@ -170,14 +182,14 @@ record CompletionRequest(
         return v.asBoolean();
     }
 
-    private static void refuseUnless(JsonNode root, String field, int allowed) {
+    static void refuseUnless(JsonNode root, String field, int allowed) {
         JsonNode v = root.get(field);
         if (v != null && !v.isNull() && !(v.canConvertToInt() && v.asInt() == allowed)) {
             throw ApiError.invalid(field, field + " is not supported (only " + allowed + "), found " + v);
         }
     }
 
-    private static String kind(JsonNode v) {
+    static String kind(JsonNode v) {
         JsonNodeType t = v.getNodeType();
         return switch (t) {
             case ARRAY -> v.isEmpty() ? "an empty array" : "an array";
@@ -218,6 +230,11 @@ record CompletionRequest(
 
     /** Refuses a model name other than the one served. */
     void checkModel(String served) {
+        checkModel(model, served);
+    }
+
+    /** Refuses a requested {@code model} other than the one served. */
+    static void checkModel(Optional<String> model, String served) {
         model.ifPresent(m -> {
             if (!m.equals(served)) {
                 throw new ApiError(StatusCodes.NOT_FOUND, "invalid_request_error", "model", "model_not_found",

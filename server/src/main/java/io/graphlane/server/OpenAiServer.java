@@ -39,21 +39,23 @@ import org.apache.pekko.http.javadsl.server.RejectionHandler;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
 import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * An OpenAI-compatible HTTP server for one {@link TextGenerator}: {@code POST /v1/completions}
  * (text or token-id prompts, SSE streaming with {@code "stream": true}, each choice carrying its
- * {@code token_ids}), {@code GET /v1/models} and {@code GET /health}. Every error is an OpenAI-style
- * JSON body: bad requests a 4xx naming the field, a body over the limit 413, overload 429 and an
- * unavailable or draining server 503 (both with {@code Retry-After}), a timeout 503/504, anything else 500.
+ * {@code token_ids}), {@code POST /v1/chat/completions} (the model's chat template, see {@link ChatCompletions}),
+ * {@code GET /v1/models}, {@code GET /health} and {@code GET /metrics} (Prometheus text, see {@link ServerMetrics}).
+ * Every error is an OpenAI-style JSON body: bad requests a 4xx naming the field, a body over the limit 413, overload
+ * 429 and an unavailable or draining server 503 (both with {@code Retry-After}), a timeout 503/504, anything else 500.
  *
  * <p>Clients cannot hurt the engine: a client that goes away (a stream cancelled, or, when bound with
- * {@link #bind}, the connection of a non-streamed request closed) cancels its generations at once; what the
+ * {@link #bind}, the connection of a non-streamed completion closed) cancels its generations at once; what the
  * generations' listeners do for a response never throws into the engine. {@code /health} answers 200 only while the
  * generator serves ({@link TextGenerator#unavailableReason()} is empty) and the server is not draining;
- * {@link #drain} stops admitting and waits for the completions in flight.
+ * {@link #drain} stops admitting and waits for the text completions in flight.
  */
 public final class OpenAiServer extends AllDirectives {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
@@ -72,18 +74,32 @@ public final class OpenAiServer extends AllDirectives {
     private final ServerOptions options;
     private final ObjectMapper json = new ObjectMapper();
     private final AtomicLong ids = new AtomicLong();
+    private final ServerMetrics metrics;
+    private final ChatCompletions chat;
     private final Drain drain = new Drain();
 
-    /** A server for {@code generator} with {@link ServerOptions#defaults()}; its streams run in {@code system}. */
+    /** A server for {@code generator}, with metrics of its own and {@link ServerOptions#defaults()}; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
         this(system, generator, ServerOptions.defaults());
     }
 
-    /** A server for {@code generator} within {@code options}; its streams run in {@code system}. */
+    /** A server for {@code generator} with metrics of its own, within {@code options}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerOptions options) {
+        this(system, generator, new ServerMetrics(Objects.requireNonNull(generator, "generator")), options);
+    }
+
+    /** A server for {@code generator} that records into and serves {@code metrics} (built for the same generator). */
+    public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerMetrics metrics) {
+        this(system, generator, metrics, ServerOptions.defaults());
+    }
+
+    /** A server for {@code generator} that records into and serves {@code metrics}, within {@code options}. */
+    public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerMetrics metrics, ServerOptions options) {
         this.system = Objects.requireNonNull(system, "system");
         this.generator = Objects.requireNonNull(generator, "generator");
+        this.metrics = Objects.requireNonNull(metrics, "metrics");
         this.options = Objects.requireNonNull(options, "options");
+        this.chat = new ChatCompletions(this, system, generator, json);
     }
 
     /**
@@ -142,10 +158,13 @@ public final class OpenAiServer extends AllDirectives {
     public Route routes() {
         Route api = concat(
                 path("health", () -> get(this::health)),
+                path("metrics", () -> get(() -> optionalHeaderValueByName("Accept", this::metrics))),
                 pathPrefix("v1", () -> concat(
                         path("models", () -> get(this::models)),
                         path("completions", () -> post(() -> withSizeLimit(options.maxBodyBytes(), () -> entity(
-                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions)))))));
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions)))),
+                        pathPrefix("chat", () -> path("completions", () -> post(() -> withSizeLimit(options.maxBodyBytes(), () -> entity(
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), chat::answer))))))));
         return withRequestTimeoutResponse(this::timedOut,
                 () -> handleExceptions(exceptionHandler(), () -> handleRejections(rejectionHandler(), () -> api)));
     }
@@ -176,6 +195,12 @@ public final class OpenAiServer extends AllDirectives {
                 .put("created", 0)
                 .put("owned_by", "graphlane");
         return completeJson(StatusCodes.OK, body);
+    }
+
+    private Route metrics(Optional<String> accept) {
+        ServerMetrics.Scrape scrape = metrics.scrape(accept.orElse(null));
+        return complete(HttpResponse.create().withStatus(StatusCodes.OK).withEntity(HttpEntities.create(
+                ContentTypes.parse(scrape.contentType()), ByteString.fromString(scrape.body()))));
     }
 
     private Route completions(String body) {
@@ -320,13 +345,24 @@ public final class OpenAiServer extends AllDirectives {
         GenerationListener listenerFor(int choiceIndex);
     }
 
+    /** Submits one generation to the generator, its tokens, timings and outcome recorded in the metrics. */
+    Generation submit(GenerationRequest request, GenerationListener listener) {
+        ServerMetrics.Request observed = metrics.request(request);
+        try {
+            return observed.started(generator.submit(request, observed.listener(listener)));
+        } catch (RuntimeException refused) {
+            observed.refused(refused);
+            throw refused;
+        }
+    }
+
     /** Submits one generation per prompt; if one is refused, those already started are cancelled. */
     private List<Generation> submitAll(CompletionRequest request, ListenerFactory listeners, Optional<Duration> timeout) {
         List<Generation> started = new ArrayList<>();
         try {
             for (int i = 0; i < request.prompts().size(); i++) {
                 GenerationRequest g = new GenerationRequest(request.prompts().get(i), request.maxTokens(), request.sampling(), timeout);
-                started.add(generator.submit(g, listeners.listenerFor(i)));
+                started.add(submit(g, listeners.listenerFor(i)));
             }
         } catch (RuntimeException e) {
             started.forEach(Generation::cancel);
@@ -360,7 +396,7 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private static ApiError generationError(Throwable cause) {
+    static ApiError generationError(Throwable cause) {
         if (cause instanceof ApiError api) {
             return api;
         }
@@ -388,14 +424,14 @@ public final class OpenAiServer extends AllDirectives {
                 "the server failed to answer this request; the failure is in its log");
     }
 
-    private static Throwable unwrap(Throwable t) {
+    static Throwable unwrap(Throwable t) {
         while ((t instanceof CompletionException || t instanceof java.util.concurrent.ExecutionException) && t.getCause() != null) {
             t = t.getCause();
         }
         return t;
     }
 
-    private ObjectNode errorBody(ApiError e) {
+    ObjectNode errorBody(ApiError e) {
         ObjectNode out = json.createObjectNode();
         ObjectNode error = out.putObject("error");
         error.put("message", e.getMessage());
@@ -413,7 +449,7 @@ public final class OpenAiServer extends AllDirectives {
         return out;
     }
 
-    private HttpResponse errorResponse(ApiError e) {
+    HttpResponse errorResponse(ApiError e) {
         HttpResponse response = jsonResponse(e.status(), errorBody(e));
         int status = e.status().intValue();
         if (status == 429) {
@@ -425,7 +461,7 @@ public final class OpenAiServer extends AllDirectives {
         return response;
     }
 
-    private HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
+    HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
         return HttpResponse.create().withStatus(status).withEntity(ContentTypes.APPLICATION_JSON, body.toString());
     }
 
@@ -435,11 +471,20 @@ public final class OpenAiServer extends AllDirectives {
 
     private ExceptionHandler exceptionHandler() {
         return ExceptionHandler.newBuilder()
-                .match(ApiError.class, e -> complete(errorResponse(e)))
+                .match(ApiError.class, e -> {
+                    if (e.status().intValue() < 500) {
+                        metrics.invalid();
+                    }
+                    return complete(errorResponse(e));
+                })
                 .match(GenerationRefusedException.class, e -> complete(errorResponse(generationError(e))))
                 .match(EntityStreamSizeException.class, e -> complete(errorResponse(new ApiError(StatusCodes.CONTENT_TOO_LARGE,
                         "invalid_request_error", null, "request_too_large", "the request body is larger than this server's limit of "
                         + options.maxBodyBytes() + " bytes (serve --max-body-bytes)"))))
+                .match(IllegalArgumentException.class, e -> {
+                    metrics.invalid();
+                    return complete(errorResponse(ApiError.invalid(null, e.getMessage())));
+                })
                 .match(RuntimeException.class, e -> {
                     LOG.warn("a request failed", e);
                     return complete(errorResponse(internalError()));

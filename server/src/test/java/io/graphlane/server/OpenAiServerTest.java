@@ -304,6 +304,14 @@ class OpenAiServerTest {
     }
 
     @Test
+    void chatWithAModelWithoutAChatTemplateIsA400SayingSo() throws Exception {
+        HttpResponse<String> r = post("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        assertError(r, 400, "messages", "has no chat template");
+        assertTrue(r.body().contains("'scripted'"), r.body());
+        assertEquals(405, get("/v1/chat/completions").statusCode());
+    }
+
+    @Test
     void overloadAnswers429() throws Exception {
         // Capacity is 2 generations, held running by a gate: a request for three prompts is refused whole,
         // and the two it had started are cancelled, freeing their slots.

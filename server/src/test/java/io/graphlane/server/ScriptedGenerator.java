@@ -21,13 +21,18 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A generator for server tests: byte-level tokens, and a scripted continuation (each token is
  * {@link #next} of the previous one) produced asynchronously on its own thread, as a real
- * engine would. Refuses with OVERLOADED when {@code capacity} generations are running.
+ * engine would. Refuses with OVERLOADED when {@code capacity} generations are running. Its serving
+ * stats show the generation on the worker as running, the others admitted as waiting, one stage
+ * ({@code stage-0}) busy one millisecond per token, and that stage's lane holding every admitted one.
  */
 final class ScriptedGenerator implements TextGenerator {
     static final int EOS = 0;
 
     private final ExecutorService worker = Executors.newSingleThreadExecutor();
     private final AtomicInteger running = new AtomicInteger();
+    /** Generations the worker has started and not yet ended. */
+    final AtomicInteger onWorker = new AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicLong tokens = new java.util.concurrent.atomic.AtomicLong();
     private final int capacity;
     volatile Throwable failWith;
     /** While set, generations wait for it before producing tokens (so they hold their slots). */
@@ -141,6 +146,7 @@ final class ScriptedGenerator implements TextGenerator {
         };
         java.util.concurrent.CountDownLatch waitFor = gate;
         worker.execute(() -> {
+            onWorker.incrementAndGet();
             try {
                 if (waitFor != null) {
                     waitFor.await();
@@ -155,6 +161,7 @@ final class ScriptedGenerator implements TextGenerator {
                     if (cancel.get()) {
                         return;
                     }
+                    tokens.incrementAndGet();
                     listener.onToken(t);
                 }
                 FinishReason reason = out.get(out.size() - 1) == EOS ? FinishReason.STOP : FinishReason.LENGTH;
@@ -164,6 +171,7 @@ final class ScriptedGenerator implements TextGenerator {
                 Thread.currentThread().interrupt();
             } finally {
                 releaseSlot.run();
+                onWorker.decrementAndGet();
             }
         });
         return new Generation() {
@@ -185,6 +193,20 @@ final class ScriptedGenerator implements TextGenerator {
                 return result;
             }
         };
+    }
+
+    /** Held slots running on the worker or waiting for it. */
+    int held() {
+        return running.get();
+    }
+
+    @Override
+    public java.util.Optional<io.graphlane.inference.api.ServingStats> servingStats() {
+        int active = onWorker.get();
+        int waiting = Math.max(0, running.get() - active);
+        return java.util.Optional.of(new io.graphlane.inference.api.ServingStats(active, waiting,
+                List.of(new io.graphlane.inference.api.ServingStats.Stage("stage-0", tokens.get() * 1_000_000, tokens.get())),
+                List.of(new io.graphlane.inference.api.ServingStats.Lane("stage-0", waiting, active))));
     }
 
     @Override

@@ -78,7 +78,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     /** What the actor is built from. */
     public record Spec<E, C extends Completion, W>(LaneId lane, SubmissionBackend<E, C, W> backend, E executor,
                                                    LaneRegistry registry, LaneSettings settings, TraceRecorder trace,
-                                                   WorkTracing<W> workTracing) {
+                                                   WorkTracing<W> workTracing, LaneLoad load) {
         public Spec {
             Objects.requireNonNull(lane, "lane");
             Objects.requireNonNull(backend, "backend of lane " + lane);
@@ -87,6 +87,13 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             Objects.requireNonNull(settings, "settings of lane " + lane);
             trace = trace == null ? TraceRecorder.DISABLED : trace;
             workTracing = workTracing == null ? WorkTracing.none() : workTracing;
+            load = load == null ? new LaneLoad() : load;
+        }
+
+        /** A spec whose load is published to a fresh {@link LaneLoad} nobody else reads. */
+        public Spec(LaneId lane, SubmissionBackend<E, C, W> backend, E executor, LaneRegistry registry, LaneSettings settings,
+                    TraceRecorder trace, WorkTracing<W> workTracing) {
+            this(lane, backend, executor, registry, settings, trace, workTracing, null);
         }
     }
 
@@ -110,6 +117,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     private final TraceRecorder trace;
     private final boolean tracing;
     private final WorkTracing<W> workTracing;
+    private final LaneLoad load;
     private final ActorRef<Resolved> selfResolved;
     private final ActorRef<Command> self;
 
@@ -144,6 +152,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         this.trace = spec.trace();
         this.tracing = trace.enabled();
         this.workTracing = spec.workTracing();
+        this.load = spec.load();
         this.self = context.getSelf();
         this.selfResolved = self.narrow();
         int remembered = settings.rememberedCancelledRequests();
@@ -258,6 +267,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             replies.add(e.submit.replyTo(), new Finished(e.submit.handle(), e.label, e.outcome));
             maybeForget(e);
         }
+        load.publish(queued, inFlight);
         pump();
         replies.flush();
         maybeShutdownExecutor();
@@ -415,6 +425,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         Entry e = new Entry(s);
         known.put(handle, e);
         queued++;
+        load.publish(queued, inFlight);
         if (tracing) {
             e.acceptedAt = System.nanoTime();
         }
@@ -592,6 +603,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         e.state = SUBMITTED;
         queued--;
         inFlight++;
+        load.publish(queued, inFlight);
         List<Object> retain = s.retain();
         for (int i = 0, n = retain.size(); i < n; i++) {
             Object value = retain.get(i);
@@ -638,6 +650,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         e.outcome = outcome;
         e.label = s.handle().toString();
         queued--;
+        load.publish(queued, inFlight);
         release(s.retain());
         if (tracing) {
             trace.record(TraceEvent.instant(TraceEvent.Kind.DROP, laneName, e.label, System.nanoTime()));

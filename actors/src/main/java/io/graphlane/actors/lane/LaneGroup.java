@@ -35,17 +35,19 @@ public final class LaneGroup<E, C extends Completion, W> {
     private final LocalLaneRegistry registry;
     private final Map<LaneId, ActorRef<LaneProtocol.Command>> lanes;
     private final Map<LaneId, E> executors;
+    private final Map<LaneId, LaneLoad> loads;
     private final LaneSettings settings;
     private final TraceRecorder trace;
 
     private LaneGroup(ActorSystem<?> system, SubmissionBackend<E, C, W> backend, LocalLaneRegistry registry,
-                      Map<LaneId, ActorRef<LaneProtocol.Command>> lanes, Map<LaneId, E> executors, LaneSettings settings,
-                      TraceRecorder trace) {
+                      Map<LaneId, ActorRef<LaneProtocol.Command>> lanes, Map<LaneId, E> executors, Map<LaneId, LaneLoad> loads,
+                      LaneSettings settings, TraceRecorder trace) {
         this.system = system;
         this.backend = backend;
         this.registry = registry;
         this.lanes = Collections.unmodifiableMap(lanes);
         this.executors = Collections.unmodifiableMap(executors);
+        this.loads = Collections.unmodifiableMap(loads);
         this.settings = settings;
         this.trace = trace;
     }
@@ -82,6 +84,19 @@ public final class LaneGroup<E, C extends Completion, W> {
             throw new UnknownLaneException(lane, lanes.keySet());
         }
         return executor;
+    }
+
+    /**
+     * How much work {@code lane} holds now, as its actor last published it (readable from any thread, no message).
+     *
+     * @throws UnknownLaneException if the group has no such lane
+     */
+    public LaneLoad load(LaneId lane) {
+        LaneLoad load = loads.get(lane);
+        if (load == null) {
+            throw new UnknownLaneException(lane, lanes.keySet());
+        }
+        return load;
     }
 
     /** The lanes in the order they were declared. */
@@ -182,16 +197,19 @@ public final class LaneGroup<E, C extends Completion, W> {
             int group = GROUPS.incrementAndGet();
             Map<LaneId, ActorRef<LaneProtocol.Command>> refs = new LinkedHashMap<>();
             Map<LaneId, E> byLane = new LinkedHashMap<>();
+            Map<LaneId, LaneLoad> loads = new LinkedHashMap<>();
             for (int i = 0; i < lanes.size(); i++) {
                 LaneId id = lanes.get(i);
                 byLane.put(id, executors.get(i));
-                LaneActor.Spec<E, C, W> spec = new LaneActor.Spec<>(id, backend, executors.get(i), registry, s, trace, workTracing);
+                LaneLoad load = new LaneLoad();
+                loads.put(id, load);
+                LaneActor.Spec<E, C, W> spec = new LaneActor.Spec<>(id, backend, executors.get(i), registry, s, trace, workTracing, load);
                 ActorRef<LaneProtocol.Command> ref = system.systemActorOf(LaneActor.create(spec),
                         "graphlane-lane-" + group + "-" + actorName(id), props);
                 registry.register(id, ref);
                 refs.put(id, ref);
             }
-            return new LaneGroup<>(system, backend, registry, refs, byLane, s, trace);
+            return new LaneGroup<>(system, backend, registry, refs, byLane, loads, s, trace);
         }
 
         private static String actorName(LaneId id) {

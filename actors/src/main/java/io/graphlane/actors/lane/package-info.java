@@ -27,6 +27,10 @@
  *       one coalesced message per burst; replies to one receiver from one step travel as one message.</li>
  * </ul>
  *
+ * <p>Observable without a message: each lane actor publishes its queued and in-flight counts to its
+ * {@link io.graphlane.actors.lane.LaneLoad} ({@code LaneGroup.load(lane)}) as they change, for metrics;
+ * {@code GetStatus} asks the actor for the full picture.
+ *
  * <p>Refuses: unbounded growth, waiting on a thread, publishing the result of abandoned work, and
  * ordering across devices on the device side (it waits by message instead).
  *

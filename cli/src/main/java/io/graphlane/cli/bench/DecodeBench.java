@@ -3,9 +3,12 @@ package io.graphlane.cli.bench;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
+import io.graphlane.backend.cpu.nn.WeightStreamProbe;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.backend.InferenceBackend;
 import io.graphlane.inference.gpu.GpuInference;
+import io.graphlane.inference.pipeline.DecodeBound;
 import io.graphlane.inference.pipeline.DecodeThroughput;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import java.io.PrintWriter;
@@ -54,11 +57,25 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    /** One backend's figures. */
-    record Rate(String backend, String device, DecodeThroughput throughput) {
+    /** One backend's figures; {@code limit} is null where no bound was measured (the GPU). */
+    record Rate(String backend, String device, DecodeThroughput throughput, Limit limit) {
         double decodePerSecond() {
             return throughput.decodeTokensPerSecond();
         }
+
+        /** Decode tokens/s over the bound for the same number of requests. */
+        double limitRatio() {
+            return decodePerSecond() / limit.tokensPerSecond();
+        }
+    }
+
+    /**
+     * The weight-streaming bound of a CPU run, measured in the same run: {@code bandwidthGbPerS} of a one-row
+     * product over a weight-sized matrix with {@code threads} OpenBLAS threads, the bytes a decode step reads,
+     * and the tokens/s the run's requests could reach at most (the R-row product's rate, so a compute-bound
+     * product lowers it).
+     */
+    record Limit(double bandwidthGbPerS, int threads, long weightBytesPerToken, double tokensPerSecond) {
     }
 
     @Override
@@ -89,14 +106,21 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 }
                 try (InferencePipeline pipeline = builder.build()) {
                     modelName = pipeline.modelName();
-                    Rate rate = new Rate(b, pipeline.backendDescription(),
-                            DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1)));
+                    DecodeThroughput throughput = DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1));
+                    Limit limit = b.equals("cpu") ? cpuLimit(DecodeBound.of(pipeline.config(), Float.BYTES)) : null;
+                    Rate rate = new Rate(b, pipeline.backendDescription(), throughput, limit);
                     rates.add(rate);
                     if (!json) {
                         out.printf(Locale.ROOT, "%-3s (%s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were prefilled); "
                                         + "%d tokens in %.2f s overall%n", b, rate.device(), rate.decodePerSecond(),
                                 rate.throughput().decodeTokens(), rate.throughput().decodeSeconds(), requests, rate.throughput().tokens(),
                                 rate.throughput().wallSeconds());
+                        if (limit != null) {
+                            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"
+                                            + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%n",
+                                    limit.bandwidthGbPerS(), limit.threads(), limit.weightBytesPerToken(), limit.tokensPerSecond(),
+                                    requests, rate.limitRatio());
+                        }
                         out.flush();
                     }
                 }
@@ -117,9 +141,14 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             ArrayNode results = root.putArray("results");
             for (Rate r : rates) {
                 DecodeThroughput t = r.throughput();
-                results.addObject().put("backend", r.backend()).put("device", r.device()).put("decode_tokens_per_s", r.decodePerSecond())
-                        .put("decode_tokens", t.decodeTokens()).put("decode_s", t.decodeSeconds()).put("tokens", t.tokens())
-                        .put("wall_s", t.wallSeconds());
+                ObjectNode result = results.addObject().put("backend", r.backend()).put("device", r.device())
+                        .put("decode_tokens_per_s", r.decodePerSecond()).put("decode_tokens", t.decodeTokens()).put("decode_s", t.decodeSeconds())
+                        .put("tokens", t.tokens()).put("wall_s", t.wallSeconds());
+                if (r.limit() != null) {
+                    result.put("bandwidth_gb_per_s", r.limit().bandwidthGbPerS()).put("blas_threads", r.limit().threads())
+                            .put("weight_bytes_per_token", r.limit().weightBytesPerToken())
+                            .put("limit_tokens_per_s", r.limit().tokensPerSecond()).put("limit_ratio", r.limitRatio());
+                }
             }
             if (rates.size() > 1) {
                 root.put("ratio_first_vs_last", first.decodePerSecond() / last.decodePerSecond());
@@ -131,5 +160,23 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         }
         out.flush();
         return 0;
+    }
+
+    /**
+     * Streams a matrix of the model's decode-step size through the decode kernel with as many OpenBLAS threads as
+     * the pipeline's lanes use together (every core unless overridden), then gives OpenBLAS back the pipeline's count.
+     */
+    private Limit cpuLimit(DecodeBound bound) {
+        int pipelineThreads = CpuNeuralBackend.blasThreads();
+        int threads = CpuNeuralBackend.blasThreadsFor(1, Runtime.getRuntime().availableProcessors(), CpuNeuralBackend.blasThreadsOverride());
+        CpuNeuralBackend.setBlasThreads(threads);
+        try {
+            WeightStreamProbe probe = new WeightStreamProbe(bound.weightBytesPerToken());
+            double bandwidth = probe.bytes() / probe.bestSeconds(1, 5);
+            double rowsRate = probe.bytes() / probe.bestSeconds(requests, 5);
+            return new Limit(bandwidth / 1e9, threads, bound.weightBytesPerToken(), requests * bound.limitTokensPerSecond(rowsRate));
+        } finally {
+            CpuNeuralBackend.setBlasThreads(Math.max(1, pipelineThreads));
+        }
     }
 }

@@ -18,16 +18,24 @@ public record SchedulerBenchReport(int lanes, int ops, Workload independent, Wor
      *
      * @param graphlaneOpsPerSec ops completed per second through the lane actors
      * @param baselineOpsPerSec ops completed per second by one thread on the bare backend
+     * @param graphlaneCpuNanosPerOp process CPU time per op through the lane actors (every thread), best round
+     * @param baselineCpuNanosPerOp process CPU time per op on the bare backend, best round
      * @param handoffP50Micros median time from the end of op i-1 to the start of op i (graphlane), NaN if not measured
      * @param handoffP99Micros 99th percentile of that time (graphlane), NaN if not measured
      * @param baselineHandoffP50Micros median handoff of the baseline, NaN if not measured
      * @param baselineHandoffP99Micros 99th percentile handoff of the baseline, NaN if not measured
      */
-    public record Workload(double graphlaneOpsPerSec, double baselineOpsPerSec, double handoffP50Micros, double handoffP99Micros,
+    public record Workload(double graphlaneOpsPerSec, double baselineOpsPerSec, double graphlaneCpuNanosPerOp,
+                           double baselineCpuNanosPerOp, double handoffP50Micros, double handoffP99Micros,
                            double baselineHandoffP50Micros, double baselineHandoffP99Micros) {
         /** graphlane ÷ baseline. */
         public double ratio() {
             return graphlaneOpsPerSec / baselineOpsPerSec;
+        }
+
+        /** CPU per op through the lane actors ÷ CPU per op on the bare backend: the actor layer's cost, steady on a busy machine. */
+        public double cpuRatio() {
+            return graphlaneCpuNanosPerOp / baselineCpuNanosPerOp;
         }
     }
 
@@ -35,9 +43,10 @@ public record SchedulerBenchReport(int lanes, int ops, Workload independent, Wor
     public String toJson() {
         return "{\"lanes\":" + lanes + ",\"ops\":" + ops
                 + ",\"independent\":{\"graphlane_ops_per_s\":" + num(independent.graphlaneOpsPerSec())
-                + ",\"baseline_ops_per_s\":" + num(independent.baselineOpsPerSec()) + ",\"ratio\":" + ratio(independent) + "}"
+                + ",\"baseline_ops_per_s\":" + num(independent.baselineOpsPerSec()) + ",\"ratio\":" + ratio(independent)
+                + cpu(independent) + "}"
                 + ",\"chain\":{\"graphlane_ops_per_s\":" + num(chain.graphlaneOpsPerSec())
-                + ",\"baseline_ops_per_s\":" + num(chain.baselineOpsPerSec()) + ",\"ratio\":" + ratio(chain)
+                + ",\"baseline_ops_per_s\":" + num(chain.baselineOpsPerSec()) + ",\"ratio\":" + ratio(chain) + cpu(chain)
                 + ",\"handoff_p50_us\":" + micros(chain.handoffP50Micros()) + ",\"handoff_p99_us\":" + micros(chain.handoffP99Micros())
                 + "}}";
     }
@@ -46,11 +55,15 @@ public record SchedulerBenchReport(int lanes, int ops, Workload independent, Wor
     public String toText() {
         return String.format(Locale.ROOT,
                 "graphlane bench scheduler: %d lanes, CPU backend, no-op work%n"
-                        + "  independent (%d ops per lane): graphlane %,.0f ops/s, baseline %,.0f ops/s, ratio %.3f%n"
-                        + "  chain (%d ops, each a cross-lane handoff): graphlane %,.0f ops/s, baseline %,.0f ops/s, ratio %.3f%n"
+                        + "  independent (%d ops per lane): graphlane %,.0f ops/s, baseline %,.0f ops/s, ratio %.3f;"
+                        + " CPU per op graphlane %.0f ns, baseline %.0f ns, ratio %.2f%n"
+                        + "  chain (%d ops, each a cross-lane handoff): graphlane %,.0f ops/s, baseline %,.0f ops/s, ratio %.3f;"
+                        + " CPU per op graphlane %.0f ns, baseline %.0f ns, ratio %.2f%n"
                         + "  chain handoff end(i-1) -> start(i): graphlane p50 %.1f us, p99 %.1f us; baseline p50 %.1f us, p99 %.1f us%n",
                 lanes, ops, independent.graphlaneOpsPerSec(), independent.baselineOpsPerSec(), independent.ratio(),
+                independent.graphlaneCpuNanosPerOp(), independent.baselineCpuNanosPerOp(), independent.cpuRatio(),
                 ops, chain.graphlaneOpsPerSec(), chain.baselineOpsPerSec(), chain.ratio(),
+                chain.graphlaneCpuNanosPerOp(), chain.baselineCpuNanosPerOp(), chain.cpuRatio(),
                 chain.handoffP50Micros(), chain.handoffP99Micros(), chain.baselineHandoffP50Micros(), chain.baselineHandoffP99Micros());
     }
 
@@ -59,7 +72,16 @@ public record SchedulerBenchReport(int lanes, int ops, Workload independent, Wor
     }
 
     private static String ratio(Workload w) {
-        return String.format(Locale.ROOT, "%.4f", w.ratio());
+        return ratio(w.ratio());
+    }
+
+    private static String ratio(double v) {
+        return String.format(Locale.ROOT, "%.4f", v);
+    }
+
+    private static String cpu(Workload w) {
+        return ",\"graphlane_cpu_ns_per_op\":" + num(w.graphlaneCpuNanosPerOp()) + ",\"baseline_cpu_ns_per_op\":"
+                + num(w.baselineCpuNanosPerOp()) + ",\"cpu_ratio\":" + ratio(w.cpuRatio());
     }
 
     private static String micros(double v) {

@@ -19,6 +19,7 @@ import io.graphlane.scheduler.graph.GraphResult;
 import io.graphlane.scheduler.graph.GraphRunner;
 import io.graphlane.scheduler.graph.GraphRunnerSettings;
 import io.graphlane.scheduler.graph.RunOptions;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -86,36 +87,37 @@ public final class SchedulerBenchRunner {
             baselineChain(bareBackend, bare, new Stamps(warm));
             graphlane(runner, chainGraph(new Stamps(warm)));
 
-            // Rounds interleave the two paths so that both see the same machine; the best round of each counts.
+            // Rounds interleave the two paths so that both see the same machine; the best round of each counts,
+            // for wall time and for the process CPU time it took, each on its own.
             CompiledGraph<CpuWork> independent = independentGraph(ops, CpuWork.NOOP);
-            double baseIndependent = 0;
-            double glIndependent = 0;
+            long independentOps = (long) lanes * ops;
+            Best baseIndependent = new Best();
+            Best glIndependent = new Best();
             for (int r = 0; r < rounds; r++) {
-                baseIndependent = Math.max(baseIndependent, (double) lanes * ops / seconds(baselineIndependent(bareBackend, bare, ops)));
-                glIndependent = Math.max(glIndependent, (double) lanes * ops / seconds(graphlane(runner, independent)));
+                baseIndependent.add(Timing.of(() -> baselineIndependent(bareBackend, bare, ops)), independentOps);
+                glIndependent.add(Timing.of(() -> graphlane(runner, independent)), independentOps);
             }
-            double baseChain = 0;
-            double glChain = 0;
+            Best baseChain = new Best();
+            Best glChain = new Best();
             double[] glHandoff = new double[0];
             double[] baseHandoff = new double[0];
             for (int r = 0; r < rounds; r++) {
                 Stamps baseStamps = new Stamps(ops);
-                double b = ops / seconds(baselineChain(bareBackend, bare, baseStamps));
-                if (b > baseChain) {
-                    baseChain = b;
+                if (baseChain.add(Timing.of(() -> baselineChain(bareBackend, bare, baseStamps)), ops)) {
                     baseHandoff = baseStamps.handoffMicros();
                 }
                 Stamps glStamps = new Stamps(ops);
-                double g = ops / seconds(graphlane(runner, chainGraph(glStamps)));
-                if (g > glChain) {
-                    glChain = g;
+                CompiledGraph<CpuWork> chain = chainGraph(glStamps);
+                if (glChain.add(Timing.of(() -> graphlane(runner, chain)), ops)) {
                     glHandoff = glStamps.handoffMicros();
                 }
             }
             group.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
             return new SchedulerBenchReport(lanes, ops,
-                    new SchedulerBenchReport.Workload(glIndependent, baseIndependent, Double.NaN, Double.NaN, Double.NaN, Double.NaN),
-                    new SchedulerBenchReport.Workload(glChain, baseChain, percentile(glHandoff, 0.50), percentile(glHandoff, 0.99),
+                    new SchedulerBenchReport.Workload(glIndependent.opsPerSecond, baseIndependent.opsPerSecond, glIndependent.cpuNanosPerOp,
+                            baseIndependent.cpuNanosPerOp, Double.NaN, Double.NaN, Double.NaN, Double.NaN),
+                    new SchedulerBenchReport.Workload(glChain.opsPerSecond, baseChain.opsPerSecond, glChain.cpuNanosPerOp,
+                            baseChain.cpuNanosPerOp, percentile(glHandoff, 0.50), percentile(glHandoff, 0.99),
                             percentile(baseHandoff, 0.50), percentile(baseHandoff, 0.99)));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -138,9 +140,8 @@ public final class SchedulerBenchRunner {
     }
 
     /** The baseline of {@code independent}: round-robin submits of no-op work, then a wait for each lane's last op. */
-    private long baselineIndependent(CpuBackend backend, List<CpuExecutor> executors, int perLane) throws InterruptedException {
+    private void baselineIndependent(CpuBackend backend, List<CpuExecutor> executors, int perLane) throws InterruptedException {
         CpuCompletion[] last = new CpuCompletion[lanes];
-        long t0 = System.nanoTime();
         for (int k = 0; k < perLane; k++) {
             for (int l = 0; l < lanes; l++) {
                 last[l] = backend.submit(executors.get(l), CpuWork.NOOP);
@@ -149,13 +150,11 @@ public final class SchedulerBenchRunner {
         for (CpuCompletion c : last) {
             c.awaitSuccess();
         }
-        return System.nanoTime() - t0;
     }
 
     /** The baseline of {@code chain}: op i on lane i mod lanes, ordered after op i-1, then a wait for the last. */
-    private long baselineChain(CpuBackend backend, List<CpuExecutor> executors, Stamps stamps) throws InterruptedException {
+    private void baselineChain(CpuBackend backend, List<CpuExecutor> executors, Stamps stamps) throws InterruptedException {
         CpuWork[] work = stamps.work();
-        long t0 = System.nanoTime();
         CpuCompletion prev = null;
         for (int i = 0; i < work.length; i++) {
             CpuExecutor ex = executors.get(i % lanes);
@@ -165,22 +164,18 @@ public final class SchedulerBenchRunner {
             prev = backend.submit(ex, work[i]);
         }
         prev.awaitSuccess();
-        return System.nanoTime() - t0;
     }
 
-    private long graphlane(GraphRunner<CpuWork> runner, CompiledGraph<CpuWork> graph) throws InterruptedException {
-        long t0 = System.nanoTime();
+    private void graphlane(GraphRunner<CpuWork> runner, CompiledGraph<CpuWork> graph) throws InterruptedException {
         GraphResult result;
         try {
             result = runner.start(graph, RunOptions.defaults()).result().toCompletableFuture().get(10, TimeUnit.MINUTES);
         } catch (ExecutionException | TimeoutException e) {
             throw new GraphlaneException("bench scheduler: the graphlane run did not complete: " + e, e);
         }
-        long elapsed = System.nanoTime() - t0;
         if (!result.succeeded()) {
             throw new GraphlaneException("bench scheduler: the graphlane run ended " + result);
         }
-        return elapsed;
     }
 
     private CompiledGraph<CpuWork> independentGraph(int perLane, CpuWork work) {
@@ -216,8 +211,46 @@ public final class SchedulerBenchRunner {
         return CompiledGraph.of(b.build());
     }
 
-    private static double seconds(long nanos) {
-        return nanos / 1e9;
+    /** One measured run: its wall time and the CPU time the whole process spent meanwhile (every thread: callers, actors, workers). */
+    record Timing(long wallNanos, long cpuNanos) {
+        interface Run {
+            void run() throws InterruptedException;
+        }
+
+        static Timing of(Run run) throws InterruptedException {
+            long cpu0 = processCpuNanos();
+            long t0 = System.nanoTime();
+            run.run();
+            long wall = System.nanoTime() - t0;
+            return new Timing(wall, processCpuNanos() - cpu0);
+        }
+
+        private static long processCpuNanos() {
+            if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+                long cpu = os.getProcessCpuTime();
+                if (cpu >= 0) {
+                    return cpu;
+                }
+            }
+            throw new GraphlaneException("bench scheduler: this JVM does not report process CPU time");
+        }
+    }
+
+    /** The best rate and the lowest CPU per op over the rounds of one path (each best on its own). */
+    static final class Best {
+        double opsPerSecond;
+        double cpuNanosPerOp = Double.MAX_VALUE;
+
+        /** Takes one round of {@code ops} ops; true when its rate is the best so far. */
+        boolean add(Timing t, long ops) {
+            cpuNanosPerOp = Math.min(cpuNanosPerOp, (double) t.cpuNanos() / ops);
+            double rate = ops / (t.wallNanos() / 1e9);
+            if (rate > opsPerSecond) {
+                opsPerSecond = rate;
+                return true;
+            }
+            return false;
+        }
     }
 
     /** The value at quantile {@code q} of sorted {@code values}; NaN when empty. */

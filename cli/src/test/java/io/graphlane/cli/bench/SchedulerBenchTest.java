@@ -16,8 +16,10 @@ import picocli.CommandLine;
 class SchedulerBenchTest {
 
     private static final Pattern JSON = Pattern.compile("\\{\"lanes\":2,\"ops\":3000,"
-            + "\"independent\":\\{\"graphlane_ops_per_s\":[0-9.]+,\"baseline_ops_per_s\":[0-9.]+,\"ratio\":[0-9.]+},"
+            + "\"independent\":\\{\"graphlane_ops_per_s\":[0-9.]+,\"baseline_ops_per_s\":[0-9.]+,\"ratio\":[0-9.]+,"
+            + "\"graphlane_cpu_ns_per_op\":[0-9.]+,\"baseline_cpu_ns_per_op\":[0-9.]+,\"cpu_ratio\":[0-9.]+},"
             + "\"chain\":\\{\"graphlane_ops_per_s\":[0-9.]+,\"baseline_ops_per_s\":[0-9.]+,\"ratio\":[0-9.]+,"
+            + "\"graphlane_cpu_ns_per_op\":[0-9.]+,\"baseline_cpu_ns_per_op\":[0-9.]+,\"cpu_ratio\":[0-9.]+,"
             + "\"handoff_p50_us\":-?[0-9.]+,\"handoff_p99_us\":-?[0-9.]+}}");
 
     @Test

@@ -38,7 +38,9 @@ public final class ClusterPipeline implements TextGenerator {
 
     private final String name;
     private final LlamaConfig config;
-    private final int eos;
+    private final java.util.Set<Integer> eosTokenIds;
+    private final int[] eosIds;
+    private final java.util.Optional<io.graphlane.inference.chat.ChatTemplate> chatTemplate;
     private final TextTokenizer tokenizer;
     private final TokenCodec codec;
     private final ActorSystem<?> system;
@@ -54,9 +56,11 @@ public final class ClusterPipeline implements TextGenerator {
         this.system = system;
         this.name = model.name();
         this.config = model.config();
-        this.eos = model.eosTokenIds().isEmpty() ? -1 : model.eosTokenIds().iterator().next();
+        this.eosTokenIds = model.eosTokenIds();
+        this.eosIds = eosTokenIds.stream().mapToInt(Integer::intValue).toArray();
+        this.chatTemplate = io.graphlane.inference.chat.ChatTemplate.load(model.dir());
         this.tokenizer = model.tokenizer();
-        this.codec = TokenCodec.of(tokenizer, eos);
+        this.codec = TokenCodec.of(tokenizer, eosIds.length == 0 ? -1 : eosIds[0]);
         this.maxActiveRequests = maxActiveRequests;
         this.engine = system.systemActorOf(ClusterEngine.create(stages, held, unavailable),
                 "cluster-pipeline-" + INSTANCES.incrementAndGet(), Props.empty());
@@ -87,6 +91,16 @@ public final class ClusterPipeline implements TextGenerator {
     @Override
     public int maxSequenceLength() {
         return config.maxPositions();
+    }
+
+    @Override
+    public java.util.Set<Integer> eosTokenIds() {
+        return eosTokenIds;
+    }
+
+    @Override
+    public java.util.Optional<io.graphlane.inference.chat.ChatTemplate> chatTemplate() {
+        return chatTemplate;
     }
 
     /** Why new requests are refused now, or empty while every stage has a reachable host and the engine runs. */
@@ -125,9 +139,15 @@ public final class ClusterPipeline implements TextGenerator {
         long id = ids.incrementAndGet();
         TrackedGeneration tracked = new TrackedGeneration(
                 request.promptIds(), listener).bind(id, requestId -> engine.tell(new ClusterEngine.Cancel(requestId)));
-        engine.tell(new ClusterEngine.Admit(id, new PipelineRequest(prompt, request.maxNewTokens(), eos, deadline,
+        engine.tell(new ClusterEngine.Admit(id, new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline,
                 new Sampler(request.sampling())), tracked));
         return tracked;
+    }
+
+    /** Requests generating now; every admitted request generates at once (none wait), and the stages run on other nodes. */
+    @Override
+    public java.util.Optional<io.graphlane.inference.api.ServingStats> servingStats() {
+        return java.util.Optional.of(io.graphlane.inference.api.ServingStats.requests(held.get(), 0));
     }
 
     /** Stops admitting, fails requests in flight and stops the engine; the stage hosts belong to their nodes. */

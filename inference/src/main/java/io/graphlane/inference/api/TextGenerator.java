@@ -14,6 +14,17 @@ public interface TextGenerator extends AutoCloseable {
     /** The largest prompt plus generation length the model accepts. */
     int maxSequenceLength();
 
+    /** The ids that end a generation (a model may have several); by default the tokenizer's one, if any. */
+    default java.util.Set<Integer> eosTokenIds() {
+        int eos = tokenizer().eosTokenId();
+        return eos < 0 ? java.util.Set.of() : java.util.Set.of(eos);
+    }
+
+    /** The model's chat template, if it has one; by default none. */
+    default java.util.Optional<io.graphlane.inference.chat.ChatTemplate> chatTemplate() {
+        return java.util.Optional.empty();
+    }
+
     /**
      * Why new requests are refused now (it is shut down, its engine stopped, a stage has no host), or empty while it
      * serves: what a server's health and readiness report. The default: always available.
@@ -54,6 +65,15 @@ public interface TextGenerator extends AutoCloseable {
         java.util.List<GenerationResult> out = new java.util.ArrayList<>();
         results.forEach(f -> out.add(f.join()));
         return out;
+    }
+
+    /**
+     * What the generator is doing now (requests running and waiting, stage busy time, lane queues, KV-cache
+     * use), read from counters its engine publishes, never by waiting for it; empty if this generator does
+     * not report any.
+     */
+    default java.util.Optional<ServingStats> servingStats() {
+        return java.util.Optional.empty();
     }
 
     /** Stops admitting requests, fails those in flight, and releases the model. */

@@ -15,6 +15,23 @@ public interface TokenCodec {
     /** The end-of-sequence token id, or -1 if the model has none. */
     int eosTokenId();
 
+    /**
+     * The ids of {@code text} exactly as written: the text of a special token anywhere in it becomes that token's id
+     * and nothing (such as a BOS id) is added; how a rendered chat prompt is tokenized. By default {@link #encode}.
+     */
+    default int[] encodeAsWritten(String text) {
+        return encode(text);
+    }
+
+    /**
+     * The text a user reads from {@code ids}: special tokens (such as the end of sequence) left out, as Hugging Face's
+     * {@code decode(..., skip_special_tokens=True)}. By default {@link #decode} without {@link #eosTokenId}.
+     */
+    default String decodeContent(List<Integer> ids) {
+        int eos = eosTokenId();
+        return decode(eos < 0 ? ids : ids.stream().filter(id -> id != eos).toList());
+    }
+
     /** {@code tokenizer} as a codec whose end-of-sequence id is {@code eosTokenId} (-1 for none). */
     static TokenCodec of(io.graphlane.inference.tokenizer.TextTokenizer tokenizer, int eosTokenId) {
         return new TokenCodec() {
@@ -24,8 +41,18 @@ public interface TokenCodec {
             }
 
             @Override
+            public int[] encodeAsWritten(String text) {
+                return tokenizer.encodeAsWritten(text);
+            }
+
+            @Override
             public String decode(List<Integer> ids) {
                 return tokenizer.decode(ids.stream().mapToInt(Integer::intValue).toArray());
+            }
+
+            @Override
+            public String decodeContent(List<Integer> ids) {
+                return tokenizer.decodeSkippingSpecialTokens(ids.stream().mapToInt(Integer::intValue).toArray());
             }
 
             @Override
@@ -37,12 +64,19 @@ public interface TokenCodec {
 
     /** A decoder for one stream of generated tokens that emits only complete characters. */
     default StreamingDecoder streamingDecoder() {
-        return new StreamingDecoder(ids -> {
-            List<Integer> list = new ArrayList<>(ids.length);
-            for (int id : ids) {
-                list.add(id);
-            }
-            return decode(list);
-        });
+        return new StreamingDecoder(ids -> decode(boxed(ids)));
+    }
+
+    /** As {@link #streamingDecoder()}, for the text of {@link #decodeContent}: its pieces add up to that text. */
+    default StreamingDecoder contentStreamingDecoder() {
+        return new StreamingDecoder(ids -> decodeContent(boxed(ids)));
+    }
+
+    private static List<Integer> boxed(int[] ids) {
+        List<Integer> list = new ArrayList<>(ids.length);
+        for (int id : ids) {
+            list.add(id);
+        }
+        return list;
     }
 }

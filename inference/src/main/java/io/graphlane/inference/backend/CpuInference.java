@@ -29,8 +29,10 @@ import org.apache.pekko.actor.typed.Behavior;
  * The CPU as an {@link InferenceBackend}, the pipeline's default: one {@link CpuBackend} (a worker
  * thread per lane), {@link io.graphlane.backend.cpu.nn.CpuNeuralOps} per lane on OpenBLAS, weights
  * realized by the {@link CpuParameterBackend} (aligned F32 in place, F16/BF16 widened), and
- * tensor-parallel stages. Opening it sets OpenBLAS to one thread per call, process-wide: several lanes
- * call it at once and its own idle threads would spin against their workers.
+ * tensor-parallel stages. OpenBLAS's threads per call are process-wide: opening the backend sets one,
+ * and {@link #computeLanes} then shares the cores among the lanes that call it at once (every core for a
+ * lone stage, one thread each once the lanes are as many as the cores, so its idle threads never spin
+ * against the lanes' workers); {@code -Dgraphlane.cpu.blas-threads=N} fixes the count.
  */
 public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecutor, CpuCompletion, CpuWork, CpuParameter> {
     private final CpuBackend backend = new CpuBackend();
@@ -76,6 +78,12 @@ public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecut
     @Override
     public WorkTracing<CpuWork> workTracing() {
         return tracing;
+    }
+
+    @Override
+    public void computeLanes(int lanes) {
+        CpuNeuralBackend.setBlasThreads(CpuNeuralBackend.blasThreadsFor(lanes, Runtime.getRuntime().availableProcessors(),
+                CpuNeuralBackend.blasThreadsOverride()));
     }
 
     @Override

@@ -65,6 +65,14 @@ public interface InferenceBackend<T, E, C extends Completion, W, P> extends Auto
         return WorkTracing.none();
     }
 
+    /**
+     * Told once, before the stage lanes start, how many compute lanes (stage lanes and tensor-parallel shard lanes)
+     * will issue ops at the same time, so a backend can size the parallelism of one op by it (the CPU shares its cores
+     * among them). Nothing by default.
+     */
+    default void computeLanes(int lanes) {
+    }
+
     /** The materialization supervisor over this backend's parameter backend, realizing weights on {@code loadingLane}. */
     Behavior<MaterializationSupervisor.Command<P>> supervisor(E loadingLane, MaterializationSettings settings);
 

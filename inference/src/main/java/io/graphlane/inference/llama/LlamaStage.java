@@ -98,6 +98,7 @@ public final class LlamaStage<T> implements StageForward<T> {
             for (int i = 0; i < segments.size(); i++) {
                 requestCaches.get(i).commit(segments.get(i).length());
             }
+            caches.publishUsage();
             return output;
         } finally {
             s.release();
@@ -120,6 +121,11 @@ public final class LlamaStage<T> implements StageForward<T> {
     @Override
     public boolean rewind(long requestId, int position) {
         return caches.rewind(requestId, position);
+    }
+
+    @Override
+    public long kvCachePositions() {
+        return caches.positionsInUse();
     }
 
     /** The requests this stage holds KV caches for. */

@@ -21,6 +21,8 @@ public final class RequestCaches<T> {
     private final int kvWidth;
     private final int maxPositions;
     private final Map<Long, KvCache<T>> caches = new HashMap<>();
+    /** Positions held over every cache, as of the last change: written by the owning lane, read by anyone. */
+    private volatile long positionsInUse;
 
     /** Caches of {@code layerCount} layers of {@code kvWidth} features, up to {@code maxPositions}; {@code owner} names the stage in errors. */
     public RequestCaches(NeuralOps<T> ops, String owner, int layerCount, int kvWidth, int maxPositions) {
@@ -60,6 +62,7 @@ public final class RequestCaches<T> {
             return false;
         }
         cache.release();
+        publishUsage();
         return true;
     }
 
@@ -70,6 +73,7 @@ public final class RequestCaches<T> {
             return false;
         }
         cache.truncate(position);
+        publishUsage();
         return true;
     }
 
@@ -88,6 +92,21 @@ public final class RequestCaches<T> {
     public void releaseAll() {
         caches.values().forEach(KvCache::release);
         caches.clear();
+        publishUsage();
+    }
+
+    /** Recounts the positions held over every cache; the owner calls it after committing a step's positions. */
+    public void publishUsage() {
+        long total = 0;
+        for (KvCache<T> cache : caches.values()) {
+            total += cache.length();
+        }
+        positionsInUse = total;
+    }
+
+    /** Positions held over every cache as last published: safe to read from any thread. */
+    public long positionsInUse() {
+        return positionsInUse;
     }
 
     /** The position of every row of a step: each segment's positions, in segment order. */

@@ -22,6 +22,11 @@ public interface StageForward<T> extends AutoCloseable {
     /** Forgets what the stage holds for {@code requestId} from {@code position} on, so a failed step can run again; false if it holds nothing. */
     boolean rewind(long requestId, int position);
 
+    /** Positions the stage holds in its KV caches now, over every request; safe to read from any thread (0 if it keeps none). */
+    default long kvCachePositions() {
+        return 0;
+    }
+
     /** Frees every per-request state; called once no work runs on the stage any more. */
     @Override
     void close();

@@ -23,9 +23,12 @@ import java.util.Set;
  * @param dir          the directory
  * @param checkpoint   the validated checkpoint
  * @param config       the model configuration
- * @param eosTokenIds  the ids that end a generation ({@code eos_token_id}, one or a list; empty if none)
+ * @param eosTokenIds  the ids that end a generation: {@code eos_token_id} (one or a list) of generation_config.json,
+ *                     else of config.json; empty if neither has one
  */
 public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig config, Set<Integer> eosTokenIds) {
+    /** The optional file whose {@code eos_token_id} takes precedence over config.json's. */
+    public static final String GENERATION_CONFIG = "generation_config.json";
 
     /** Copies the id set. */
     public ModelDirectory {
@@ -50,7 +53,7 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
                     + " is not supported; graphlane applies plain rotary embeddings with rope_theta");
         }
         LlamaConfig config = withinSlidingWindow(toLlama(checkpoint.config()), raw);
-        return new ModelDirectory(dir, checkpoint, config, eosIds(dir, raw.get("eos_token_id")));
+        return new ModelDirectory(dir, checkpoint, config, eosIds(dir, raw));
     }
 
     /**
@@ -100,26 +103,34 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
         }
     }
 
-    private static Set<Integer> eosIds(Path dir, JsonNode node) {
-        Set<Integer> ids = new LinkedHashSet<>();
-        if (node == null || node.isNull()) {
-            return ids;
+    /** The end-of-sequence ids as Hugging Face's generation uses them: generation_config.json's, else config.json's. */
+    private static Set<Integer> eosIds(Path dir, JsonNode config) {
+        Path generationConfig = dir.resolve(GENERATION_CONFIG);
+        if (Files.isRegularFile(generationConfig)) {
+            JsonNode node = rawConfig(generationConfig).get("eos_token_id");
+            if (node != null && !node.isNull()) {
+                return idsOf(generationConfig, node);
+            }
         }
-        if (node.isInt()) {
+        JsonNode node = config.get("eos_token_id");
+        return node == null || node.isNull() ? new LinkedHashSet<>() : idsOf(dir.resolve(ModelConfig.FILE_NAME), node);
+    }
+
+    private static Set<Integer> idsOf(Path file, JsonNode node) {
+        Set<Integer> ids = new LinkedHashSet<>();
+        if (node.isInt() && node.intValue() >= 0) {
             ids.add(node.intValue());
             return ids;
         }
         if (node.isArray()) {
             for (JsonNode id : node) {
-                if (!id.isInt()) {
-                    throw new GraphlaneException(dir.resolve(ModelConfig.FILE_NAME) + ": field 'eos_token_id' holds " + id
-                            + ", expected integer ids");
+                if (!id.isInt() || id.intValue() < 0) {
+                    throw new GraphlaneException(file + ": field 'eos_token_id' holds " + id + ", expected non-negative integer ids");
                 }
                 ids.add(id.intValue());
             }
             return ids;
         }
-        throw new GraphlaneException(dir.resolve(ModelConfig.FILE_NAME) + ": field 'eos_token_id' is " + node
-                + ", expected an id or a list of ids");
+        throw new GraphlaneException(file + ": field 'eos_token_id' is " + node + ", expected an id or a list of ids");
     }
 }

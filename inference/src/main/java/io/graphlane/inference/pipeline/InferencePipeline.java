@@ -15,10 +15,12 @@ import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.ServingStats;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.backend.CpuInference;
 import io.graphlane.inference.backend.InferenceBackend;
+import io.graphlane.inference.chat.ChatTemplate;
 import io.graphlane.inference.demo.DemoModel;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
@@ -32,6 +34,7 @@ import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.tokenizer.TextTokenizer;
 import io.graphlane.inference.weights.SupervisedWeightsLoader;
 import io.graphlane.scheduler.pipeline.Pipeline;
+import io.graphlane.scheduler.pipeline.PipelineLoad;
 import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
@@ -40,6 +43,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -74,6 +78,8 @@ public final class InferencePipeline implements TextGenerator {
     private final String name;
     private final LlamaConfig config;
     private final Set<Integer> eosTokenIds;
+    private final int[] eosIds;
+    private final Optional<ChatTemplate> chatTemplate;
     private final TextTokenizer tokenizer;
     private final TokenCodec codec;
     private final ActorSystem<?> system;
@@ -86,6 +92,8 @@ public final class InferencePipeline implements TextGenerator {
         this.name = b.modelName != null ? b.modelName : model.name();
         this.config = model.config();
         this.eosTokenIds = model.eosTokenIds();
+        this.eosIds = eosTokenIds.stream().mapToInt(Integer::intValue).toArray();
+        this.chatTemplate = ChatTemplate.load(model.dir());
         this.ownsSystem = b.system == null;
         this.system = b.system != null ? b.system : ActorSystem.create(Behaviors.empty(), "graphlane");
         this.tokenizer = model.tokenizer();
@@ -167,6 +175,16 @@ public final class InferencePipeline implements TextGenerator {
     }
 
     @Override
+    public Set<Integer> eosTokenIds() {
+        return eosTokenIds;
+    }
+
+    @Override
+    public Optional<ChatTemplate> chatTemplate() {
+        return chatTemplate;
+    }
+
+    @Override
     public Generation submit(GenerationRequest request, GenerationListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
@@ -177,17 +195,35 @@ public final class InferencePipeline implements TextGenerator {
         int[] prompt = PromptCheck.validPrompt(request, config);
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
-        int eos = eosTokenIds.isEmpty() ? -1 : eosTokenIds.iterator().next();
         Pipeline<?, ?> pipeline = stages.pipeline;
         long id;
         try {
-            id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eos, deadline, new Sampler(request.sampling())), tracked);
+            id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline, new Sampler(request.sampling())), tracked);
         } catch (PipelineOverloadedException e) {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
         } catch (io.graphlane.scheduler.pipeline.PipelineStoppedException e) {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, e.getMessage());
         }
         return tracked.bind(id, pipeline::cancel);
+    }
+
+    /**
+     * Requests running and waiting as the engine last published them, each stage's busy time and KV-cache positions, and
+     * each stage lane's queue: volatile reads only, so a metrics scrape never waits for the engine or a lane.
+     */
+    @Override
+    public Optional<ServingStats> servingStats() {
+        PipelineLoad load = stages.pipeline.load();
+        List<ServingStats.Stage> stageStats = new ArrayList<>();
+        List<ServingStats.Lane> laneStats = new ArrayList<>();
+        List<LaneId> ids = stages.lanes.laneIds();
+        for (int k = 0; k < ids.size(); k++) {
+            LaneId lane = ids.get(k);
+            stageStats.add(new ServingStats.Stage(lane.name(), stages.program.busyNanos(k), stages.program.kvCachePositions(k)));
+            var laneLoad = stages.lanes.load(lane);
+            laneStats.add(new ServingStats.Lane(lane.name(), laneLoad.queued(), laneLoad.inFlight()));
+        }
+        return Optional.of(new ServingStats(load.running(), load.waiting(), stageStats, laneStats));
     }
 
     /** Stops admitting, fails requests in flight, stops the lanes, frees weights and caches, then the backend; idempotent. */
@@ -267,6 +303,7 @@ public final class InferencePipeline implements TextGenerator {
                 for (int i = 0; i < b.stages; i++) {
                     laneNames.add("stage-" + i);
                 }
+                backend.computeLanes(b.stages * b.tensorParallel);
                 lanes = LaneGroup.builder(system, backend.device()).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
                         .workTracing(backend.workTracing()).spawn();
                 for (int i = 0; i < loaded.size(); i++) {

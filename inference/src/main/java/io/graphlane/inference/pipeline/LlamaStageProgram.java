@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -35,6 +36,8 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
     private final Function<Runnable, W> asWork;
     /** Per stage, changes to its request state asked for on the engine's thread, applied by the stage's next work on its lane. */
     private final List<Queue<Consumer<StageForward<T>>>> pending = new ArrayList<>();
+    /** Per stage, the time its work bodies have run on its lane. */
+    private final AtomicLongArray busyNanos;
 
     /**
      * A program over {@code stages} (in pipeline order, stage k run only by lane k's work);
@@ -46,6 +49,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         }
         this.stages = List.copyOf(stages);
         this.asWork = asWork;
+        this.busyNanos = new AtomicLongArray(stages.size());
         for (int i = 0; i < stages.size(); i++) {
             pending.add(new ConcurrentLinkedQueue<>());
         }
@@ -66,26 +70,50 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         StageSlot<T> out = new StageSlot<>(llama.ops());
         boolean last = stage == stages.size() - 1;
         Runnable body = () -> {
-            applyPending(stage);
-            StageInput<T> in = stage == 0
-                    ? new StageInput.Tokens<>(segments, concatTokens(batch))
-                    : new StageInput.Hidden<>(segments, input.output().tensor());
-            StageOutput<T> produced = llama.forward(in);
-            out.fill(produced);
-            if (last) {
-                HostCopy logits = llama.ops().copyToHost(produced.tensor());
-                if (logits.readableNow()) {
-                    try {
-                        out.sampled(sample(logits, batch));
-                    } finally {
-                        logits.close();
-                    }
-                } else {
-                    out.pendingLogits(logits);
-                }
+            long started = System.nanoTime();
+            try {
+                run(stage, llama, batch, segments, input, out, last);
+            } finally {
+                busyNanos.addAndGet(stage, System.nanoTime() - started);
             }
         };
         return new StageStep<>(asWork.apply(body), out);
+    }
+
+    /** The body of stage {@code stage}'s work for one step, on its lane. */
+    private void run(int stage, StageForward<T> llama, MicroBatch batch, List<Segment> segments, StageSlot<T> input, StageSlot<T> out,
+                     boolean last) {
+        applyPending(stage);
+        StageInput<T> in = stage == 0
+                ? new StageInput.Tokens<>(segments, concatTokens(batch))
+                : new StageInput.Hidden<>(segments, input.output().tensor());
+        StageOutput<T> produced = llama.forward(in);
+        out.fill(produced);
+        if (last) {
+            HostCopy logits = llama.ops().copyToHost(produced.tensor());
+            if (logits.readableNow()) {
+                try {
+                    out.sampled(sample(logits, batch));
+                } finally {
+                    logits.close();
+                }
+            } else {
+                out.pendingLogits(logits);
+            }
+        }
+    }
+
+    /**
+     * How long stage {@code stage}'s work bodies have run on its lane so far. On the CPU that is the stage's
+     * compute; on a device whose work only enqueues, it is the time spent enqueueing (and sampling).
+     */
+    public long busyNanos(int stage) {
+        return busyNanos.get(stage);
+    }
+
+    /** Positions stage {@code stage} holds in its KV caches now; safe to read from any thread. */
+    public long kvCachePositions(int stage) {
+        return stages.get(stage).kvCachePositions();
     }
 
     @Override

@@ -110,6 +110,7 @@ public final class LlamaShard<T> implements AutoCloseable {
             for (int i = 0; i < segments.size(); i++) {
                 requestCaches.get(i).commit(segments.get(i).length());
             }
+            caches.publishUsage();
             return output;
         } finally {
             s.release();
@@ -122,6 +123,11 @@ public final class LlamaShard<T> implements AutoCloseable {
     /** Forgets the positions of {@code requestId} from {@code position} on; false if the shard holds no cache for it. */
     public boolean rewind(long requestId, int position) {
         return caches.rewind(requestId, position);
+    }
+
+    /** Positions this shard holds in its KV caches, over every request; safe to read from any thread. */
+    public long kvCachePositions() {
+        return caches.positionsInUse();
     }
 
     /** Frees the KV cache of {@code requestId}; false if the shard holds none. */

@@ -85,6 +85,12 @@ public final class TensorParallelStage implements StageForward<CpuTensor> {
         return any;
     }
 
+    /** Every shard holds the same positions (a slice of each one's features): rank 0's count is the stage's. */
+    @Override
+    public long kvCachePositions() {
+        return shards.get(0).kvCachePositions();
+    }
+
     @Override
     public boolean rewind(long requestId, int position) {
         boolean any = false;

@@ -42,9 +42,21 @@ public final class TextTokenizer implements AutoCloseable {
         }
     }
 
-    /** The ids of {@code text}. */
+    /** The ids of {@code text}, with the special tokens this tokenizer was loaded to add. */
     public int[] encode(String text) {
-        long[] ids = tokenizer.encode(text).getIds();
+        return toInts(tokenizer.encode(text).getIds());
+    }
+
+    /**
+     * The ids of {@code text} exactly as written: the text of an added token (such as {@code </s>}) anywhere in it
+     * becomes that token's id, leftmost and longest first, the rest goes through the model; nothing (such as a BOS
+     * id) is added. A rendered chat prompt is tokenized this way, as Hugging Face's {@code apply_chat_template} does.
+     */
+    public int[] encodeAsWritten(String text) {
+        return toInts(tokenizer.encode(text, false, false).getIds());
+    }
+
+    private static int[] toInts(long[] ids) {
         int[] result = new int[ids.length];
         for (int i = 0; i < ids.length; i++) {
             result[i] = Math.toIntExact(ids[i]);
@@ -54,11 +66,20 @@ public final class TextTokenizer implements AutoCloseable {
 
     /** The text of {@code ids}; bytes that do not form complete UTF-8 characters become U+FFFD. */
     public String decode(int[] ids) {
+        return tokenizer.decode(toLongs(ids), false);
+    }
+
+    /** The text of {@code ids} with special tokens (BOS, EOS, chat markers) left out; as {@link #decode} otherwise. */
+    public String decodeSkippingSpecialTokens(int[] ids) {
+        return tokenizer.decode(toLongs(ids), true);
+    }
+
+    private static long[] toLongs(int[] ids) {
         long[] wide = new long[ids.length];
         for (int i = 0; i < ids.length; i++) {
             wide[i] = ids[i];
         }
-        return tokenizer.decode(wide, false);
+        return wide;
     }
 
     /** A decoder for one stream of generated tokens that only emits complete characters. */

@@ -33,6 +33,20 @@ class ModelDirectoryTest {
     }
 
     @Test
+    void generationConfigEosIdsTakePrecedenceOverConfigJson(@TempDir Path tmp) throws IOException {
+        Path list = withConfig(tmp.resolve("list"), "\"eos_token_id\": null", "\"eos_token_id\": 7");
+        Files.writeString(list.resolve(ModelDirectory.GENERATION_CONFIG), "{\"eos_token_id\": [3, 5]}");
+        assertEquals(Set.of(3, 5), ModelDirectory.open(list).eosTokenIds());
+        Path without = withConfig(tmp.resolve("without"), "\"eos_token_id\": null", "\"eos_token_id\": 7");
+        Files.writeString(without.resolve(ModelDirectory.GENERATION_CONFIG), "{\"bos_token_id\": 1}");
+        assertEquals(Set.of(7), ModelDirectory.open(without).eosTokenIds());
+        Path bad = withConfig(tmp.resolve("bad"), "\"eos_token_id\": null", "\"eos_token_id\": 7");
+        Files.writeString(bad.resolve(ModelDirectory.GENERATION_CONFIG), "{\"eos_token_id\": \"</s>\"}");
+        GraphlaneException e = assertThrows(GraphlaneException.class, () -> ModelDirectory.open(bad));
+        assertTrue(e.getMessage().contains("generation_config.json: field 'eos_token_id'"), e.getMessage());
+    }
+
+    @Test
     void ropeScalingIsRefusedNamingTheField(@TempDir Path tmp) throws IOException {
         Path dir = withConfig(tmp, "\"eos_token_id\": null", "\"eos_token_id\": null, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}");
         GraphlaneException e = assertThrows(GraphlaneException.class, () -> ModelDirectory.open(dir));

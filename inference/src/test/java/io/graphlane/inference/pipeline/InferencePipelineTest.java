@@ -11,6 +11,7 @@ import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.api.ServingStats;
 import io.graphlane.inference.model.Fixture;
 import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
@@ -110,6 +111,47 @@ class InferencePipelineTest {
             GenerationRefusedException full = assertThrows(GenerationRefusedException.class,
                     () -> model.submit(GenerationRequest.greedy(List.of(5), 8), new GenerationListener() { }));
             assertEquals(GenerationRefusedException.Reason.OVERLOADED, full.reason());
+        }
+    }
+
+    @Test
+    void servingStatsReportEachStagesWorkKvCachePositionsAndLanes() throws Exception {
+        Fixture.Prompt first = Fixture.prompts().get(0);
+        Fixture.Prompt second = Fixture.prompts().get(1);
+        try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("")).stages(2).actorSystem(TESTKIT.system()).build()) {
+            ServingStats idle = model.servingStats().orElseThrow();
+            assertEquals(List.of("stage-0", "stage-1"), idle.stages().stream().map(ServingStats.Stage::name).toList());
+            assertEquals(List.of("stage-0", "stage-1"), idle.lanes().stream().map(ServingStats.Lane::name).toList());
+            assertTrue(idle.stages().stream().allMatch(s -> s.busyNanos() == 0 && s.kvCachePositions() == 0), idle.toString());
+
+            GenerationResult a = model.generateAll(List.of(GenerationRequest.greedy(list(first.ids()), 8)), Duration.ofSeconds(60)).get(0);
+            // Every stage holds the prompt and every generated token but the last (it was sampled, never fed back);
+            // the caches of an ended request are dropped by the stage's next work.
+            long heldA = first.ids().length + a.generatedIds().size() - 1;
+            ServingStats afterA = model.servingStats().orElseThrow();
+            for (ServingStats.Stage stage : afterA.stages()) {
+                assertEquals(heldA, stage.kvCachePositions(), stage.name());
+                assertTrue(stage.busyNanos() > 0, stage.name() + " ran work");
+            }
+
+            GenerationResult b = model.generateAll(List.of(GenerationRequest.greedy(list(second.ids()), 4)), Duration.ofSeconds(60)).get(0);
+            ServingStats afterB = model.servingStats().orElseThrow();
+            for (int k = 0; k < 2; k++) {
+                assertEquals(second.ids().length + b.generatedIds().size() - 1, afterB.stages().get(k).kvCachePositions(),
+                        "stage " + k + " dropped the first request's caches and holds the second's");
+                assertTrue(afterB.stages().get(k).busyNanos() > afterA.stages().get(k).busyNanos(), "stage " + k + " busy time grows");
+            }
+            // The engine and the lanes publish their counts right after the step that ended the request.
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+            ServingStats settled = model.servingStats().orElseThrow();
+            while (!(settled.runningRequests() == 0 && settled.waitingRequests() == 0
+                    && settled.lanes().stream().allMatch(l -> l.depth() == 0)) && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+                settled = model.servingStats().orElseThrow();
+            }
+            assertEquals(0, settled.runningRequests(), settled.toString());
+            assertEquals(0, settled.waitingRequests(), settled.toString());
+            assertTrue(settled.lanes().stream().allMatch(l -> l.depth() == 0), settled.toString());
         }
     }
 

@@ -26,6 +26,7 @@ public final class Pipeline<W, A> {
     private final AtomicInteger held = new AtomicInteger();
     private final CompletionStage<Void> stopped;
     private volatile boolean stopRequested;
+    private final PipelineLoad load = new PipelineLoad();
 
     private Pipeline(ActorSystem<?> system, LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
                      PipelineSettings settings, String name) {
@@ -33,7 +34,7 @@ public final class Pipeline<W, A> {
         this.registry = registry;
         this.settings = settings;
         CompletableFuture<Void> stopping = new CompletableFuture<>();
-        this.engine = system.systemActorOf(PipelineEngine.create(registry, stageLanes, program, settings, held, stopping), name,
+        this.engine = system.systemActorOf(PipelineEngine.create(registry, stageLanes, program, settings, held, load, stopping), name,
                 Props.empty());
         // The engine says so itself as it stops; the watch covers a stop that skipped its own signal.
         ActorTermination.of(system, engine, name + "-watch").thenRun(() -> stopping.complete(null));
@@ -101,6 +102,11 @@ public final class Pipeline<W, A> {
     /** Whether the engine stopped without {@link #stop} being called: a fault, logged by its supervision. */
     public boolean stoppedUnexpectedly() {
         return isStopped() && !stopRequested;
+    }
+
+    /** The engine's request counts as it last published them: a volatile read, no message to the engine. */
+    public PipelineLoad load() {
+        return load;
     }
 
     /** The engine's counters. */

@@ -90,6 +90,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final PipelineSettings settings;
     private final ActorRef<LaneProtocol.LaneReply> replies;
     private final RequestLedger<Command> requests;
+    private final PipelineLoad load;
     /** Admitted requests waiting for an active slot; every other request held is active. */
     private final ArrayDeque<Long> waiting = new ArrayDeque<>();
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
@@ -103,9 +104,10 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private long tokens;
 
     private PipelineEngine(ActorContext<Command> context, TimerScheduler<Command> timers, LaneRegistry registry, List<LaneId> stageLanes,
-                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted,
+                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted, PipelineLoad load,
                            CompletableFuture<Void> stopping) {
         super(context);
+        this.load = load;
         this.stopping = stopping;
         this.registry = registry;
         this.stageLanes = List.copyOf(stageLanes);
@@ -127,23 +129,30 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
      */
     public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
                                                   PipelineSettings settings, AtomicInteger admitted) {
-        return create(registry, stageLanes, program, settings, admitted, new CompletableFuture<>());
+        return create(registry, stageLanes, program, settings, admitted, new PipelineLoad());
+    }
+
+    /** As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger)}, publishing its counts to {@code load}. */
+    public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
+                                                  PipelineSettings settings, AtomicInteger admitted, PipelineLoad load) {
+        return create(registry, stageLanes, program, settings, admitted, load, new CompletableFuture<>());
     }
 
     /**
-     * As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger)}; the engine completes
-     * {@code stopping} as it stops, before it fails the requests it still holds, so that a caller who retries on
-     * their failure is refused at once.
+     * As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger, PipelineLoad)}; the engine
+     * completes {@code stopping} as it stops, before it fails the requests it still holds, so that a caller who retries
+     * on their failure is refused at once.
      */
     public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
-                                                  PipelineSettings settings, AtomicInteger admitted,
+                                                  PipelineSettings settings, AtomicInteger admitted, PipelineLoad load,
                                                   CompletableFuture<Void> stopping) {
+        java.util.Objects.requireNonNull(load, "load");
         if (stageLanes.size() != program.stageCount()) {
             throw new IllegalArgumentException("the stage program has " + program.stageCount() + " stages but " + stageLanes.size()
                     + " stage lanes were given");
         }
         return Behaviors.supervise(Behaviors.<Command>setup(ctx -> Behaviors.withTimers(timers ->
-                new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admitted, stopping))))
+                new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admitted, load, stopping))))
                 .onFailure(SupervisorStrategy.stop().withLoggingEnabled(true));
     }
 
@@ -165,16 +174,19 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             waiting.add(admit.requestId());
             pump();
         }
+        publishLoad();
         return this;
     }
 
     private Behavior<Command> onCancel(Cancel cancel) {
         requests.cancel(cancel.requestId());
+        publishLoad();
         return this;
     }
 
     private Behavior<Command> onDeadline(DeadlineReached reached) {
         requests.deadlineReached(reached.requestId());
+        publishLoad();
         return this;
     }
 
@@ -190,6 +202,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
             }
         }
+        publishLoad();
         stop.replyTo().tell(new Stopped());
         return Behaviors.stopped();
     }
@@ -207,6 +220,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                     lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
                 }
             }
+            publishLoad();
         }
         return this;
     }
@@ -232,7 +246,12 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             }
         });
         pump();
+        publishLoad();
         return this;
+    }
+
+    private void publishLoad() {
+        load.publish(activeCount(), waiting.size(), steps, tokens);
     }
 
     private void forgetStep(InFlight<A> f) {

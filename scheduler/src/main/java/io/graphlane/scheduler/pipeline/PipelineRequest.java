@@ -4,13 +4,14 @@ import java.util.Objects;
 
 /**
  * One generation for the engine: the prompt, at most {@code maxNewTokens} tokens to generate,
- * the token that ends it early ({@code -1} for none), an absolute deadline in
- * {@link System#nanoTime()} terms ({@link Long#MAX_VALUE} for none), and opaque sampling state
- * that the stage program reads.
+ * the tokens that end it early (a model may have several end-of-sequence ids; empty for none), an
+ * absolute deadline in {@link System#nanoTime()} terms ({@link Long#MAX_VALUE} for none), and opaque
+ * sampling state that the stage program reads.
  */
-public record PipelineRequest(int[] promptIds, int maxNewTokens, int endOfSequenceToken, long deadlineNanos, Object sampling) {
+public record PipelineRequest(int[] promptIds, int maxNewTokens, int[] endOfSequenceTokens, long deadlineNanos, Object sampling) {
     public PipelineRequest {
         Objects.requireNonNull(promptIds, "promptIds");
+        Objects.requireNonNull(endOfSequenceTokens, "endOfSequenceTokens");
         if (promptIds.length == 0) {
             throw new IllegalArgumentException("the prompt must have at least one token");
         }
@@ -18,5 +19,21 @@ public record PipelineRequest(int[] promptIds, int maxNewTokens, int endOfSequen
             throw new IllegalArgumentException("max new tokens must be >= 1, got " + maxNewTokens);
         }
         promptIds = promptIds.clone();
+        endOfSequenceTokens = endOfSequenceTokens.clone();
+    }
+
+    /** A request ended early by the one token {@code endOfSequenceToken} ({@code -1} for none). */
+    public PipelineRequest(int[] promptIds, int maxNewTokens, int endOfSequenceToken, long deadlineNanos, Object sampling) {
+        this(promptIds, maxNewTokens, endOfSequenceToken < 0 ? new int[0] : new int[] {endOfSequenceToken}, deadlineNanos, sampling);
+    }
+
+    /** Whether {@code token} ends this request. */
+    public boolean endsSequence(int token) {
+        for (int eos : endOfSequenceTokens) {
+            if (eos == token) {
+                return true;
+            }
+        }
+        return false;
     }
 }

@@ -179,7 +179,7 @@ public final class RequestLedger<C> {
             return false;
         }
         PipelineRequest r = e.request;
-        if (token == r.endOfSequenceToken()) {
+        if (r.endsSequence(token)) {
             end(e, TokenListener.StopReason.END_OF_SEQUENCE, null);
         } else if (e.generated >= r.maxNewTokens()) {
             end(e, TokenListener.StopReason.LENGTH, null);

@@ -19,5 +19,9 @@
  * request it holds with {@link io.graphlane.scheduler.pipeline.PipelineStoppedException}, freeing their admission slots;
  * {@link io.graphlane.scheduler.pipeline.Pipeline} then refuses every submission ({@code isStopped()}), so no caller
  * waits on a dead engine.
+ *
+ * <p>Observable without a message: after every message it handles, the engine publishes its running and waiting
+ * requests, steps and tokens to a {@link io.graphlane.scheduler.pipeline.PipelineLoad} ({@code Pipeline.load()}),
+ * which any thread (a metrics scrape) reads; {@code Pipeline.stats()} asks the engine instead.
  */
 package io.graphlane.scheduler.pipeline;

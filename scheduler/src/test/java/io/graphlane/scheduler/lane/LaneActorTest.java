@@ -201,6 +201,31 @@ class LaneActorTest {
     }
 
     @Test
+    void theLanePublishesItsQueuedAndInFlightWorkAsItChanges() throws Exception {
+        lanes = spawn(LaneSettings.fromConfig(KIT.system().settings().config()).withLimits(1, 8));
+        CompletionHandle running = handle(A);
+        Gate block = new Gate("running");
+        send(submit(running, block));
+        assertTrue(block.awaitStarted());
+        CompletionHandle second = handle(A);
+        CompletionHandle third = handle(A);
+        send(submit(second, Gate.open("second")));
+        send(submit(third, Gate.open("third")));
+        // The status reply comes after the actor handled both submissions, and it publishes in the same handler.
+        assertStatus(lanes.lane(A), 1, 2, 3);
+        assertEquals(1, lanes.load(A).inFlight());
+        assertEquals(2, lanes.load(A).queued());
+        assertEquals(0, lanes.load(B).inFlight() + lanes.load(B).queued(), "the other lane holds nothing");
+        block.open();
+        inbox.expectSuccess(running);
+        inbox.expectSuccess(second);
+        inbox.expectSuccess(third);
+        assertStatus(lanes.lane(A), 0, 0, 0);
+        assertEquals(0, lanes.load(A).inFlight());
+        assertEquals(0, lanes.load(A).queued());
+    }
+
+    @Test
     void overloadedLaneRejectsAtOnceAndAdmitsAgainOnceWorkFinishes() throws Exception {
         lanes = spawn(LaneSettings.fromConfig(KIT.system().settings().config()).withLimits(1, 1));
         CompletionHandle first = handle(A);

@@ -225,13 +225,24 @@ class PipelineEngineTest {
     }
 
     @Test
+    void anyOfSeveralEndOfSequenceTokensStopsARequest() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1));
+        RecordingListener l = new RecordingListener();
+        int[] prompt = {4};
+        List<Integer> expected = ScriptedProgram.expected(prompt, 3);
+        // The first listed id never comes; the second is the third token generated.
+        int absent = expected.stream().mapToInt(Integer::intValue).max().getAsInt() + 1;
+        p.submit(new PipelineRequest(prompt, 10, new int[] {absent, expected.get(2)}, Long.MAX_VALUE, null), l);
+        assertEquals(TokenListener.StopReason.END_OF_SEQUENCE, l.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(expected, l.tokens);
+    }
+
+    @Test
     void admissionBeyondActivePlusQueuedIsRefusedAtOnce() throws Exception {
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1).withRequestLimits(1, 1));
-        program.override = (stage, batch) -> SimWork.held("only");
-        RecordingListener first = new RecordingListener();
-        RecordingListener second = new RecordingListener();
-        p.submit(request(new int[] {1}, 1), first);
-        p.submit(request(new int[] {2}, 1), second);
+        List<RecordingListener> held = submitTwoWithTheFirstStepHeld(p);
+        RecordingListener first = held.get(0);
+        RecordingListener second = held.get(1);
         PipelineOverloadedException e = assertThrows(PipelineOverloadedException.class,
                 () -> p.submit(request(new int[] {3}, 1), new RecordingListener()));
         assertTrue(e.getMessage().contains("max-active-requests 1"), e.getMessage());
@@ -248,6 +259,47 @@ class PipelineEngineTest {
         third.ended.get(30, TimeUnit.SECONDS);
     }
 
+    @Test
+    void theLoadShowsRunningAndWaitingRequestsAndTheStageLaneHoldingTheStep() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(1, PipelineSettings.defaults(1).withRequestLimits(1, 1));
+        List<RecordingListener> held = submitTwoWithTheFirstStepHeld(p);
+        RecordingListener first = held.get(0);
+        RecordingListener second = held.get(1);
+        backend.whenStarted("only").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        // One request holds the only active slot with its step running on the lane; the other waits for the slot.
+        awaitUntil(() -> p.load().running() == 1 && p.load().waiting() == 1 && lanes.load(lanes.laneIds().get(0)).inFlight() == 1,
+                () -> "running " + p.load().running() + ", waiting " + p.load().waiting() + ", lane in flight "
+                        + lanes.load(lanes.laneIds().get(0)).inFlight());
+        assertEquals(1, p.load().steps());
+        assertEquals(0, p.load().tokens());
+        program.override = (stage, batch) -> null;
+        backend.release("only");
+        first.ended.get(30, TimeUnit.SECONDS);
+        second.ended.get(30, TimeUnit.SECONDS);
+        awaitUntil(() -> p.load().running() == 0 && p.load().waiting() == 0 && p.load().tokens() == 2
+                        && lanes.load(lanes.laneIds().get(0)).inFlight() == 0 && lanes.load(lanes.laneIds().get(0)).queued() == 0,
+                () -> "running " + p.load().running() + ", waiting " + p.load().waiting() + ", tokens " + p.load().tokens());
+        assertEquals(2, p.load().steps());
+    }
+
+    /** Submits two one-token requests to a pipeline of one active and one queued slot; the first one's step holds as "only". */
+    private List<RecordingListener> submitTwoWithTheFirstStepHeld(Pipeline<SimWork, ScriptedProgram.Slot> p) {
+        program.override = (stage, batch) -> SimWork.held("only");
+        List<RecordingListener> listeners = List.of(new RecordingListener(), new RecordingListener());
+        p.submit(request(new int[] {1}, 1), listeners.get(0));
+        p.submit(request(new int[] {2}, 1), listeners.get(1));
+        return listeners;
+    }
+
+    /** Polls state that other threads publish (the engine's and the lanes' loads) until {@code done}, for at most 30 s. */
+    private static void awaitUntil(java.util.function.BooleanSupplier done, java.util.function.Supplier<String> state) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertTrue(done.getAsBoolean(), state);
+    }
+
     private void awaitAllOutputsReleasedOnce() throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
@@ -262,11 +314,7 @@ class PipelineEngineTest {
     }
 
     private static void awaitHeld(Pipeline<?, ?> p, int expected) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (p.heldRequests() != expected && System.nanoTime() < deadline) {
-            Thread.onSpinWait();
-        }
-        assertEquals(expected, p.heldRequests());
+        awaitUntil(() -> p.heldRequests() == expected, () -> "held " + p.heldRequests() + ", expected " + expected);
     }
 
     /** Polls {@code condition} until it holds or {@code timeoutMillis} passed (the engine's state is read from outside). */

@@ -1,6 +1,7 @@
 package io.graphlane.backend.cpu.nn;
 
 import io.graphlane.backend.cpu.CpuExecutor;
+import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralBackend;
 import io.graphlane.core.nn.NeuralOps;
 import java.util.Map;
@@ -31,6 +32,44 @@ public final class CpuNeuralBackend implements NeuralBackend<CpuExecutor, CpuTen
         }
         Loader.load(openblas.class);
         openblas_nolapack.blas_set_num_threads(threads);
+    }
+
+    /** The system property that fixes OpenBLAS's threads per call, overriding {@link #blasThreadsFor}'s choice. */
+    public static final String BLAS_THREADS_PROPERTY = "graphlane.cpu.blas-threads";
+
+    /**
+     * The OpenBLAS threads per call for {@code lanes} lanes that call it at the same time on {@code cores} cores:
+     * the cores shared evenly ({@code max(1, cores / lanes)}), so a lone stage uses every core and many stages
+     * never oversubscribe them; {@code override} (from {@value #BLAS_THREADS_PROPERTY}) wins when positive.
+     *
+     * @throws IllegalArgumentException if {@code lanes} or {@code cores} is less than 1
+     */
+    public static int blasThreadsFor(int lanes, int cores, int override) {
+        if (lanes < 1 || cores < 1) {
+            throw new IllegalArgumentException("lanes and cores must be >= 1, got " + lanes + " and " + cores);
+        }
+        return override > 0 ? override : Math.max(1, cores / lanes);
+    }
+
+    /**
+     * The override of {@value #BLAS_THREADS_PROPERTY}: a positive integer, or 0 when the property is unset or {@code auto}.
+     *
+     * @throws GraphlaneException naming the property and the value when it is neither
+     */
+    public static int blasThreadsOverride() {
+        String value = System.getProperty(BLAS_THREADS_PROPERTY, "auto").trim();
+        if (value.equals("auto")) {
+            return 0;
+        }
+        try {
+            int threads = Integer.parseInt(value);
+            if (threads >= 1) {
+                return threads;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new GraphlaneException("-D" + BLAS_THREADS_PROPERTY + " must be auto or a whole number >= 1, found '" + value + "'");
     }
 
     /** The thread count last given to {@link #setBlasThreads}, or -1 while OpenBLAS runs with its default. */

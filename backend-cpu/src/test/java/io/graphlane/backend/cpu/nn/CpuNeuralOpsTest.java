@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.ShapeMismatchException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -27,6 +28,47 @@ class CpuNeuralOpsTest {
     @Test
     void linearOnAFewRowsMatchesTheTripleLoop() {
         checkLinear(CpuNeuralOps.GEMV_ROWS - 1, 33, 19);
+    }
+
+    @Test
+    void blasThreadsShareTheCoresAmongTheLanesThatCallAtOnceUnlessOverridden() {
+        assertEquals(2, CpuNeuralBackend.blasThreadsFor(1, 2, 0), "a lone stage uses every core");
+        assertEquals(1, CpuNeuralBackend.blasThreadsFor(2, 2, 0), "as many lanes as cores: one thread each");
+        assertEquals(1, CpuNeuralBackend.blasThreadsFor(8, 2, 0), "more lanes than cores never oversubscribe");
+        assertEquals(4, CpuNeuralBackend.blasThreadsFor(4, 16, 0));
+        assertEquals(3, CpuNeuralBackend.blasThreadsFor(1, 16, 3), "the override wins");
+        assertThrows(IllegalArgumentException.class, () -> CpuNeuralBackend.blasThreadsFor(0, 2, 0));
+    }
+
+    @Test
+    void theBlasThreadsPropertyTakesAutoOrAPositiveNumberAndNamesItselfOtherwise() {
+        String before = System.getProperty(CpuNeuralBackend.BLAS_THREADS_PROPERTY);
+        try {
+            System.clearProperty(CpuNeuralBackend.BLAS_THREADS_PROPERTY);
+            assertEquals(0, CpuNeuralBackend.blasThreadsOverride());
+            System.setProperty(CpuNeuralBackend.BLAS_THREADS_PROPERTY, "auto");
+            assertEquals(0, CpuNeuralBackend.blasThreadsOverride());
+            System.setProperty(CpuNeuralBackend.BLAS_THREADS_PROPERTY, "3");
+            assertEquals(3, CpuNeuralBackend.blasThreadsOverride());
+            System.setProperty(CpuNeuralBackend.BLAS_THREADS_PROPERTY, "0");
+            GraphlaneException e = assertThrows(GraphlaneException.class, CpuNeuralBackend::blasThreadsOverride);
+            assertEquals("-Dgraphlane.cpu.blas-threads must be auto or a whole number >= 1, found '0'", e.getMessage());
+        } finally {
+            if (before == null) {
+                System.clearProperty(CpuNeuralBackend.BLAS_THREADS_PROPERTY);
+            } else {
+                System.setProperty(CpuNeuralBackend.BLAS_THREADS_PROPERTY, before);
+            }
+        }
+    }
+
+    @Test
+    void theWeightStreamProbeRunsTheDecodeKernelOverAMatrixOfTheGivenSize() {
+        WeightStreamProbe probe = new WeightStreamProbe(3L * WeightStreamProbe.COLUMNS * Float.BYTES);
+        assertEquals(3L * WeightStreamProbe.COLUMNS * Float.BYTES, probe.bytes());
+        assertTrue(probe.bestSeconds(1, 2) > 0);
+        assertTrue(probe.bestSeconds(CpuNeuralOps.GEMV_ROWS + 1, 1) > 0, "the sgemm path too");
+        assertThrows(IllegalArgumentException.class, () -> new WeightStreamProbe(0));
     }
 
     @Test

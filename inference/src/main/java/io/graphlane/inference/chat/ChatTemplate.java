@@ -1,0 +1,172 @@
+package io.graphlane.inference.chat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.hubspot.jinjava.Jinjava;
+import com.hubspot.jinjava.JinjavaConfig;
+import com.hubspot.jinjava.interpret.RenderResult;
+import com.hubspot.jinjava.interpret.TemplateError;
+import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
+import io.graphlane.core.GraphlaneException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * A model's chat template: the Jinja {@code chat_template} of its {@code tokenizer_config.json}, rendered as Hugging
+ * Face's {@code apply_chat_template} renders it ({@code trim_blocks}, {@code lstrip_blocks}, the variables
+ * {@code messages}, {@code add_generation_prompt}, {@code bos_token}, {@code eos_token} and a {@code raise_exception}
+ * function). Rendering is on Jinjava; thread-safe.
+ */
+public final class ChatTemplate {
+    /** The file that holds a model's chat template and special-token texts. */
+    public static final String FILE_NAME = "tokenizer_config.json";
+
+    private final String template;
+    private final String bosToken;
+    private final String eosToken;
+    private final Jinjava jinjava;
+
+    /** A template with the texts its {@code bos_token} and {@code eos_token} variables hold. */
+    public ChatTemplate(String template, String bosToken, String eosToken) {
+        this.template = Objects.requireNonNull(template, "template");
+        this.bosToken = Objects.requireNonNull(bosToken, "bosToken");
+        this.eosToken = Objects.requireNonNull(eosToken, "eosToken");
+        // Jinjava would by default render template syntax found in a value's output (nested interpretation): jinja2
+        // never does, and message content is the caller's text, so it stays text.
+        this.jinjava = new Jinjava(JinjavaConfig.newBuilder().withTrimBlocks(true).withLstripBlocks(true)
+                .withNestedInterpretationEnabled(false).build());
+        jinjava.getGlobalContext().registerFunction(
+                new ELFunctionDefinition("", "raise_exception", ChatTemplate.class, "raiseException", String.class));
+    }
+
+    /**
+     * The chat template of model directory {@code dir}: empty when it has no tokenizer_config.json or that has no
+     * {@code chat_template}. A list of named templates (as some models ship) yields the one named {@code default}.
+     *
+     * @throws GraphlaneException naming the file and field if they are unreadable or of the wrong kind
+     */
+    public static Optional<ChatTemplate> load(Path dir) {
+        Path file = dir.resolve(FILE_NAME);
+        if (!Files.isRegularFile(file)) {
+            return Optional.empty();
+        }
+        JsonNode root;
+        try {
+            root = new ObjectMapper().readTree(file.toFile());
+        } catch (IOException e) {
+            throw new GraphlaneException(file + ": cannot read: " + e.getMessage(), e);
+        }
+        if (root == null || !root.isObject()) {
+            throw new GraphlaneException(file + ": expected a JSON object");
+        }
+        JsonNode template = root.get("chat_template");
+        if (template == null || template.isNull()) {
+            return Optional.empty();
+        }
+        return Optional.of(new ChatTemplate(templateText(file, template), tokenText(file, root, "bos_token"),
+                tokenText(file, root, "eos_token")));
+    }
+
+    private static String templateText(Path file, JsonNode template) {
+        if (template.isTextual()) {
+            return template.asText();
+        }
+        if (template.isArray()) {
+            for (JsonNode named : template) {
+                if ("default".equals(named.path("name").asText(null)) && named.path("template").isTextual()) {
+                    return named.get("template").asText();
+                }
+            }
+            throw new GraphlaneException(file + ": field 'chat_template' is a list without a template named 'default'");
+        }
+        throw new GraphlaneException(file + ": field 'chat_template' is " + template.getNodeType().name().toLowerCase()
+                + ", expected a string (or a list of {name, template})");
+    }
+
+    /** A special token's text: a string, or an object with its {@code content} (an AddedToken); "" when absent. */
+    private static String tokenText(Path file, JsonNode root, String field) {
+        JsonNode v = root.get(field);
+        if (v == null || v.isNull()) {
+            return "";
+        }
+        if (v.isTextual()) {
+            return v.asText();
+        }
+        if (v.isObject() && v.path("content").isTextual()) {
+            return v.get("content").asText();
+        }
+        throw new GraphlaneException(file + ": field '" + field + "' is " + v + ", expected a string or {\"content\": ...}");
+    }
+
+    /**
+     * The prompt for {@code messages}, ending with the assistant's turn when {@code addGenerationPrompt}.
+     *
+     * @throws ChatTemplateException with the template's own message when it calls {@code raise_exception}, else naming
+     *                               the template's line and error
+     */
+    public String render(List<ChatMessage> messages, boolean addGenerationPrompt) {
+        List<Map<String, Object>> list = new ArrayList<>(messages.size());
+        for (ChatMessage m : messages) {
+            Map<String, Object> message = new LinkedHashMap<>();
+            message.put("role", m.role());
+            message.put("content", m.content());
+            list.add(message);
+        }
+        Map<String, Object> context = new HashMap<>();
+        context.put("messages", list);
+        context.put("add_generation_prompt", addGenerationPrompt);
+        context.put("bos_token", bosToken);
+        context.put("eos_token", eosToken);
+        RenderResult result = jinjava.renderForResult(template, context);
+        for (TemplateError error : result.getErrors()) {
+            if (error.getSeverity() == TemplateError.ErrorType.FATAL) {
+                throw failure(error);
+            }
+        }
+        return result.getOutput();
+    }
+
+    private static ChatTemplateException failure(TemplateError error) {
+        for (Throwable t = error.getException(); t != null; t = t.getCause()) {
+            if (t instanceof Raised raised) {
+                return new ChatTemplateException(raised.getMessage());
+            }
+        }
+        return new ChatTemplateException("the model's chat template failed at line " + error.getLineno() + ": " + error.getMessage());
+    }
+
+    /** The template's {@code bos_token}. */
+    public String bosToken() {
+        return bosToken;
+    }
+
+    /** The template's {@code eos_token}. */
+    public String eosToken() {
+        return eosToken;
+    }
+
+    /**
+     * The template function {@code raise_exception(message)}: refuses the conversation with {@code message}. Public
+     * only so the template engine can call it.
+     */
+    public static String raiseException(String message) {
+        throw new Raised(message);
+    }
+
+    /** What {@link #raiseException} throws through the template engine, found again in its error's causes. */
+    private static final class Raised extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Raised(String message) {
+            super(message, null, false, false);
+        }
+    }
+}

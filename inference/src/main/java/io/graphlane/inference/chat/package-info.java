@@ -1,0 +1,11 @@
+/**
+ * Chat templates: {@link io.graphlane.inference.chat.ChatTemplate} renders a conversation with the Jinja
+ * {@code chat_template} of a model's {@code tokenizer_config.json} as Hugging Face's {@code apply_chat_template} does
+ * ({@code trim_blocks}, {@code lstrip_blocks}, {@code messages}, {@code add_generation_prompt}, {@code bos_token},
+ * {@code eos_token}, {@code raise_exception}). Guarantees: a template's {@code raise_exception(message)} surfaces as a
+ * {@link io.graphlane.inference.chat.ChatTemplateException} with that message; any other fatal template error names
+ * its line. Refuses: a {@code chat_template} that is neither a string nor a list holding one named {@code default},
+ * naming the file and field. The rendered prompt is tokenized with
+ * {@link io.graphlane.inference.api.TokenCodec#encodeAsWritten}: special-token text becomes its token, nothing is added.
+ */
+package io.graphlane.inference.chat;
