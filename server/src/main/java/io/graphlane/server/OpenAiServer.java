@@ -306,39 +306,37 @@ public final class OpenAiServer extends AllDirectives {
         List<Generation> started = new ArrayList<>();
         // Each choice sends at most max_tokens token events plus its final one; then one [DONE] line. When the
         // stream ends (sent, or cancelled by a client that went away) the generations still running are cancelled.
-        EventStream events = new EventStream(system, prompts, request.maxTokens() + 1L, () -> {
-            synchronized (started) {
-                started.forEach(Generation::cancel);
-            }
-            ticket.close();
-        });
+        EventStream events = new EventStream(system, prompts, request.maxTokens() + 1L);
         List<Generation> submitted = submitAll(request, index -> new GenerationListener() {
             private final StreamingDecoder decoder = generator.tokenizer().streamingDecoder();
 
             @Override
             public void onToken(int tokenId) {
                 String text = decoder.next(tokenId);
-                events.send(chunk(id, created, index, text, List.of(tokenId), null).toString());
+                events.send(chunk(id, created, index, text, List.of(tokenId), null));
             }
 
             @Override
             public void onFinished(FinishReason reason) {
-                events.send(chunk(id, created, index, decoder.flush(), List.of(), reason.openAiName()).toString());
+                events.send(chunk(id, created, index, decoder.flush(), List.of(), reason.openAiName()));
                 events.choiceEnded();
             }
 
             @Override
             public void onFailed(Throwable cause) {
-                events.send(errorBody(generationError(cause)).toString());
+                events.send(errorBody(generationError(cause)));
                 events.choiceEnded();
             }
         }, Optional.empty());
         synchronized (started) {
             started.addAll(submitted);
         }
-        return complete(HttpResponse.create()
-                .withStatus(StatusCodes.OK)
-                .withEntity(HttpEntities.createChunked(ContentTypes.create(MediaTypes.TEXT_EVENT_STREAM), events.source())));
+        return complete(events.response(() -> {
+            synchronized (started) {
+                started.forEach(Generation::cancel);
+            }
+            ticket.close();
+        }));
     }
 
     private interface ListenerFactory {
