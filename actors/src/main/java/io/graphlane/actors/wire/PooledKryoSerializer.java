@@ -5,6 +5,7 @@ import com.esotericsoftware.kryo.KryoException;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
 import com.esotericsoftware.kryo.util.Pool;
+import java.util.SortedMap;
 import java.util.function.Function;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRefResolver;
@@ -16,8 +17,10 @@ import org.slf4j.LoggerFactory;
 /**
  * A Pekko serializer over pooled Kryo 5 instances with registration required: a frame is the registered class id
  * followed by the object. A message of an unregistered class, or a frame that is truncated, names an unknown
- * class or has trailing bytes, is refused with a logged {@link WireFormatException}: Pekko drops that one message
- * and the node stays up. A subclass says which classes (with their fixed ids) its Kryo knows.
+ * class, declares a field larger than the frame or its cap ({@link WireFields}) or has trailing bytes, is refused
+ * with a logged {@link WireFormatException}: Pekko's Artery logs and drops that one message (it catches every
+ * non-fatal exception of a serializer) and the node stays up. No frame makes the node allocate more than a few
+ * times the frame's size. A subclass says which classes (with their fixed ids) its Kryo knows.
  */
 public abstract class PooledKryoSerializer extends JSerializer {
     private static final Logger LOG = LoggerFactory.getLogger(PooledKryoSerializer.class);
@@ -61,31 +64,44 @@ public abstract class PooledKryoSerializer extends JSerializer {
         }
     }
 
-    /** Reads one frame; refuses (logged) an unknown class id, a truncated frame or trailing bytes. */
+    /** Reads one frame; refuses (logged) what {@link #decode} refuses. */
     @Override
     public final Object fromBinaryJava(byte[] bytes, Class<?> manifest) {
+        return decode(new Input(bytes), bytes.length);
+    }
+
+    /**
+     * Reads the one message that fills {@code in} (a whole frame of {@code frameBytes} bytes in memory, to its limit).
+     * Every failure, whatever its cause, is a logged {@link WireFormatException} that names the frame's size: a
+     * truncated frame, an unknown class id, a field that declares more than the frame holds or its cap (see
+     * {@link WireFields}), trailing bytes, or a null.
+     */
+    protected final Object decode(Input in, int frameBytes) {
         Kryo kryo = pool.obtain();
-        try (Input in = new Input(bytes)) {
+        try {
             Object message = kryo.readClassAndObject(in);
-            if (in.position() != bytes.length) {
-                throw new WireFormatException("refused a frame of " + bytes.length + " bytes: " + (bytes.length - in.position())
-                        + " trailing bytes after a " + (message == null ? "null" : message.getClass().getName()));
+            if (in.position() != in.limit()) {
+                throw new WireFormatException((in.limit() - in.position()) + " trailing bytes after a "
+                        + (message == null ? "null" : message.getClass().getName()));
             }
             if (message == null) {
-                throw new WireFormatException("refused a frame of " + bytes.length + " bytes: it holds null, not a message");
+                throw new WireFormatException("it holds null, not a message");
             }
             return message;
-        } catch (KryoException | IllegalArgumentException | IndexOutOfBoundsException e) {
-            WireFormatException refused = new WireFormatException("refused a frame of " + bytes.length + " bytes: "
-                    + firstLine(e) + " (truncated, or sent by a node with other registrations)", e);
-            LOG.warn("{}", refused.getMessage());
-            throw refused;
         } catch (WireFormatException e) {
-            LOG.warn("{}", e.getMessage());
-            throw e;
+            throw refused(frameBytes, e.getMessage(), e);
+        } catch (RuntimeException e) {
+            // Kryo's own refusals (truncated, unknown id) and a record's refusal of what a hostile frame holds.
+            throw refused(frameBytes, firstLine(e) + " (truncated, or sent by a node with other registrations)", e);
         } finally {
             pool.free(kryo);
         }
+    }
+
+    private static WireFormatException refused(int frameBytes, String why, RuntimeException cause) {
+        WireFormatException refused = new WireFormatException("refused a frame of " + frameBytes + " bytes: " + why, cause);
+        LOG.warn("{}", refused.getMessage());
+        return refused;
     }
 
     /**
@@ -101,6 +117,11 @@ public abstract class PooledKryoSerializer extends JSerializer {
         }
     }
 
+    /** The graphlane classes this serializer frames, by their fixed ids. */
+    public final SortedMap<Integer, Class<?>> registrations() {
+        return withKryo(WireRegistry::registrations);
+    }
+
     private ActorRefResolver resolver() {
         ActorRefResolver r = resolver;
         if (r == null) {
@@ -110,7 +131,8 @@ public abstract class PooledKryoSerializer extends JSerializer {
         return r;
     }
 
-    private static String firstLine(Throwable e) {
+    /** The first line of {@code e}'s message, for a refusal that names it. */
+    protected static String firstLine(Throwable e) {
         String m = String.valueOf(e.getMessage());
         int nl = m.indexOf('\n');
         return nl < 0 ? m : m.substring(0, nl);

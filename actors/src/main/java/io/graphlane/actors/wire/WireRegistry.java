@@ -1,9 +1,11 @@
 package io.graphlane.actors.wire;
 
 import com.esotericsoftware.kryo.Kryo;
+import com.esotericsoftware.kryo.Registration;
 import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
+import com.esotericsoftware.kryo.util.DefaultClassResolver;
 import io.graphlane.actors.lane.LaneProtocol;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
@@ -12,6 +14,8 @@ import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.Shape;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.SortedMap;
+import java.util.TreeMap;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
@@ -21,13 +25,20 @@ import org.apache.pekko.actor.typed.ActorRefResolver;
  * every node must register the same classes under the same ids, so an entry is never renumbered or reused —
  * new classes take new ids. Messages listed here are bound to {@link KryoWireSerializer} in the actors
  * module's reference.conf.
+ *
+ * <p>Every field whose size a frame declares is read through {@link WireFields}, so a frame can make a node allocate
+ * at most a few times its own size; strings travel as a varint UTF-8 byte count and the bytes (not Kryo's own string
+ * encoding). A frame names its classes by id only, never by name, and only ids from {@link #FIRST_ID}.
  */
 public final class WireRegistry {
     /** One registered class: its fixed id and how its serializer is made for a Kryo instance. */
     public record Entry(int id, Class<?> type, Function<ActorRefResolver, Serializer<?>> serializer) {
     }
 
-    /** The registered classes, by id. Ids below 100 are left to Kryo's own registrations. */
+    /** The lowest id of a graphlane class; Kryo's own registrations (primitives, String) below it never cross nodes. */
+    public static final int FIRST_ID = 100;
+
+    /** The registered classes, by id. Ids below {@link #FIRST_ID} are left to Kryo's own registrations. */
     public static final List<Entry> ENTRIES = List.of(
             new Entry(100, LaneId.class, r -> new LaneIdSerializer()),
             new Entry(101, CompletionHandle.class, r -> new HandleSerializer()),
@@ -48,9 +59,12 @@ public final class WireRegistry {
     public static final List<Class<?>> MESSAGES = List.of(LaneProtocol.Resolved.class, LaneProtocol.Subscribe.class,
             LaneProtocol.Cancel.class, LaneProtocol.ForgetRequest.class, ActivationFrame.class);
 
-    /** A Kryo that requires registration and knows exactly the entries, resolving actor refs through {@code resolver}. */
+    /**
+     * A Kryo that requires registration and knows exactly the entries, resolving actor refs through {@code resolver}.
+     * It reads no class named by name and no class of Kryo's own below {@link #FIRST_ID}.
+     */
     public static Kryo newKryo(ActorRefResolver resolver) {
-        Kryo kryo = new Kryo();
+        Kryo kryo = new Kryo(new WireClassResolver(), null);
         kryo.setRegistrationRequired(true);
         kryo.setReferences(false);
         for (Entry e : ENTRIES) {
@@ -59,29 +73,67 @@ public final class WireRegistry {
         return kryo;
     }
 
+    /** The graphlane classes {@code kryo} (made by {@link #newKryo} and extended) registers, by id. */
+    public static SortedMap<Integer, Class<?>> registrations(Kryo kryo) {
+        if (!(kryo.getClassResolver() instanceof WireClassResolver wire)) {
+            throw new IllegalArgumentException("a Kryo not made by WireRegistry.newKryo");
+        }
+        return wire.registrations();
+    }
+
+    /** Kryo's class resolver, refusing a class by name (which reads an unbounded name) and Kryo's own ids. */
+    private static final class WireClassResolver extends DefaultClassResolver {
+        @Override
+        public Registration readClass(Input input) {
+            Registration registration = super.readClass(input);
+            if (registration != null && registration.getId() < FIRST_ID) {
+                throw new WireFormatException("class id " + registration.getId() + " (" + registration.getType().getSimpleName()
+                        + ") is not a graphlane wire class; expected an id from " + FIRST_ID);
+            }
+            return registration;
+        }
+
+        @Override
+        protected Registration readName(Input input) {
+            throw new WireFormatException("a class named by name; graphlane frames name classes by id only");
+        }
+
+        SortedMap<Integer, Class<?>> registrations() {
+            SortedMap<Integer, Class<?>> byId = new TreeMap<>();
+            for (var e : idToRegistration) {
+                if (e.key >= FIRST_ID) {
+                    byId.put(e.key, e.value.getType());
+                }
+            }
+            return byId;
+        }
+    }
+
     private static final class LaneIdSerializer extends Serializer<LaneId> {
         @Override
         public void write(Kryo kryo, Output out, LaneId lane) {
-            out.writeString(lane.name());
+            WireFields.writeString(out, lane.name(), "LaneId.name");
         }
 
         @Override
         public LaneId read(Kryo kryo, Input in, Class<? extends LaneId> type) {
-            return new LaneId(in.readString());
+            return new LaneId(WireFields.requiredString(in, "LaneId.name"));
         }
     }
 
     private static final class HandleSerializer extends Serializer<CompletionHandle> {
         @Override
         public void write(Kryo kryo, Output out, CompletionHandle h) {
-            out.writeString(h.node());
-            out.writeString(h.lane().name());
+            WireFields.writeString(out, h.node(), "CompletionHandle.node");
+            WireFields.writeString(out, h.lane().name(), "CompletionHandle.lane");
             out.writeVarLong(h.sequence(), true);
         }
 
         @Override
         public CompletionHandle read(Kryo kryo, Input in, Class<? extends CompletionHandle> type) {
-            return new CompletionHandle(in.readString(), new LaneId(in.readString()), in.readVarLong(true));
+            String node = WireFields.requiredString(in, "CompletionHandle.node");
+            LaneId lane = new LaneId(WireFields.requiredString(in, "CompletionHandle.lane"));
+            return new CompletionHandle(node, lane, in.readVarLong(true));
         }
     }
 
@@ -102,17 +154,18 @@ public final class WireRegistry {
         public void write(Kryo kryo, Output out, Outcome.Failed f) {
             Throwable cause = f.cause();
             if (cause instanceof RemoteFailureException remote) {
-                out.writeString(remote.originalClass());
-                out.writeString(remote.originalMessage());
+                WireFields.writeString(out, remote.originalClass(), "Failed.class");
+                WireFields.writeText(out, remote.originalMessage(), "Failed.message");
             } else {
-                out.writeString(cause.getClass().getName());
-                out.writeString(describe(cause));
+                WireFields.writeString(out, cause.getClass().getName(), "Failed.class");
+                WireFields.writeText(out, describe(cause), "Failed.message");
             }
         }
 
         @Override
         public Outcome.Failed read(Kryo kryo, Input in, Class<? extends Outcome.Failed> type) {
-            return new Outcome.Failed(new RemoteFailureException(in.readString(), in.readString()));
+            String originalClass = WireFields.string(in, "Failed.class");
+            return new Outcome.Failed(new RemoteFailureException(originalClass, WireFields.string(in, "Failed.message")));
         }
 
         private static String describe(Throwable t) {
@@ -128,13 +181,13 @@ public final class WireRegistry {
         @Override
         public void write(Kryo kryo, Output out, LaneProtocol.Ended e) {
             kryo.writeClassAndObject(out, e.outcome());
-            out.writeString(e.label());
+            WireFields.writeString(out, e.label(), "Ended.label");
         }
 
         @Override
         public LaneProtocol.Ended read(Kryo kryo, Input in, Class<? extends LaneProtocol.Ended> type) {
-            Outcome outcome = expect(kryo.readClassAndObject(in), Outcome.class, "Ended.outcome");
-            return new LaneProtocol.Ended(outcome, in.readString());
+            Outcome outcome = WireFields.object(kryo, in, Outcome.class, "Ended.outcome");
+            return new LaneProtocol.Ended(outcome, WireFields.string(in, "Ended.label"));
         }
     }
 
@@ -167,14 +220,15 @@ public final class WireRegistry {
         public void write(Kryo kryo, Output out, LaneProtocol.Subscribe s) {
             kryo.writeObject(out, s.handle());
             out.writeVarLong(s.requestId(), false);
-            out.writeString(resolver.toSerializationFormat(s.subscriber()));
+            WireFields.writeString(out, resolver.toSerializationFormat(s.subscriber()), "Subscribe.subscriber");
         }
 
         @Override
         public LaneProtocol.Subscribe read(Kryo kryo, Input in, Class<? extends LaneProtocol.Subscribe> type) {
             CompletionHandle handle = kryo.readObject(in, CompletionHandle.class);
             long request = in.readVarLong(false);
-            ActorRef<LaneProtocol.Resolved> subscriber = resolver.resolveActorRef(in.readString());
+            ActorRef<LaneProtocol.Resolved> subscriber = resolver.resolveActorRef(
+                    WireFields.requiredString(in, "Subscribe.subscriber"));
             return new LaneProtocol.Subscribe(handle, request, subscriber);
         }
     }
@@ -203,11 +257,11 @@ public final class WireRegistry {
         }
     }
 
-    /** dtype name, rank, dims, byte count, then the raw little-endian bytes. */
+    /** dtype name, rank, dims, byte count, then the raw little-endian bytes (read straight into the tensor's array). */
     private static final class TensorSerializer extends Serializer<WireTensor> {
         @Override
         public void write(Kryo kryo, Output out, WireTensor t) {
-            out.writeString(t.dtype().name());
+            WireFields.writeString(out, t.dtype().name(), "WireTensor.dtype");
             long[] dims = t.shape().dims();
             out.writeVarInt(dims.length, true);
             for (long d : dims) {
@@ -225,24 +279,28 @@ public final class WireRegistry {
 
         @Override
         public WireTensor read(Kryo kryo, Input in, Class<? extends WireTensor> type) {
-            String name = in.readString();
+            String name = WireFields.string(in, "WireTensor.dtype");
             DType dtype = DType.fromName(name).orElseThrow(() -> new WireFormatException(
-                    "tensor frame names dtype '" + name + "'; expected one of " + DType.supportedNames()));
-            int rank = in.readVarInt(true);
-            if (rank > 16) {
-                throw new WireFormatException("tensor frame has rank " + rank + "; expected at most 16");
-            }
+                    "WireTensor.dtype: names dtype '" + name + "'; expected one of " + DType.supportedNames()));
+            int rank = WireFields.count(in, "WireTensor.dims", WireFields.MAX_RANK);
             long[] dims = new long[rank];
             for (int i = 0; i < rank; i++) {
                 dims[i] = in.readVarLong(true);
             }
-            Shape shape = Shape.of(dims);
-            int length = in.readVarInt(true);
-            if (length != shape.byteSize(dtype)) {
-                throw new WireFormatException("tensor frame " + dtype + shape + " declares " + length + " bytes; expected "
-                        + shape.byteSize(dtype));
+            Shape shape;
+            long expected;
+            try {
+                shape = Shape.of(dims);
+                expected = shape.byteSize(dtype);
+            } catch (IllegalArgumentException e) {
+                throw new WireFormatException("WireTensor.dims: " + e.getMessage());
             }
-            return WireTensor.of(dtype, shape, ByteBuffer.wrap(in.readBytes(length)));
+            int length = WireFields.length(in, "WireTensor.bytes", 1);
+            if (length != expected) {
+                throw new WireFormatException("WireTensor.bytes: a " + dtype + shape + " tensor declares " + length
+                        + " bytes; expected " + expected);
+            }
+            return WireTensor.wrapping(dtype, shape, in.readBytes(length));
         }
     }
 
@@ -262,13 +320,5 @@ public final class WireRegistry {
             int step = in.readVarInt(true);
             return new ActivationFrame(producer, request, step, kryo.readObject(in, WireTensor.class));
         }
-    }
-
-    private static <T> T expect(Object value, Class<T> type, String field) {
-        if (!type.isInstance(value)) {
-            throw new WireFormatException(field + ": expected a " + type.getSimpleName() + ", found "
-                    + (value == null ? "null" : value.getClass().getName()));
-        }
-        return type.cast(value);
     }
 }

@@ -27,15 +27,25 @@ public final class WireTensor {
      * @throws WireFormatException if the byte count is not the shape's element count times the dtype's size
      */
     public static WireTensor of(DType dtype, Shape shape, ByteBuffer bytes) {
-        Objects.requireNonNull(dtype, "dtype");
-        Objects.requireNonNull(shape, "shape");
-        long expected = shape.byteSize(dtype);
-        if (bytes.remaining() != expected) {
-            throw new WireFormatException("tensor " + dtype + shape + " needs " + expected + " bytes, got " + bytes.remaining());
-        }
+        requireBytes(dtype, shape, bytes.remaining());
         ByteBuffer copy = ByteBuffer.allocate(bytes.remaining()).order(ByteOrder.LITTLE_ENDIAN);
         copy.put(bytes.duplicate()).flip();
         return new WireTensor(dtype, shape, copy.asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN));
+    }
+
+    /** A tensor over {@code bytes} (little-endian), which it keeps without a copy: the caller gives them up. */
+    static WireTensor wrapping(DType dtype, Shape shape, byte[] bytes) {
+        requireBytes(dtype, shape, bytes.length);
+        return new WireTensor(dtype, shape, ByteBuffer.wrap(bytes).asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN));
+    }
+
+    private static void requireBytes(DType dtype, Shape shape, int found) {
+        Objects.requireNonNull(dtype, "dtype");
+        Objects.requireNonNull(shape, "shape");
+        long expected = shape.byteSize(dtype);
+        if (found != expected) {
+            throw new WireFormatException("tensor " + dtype + shape + " needs " + expected + " bytes, got " + found);
+        }
     }
 
     /** An F32 tensor of {@code shape} holding {@code values} (row-major). */

@@ -13,7 +13,7 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
 import org.junit.jupiter.api.Test;
 
-/** Two actor systems over Artery on loopback: bad frames from one node are dropped by the other, which stays up. */
+/** Two actor systems over Artery on loopback: bad frames (a length bomb among them) from one node are dropped by the other, which stays up. */
 class RemoteRefusalTest {
     private static Config remote(String extra) {
         return ConfigFactory.parseString("""
@@ -25,7 +25,7 @@ class RemoteRefusalTest {
     }
 
     @Test
-    void truncatedAndUnknownFramesAreDroppedAndLaterMessagesStillArrive() {
+    void truncatedUnknownAndLengthBombFramesAreDroppedAndLaterMessagesStillArrive() {
         ActorTestKit receiver = ActorTestKit.create("receiver", remote(""));
         ActorTestKit sender = ActorTestKit.create("sender",
                 remote("pekko.actor.serializers.graphlane-kryo = \"io.graphlane.actors.wire.CorruptingWireSerializer\""));
@@ -36,6 +36,7 @@ class RemoteRefusalTest {
 
             remoteProbe.tell(new LaneProtocol.Cancel(-1)); // truncated frame
             remoteProbe.tell(new LaneProtocol.Cancel(-2)); // unknown class id
+            remoteProbe.tell(new LaneProtocol.Cancel(-3)); // a tensor declaring 2^31-1 bytes
             remoteProbe.tell(new LaneProtocol.Cancel(7));
             remoteProbe.tell(new LaneProtocol.Cancel(8));
 

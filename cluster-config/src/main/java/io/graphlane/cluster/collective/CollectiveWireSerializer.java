@@ -8,6 +8,7 @@ import com.esotericsoftware.kryo.io.ByteBufferOutput;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
 import io.graphlane.actors.wire.PooledKryoSerializer;
+import io.graphlane.actors.wire.WireFields;
 import io.graphlane.actors.wire.WireFormatException;
 import io.graphlane.actors.wire.WireRegistry;
 import io.graphlane.backend.cpu.collective.CollectiveDescriptor;
@@ -33,7 +34,8 @@ import org.slf4j.LoggerFactory;
  * <p>Artery frames messages through the {@link ByteBufferSerializer} side: Kryo writes straight into Artery's pooled
  * envelope buffer and the floats are one bulk copy each way, with no intermediate byte array. The byte-array side
  * (from {@link PooledKryoSerializer}) writes the same frames, so either side reads either. A frame that is truncated,
- * of an unknown class or with trailing bytes is refused with a logged {@link WireFormatException}; the node stays up.
+ * of an unknown class, declares a field larger than the frame or its cap ({@link WireFields}) or has trailing bytes is
+ * refused with a logged {@link WireFormatException}; the node stays up.
  */
 public final class CollectiveWireSerializer extends PooledKryoSerializer implements ByteBufferSerializer {
     private static final Logger LOG = LoggerFactory.getLogger(CollectiveWireSerializer.class);
@@ -52,8 +54,6 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
     private static final byte CHUNK = 1;
     private static final byte CONSUMED = 2;
     private static final byte LEFT = 3;
-    /** The most floats one chunk frame may announce (a 2 GiB frame); anything larger is a corrupt frame. */
-    private static final int MAX_CHUNK_FLOATS = Integer.MAX_VALUE / Float.BYTES;
     private static final int MAX_COUNTS = 1 << 20;
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
@@ -94,38 +94,10 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
         });
     }
 
-    /** Artery's path: reads one frame from {@code buf}'s position to its limit. */
+    /** Artery's path: reads one frame from {@code buf}'s position to its limit; refuses what {@link #decode} refuses. */
     @Override
     public Object fromBinary(ByteBuffer buf, String manifest) {
-        int bytes = buf.remaining();
-        return withKryo(kryo -> {
-            try {
-                ByteBufferInput in = new ByteBufferInput(buf);
-                Object message = kryo.readClassAndObject(in);
-                if (in.position() != in.limit()) {
-                    throw new WireFormatException("refused a frame of " + bytes + " bytes: " + (in.limit() - in.position())
-                            + " trailing bytes after a " + (message == null ? "null" : message.getClass().getName()));
-                }
-                if (message == null) {
-                    throw new WireFormatException("refused a frame of " + bytes + " bytes: it holds null, not a message");
-                }
-                return message;
-            } catch (KryoException | IllegalArgumentException | IndexOutOfBoundsException | java.nio.BufferUnderflowException e) {
-                WireFormatException refused = new WireFormatException("refused a frame of " + bytes + " bytes: " + firstLine(e)
-                        + " (truncated, or sent by a node with other registrations)", e);
-                LOG.warn("{}", refused.getMessage());
-                throw refused;
-            } catch (WireFormatException e) {
-                LOG.warn("{}", e.getMessage());
-                throw e;
-            }
-        });
-    }
-
-    private static String firstLine(Throwable e) {
-        String m = String.valueOf(e.getMessage());
-        int nl = m.indexOf('\n');
-        return nl < 0 ? m : m.substring(0, nl);
+        return decode(new ByteBufferInput(buf), buf.remaining());
     }
 
     // ------------------------------------------------------------------ floats in bulk
@@ -155,20 +127,16 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
         }
     }
 
-    /** Reads {@code n} little-endian floats, in one bulk copy where it can. */
+    /** Reads {@code n} little-endian floats (that {@link WireFields#length} found in the frame), in one bulk copy where it can. */
     static float[] readFloats(Input in, int n) {
         if (in instanceof ByteBufferInput bbi) {
-            long bytes = (long) n * Float.BYTES;
+            int bytes = n * Float.BYTES;
             int at = bbi.position();
-            if (bytes > bbi.limit() - at) {
-                throw new WireFormatException("a collective chunk announces " + n + " floats but its frame holds only "
-                        + (bbi.limit() - at) + " more bytes");
-            }
             float[] values = new float[n];
             ByteBuffer view = bbi.getByteBuffer().duplicate().order(ByteOrder.LITTLE_ENDIAN);
             view.position(at);
             view.asFloatBuffer().get(values);
-            bbi.setPosition(at + (int) bytes);
+            bbi.setPosition(at + bytes);
             return values;
         }
         return in.readFloats(n);
@@ -185,28 +153,28 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
 
         @Override
         public void write(Kryo kryo, Output out, CollectiveRankActor.Hello h) {
-            out.writeString(h.group());
+            WireFields.writeString(out, h.group(), "Hello.group");
             out.writeVarInt(h.rank(), true);
             out.writeVarInt(h.size(), true);
-            out.writeString(resolver.toSerializationFormat(h.rankActor()));
-            out.writeString(resolver.toSerializationFormat(h.credits()));
+            WireFields.writeString(out, resolver.toSerializationFormat(h.rankActor()), "Hello.rankActor");
+            WireFields.writeString(out, resolver.toSerializationFormat(h.credits()), "Hello.credits");
             // Added after the first version, at the end: a frame without them reads as the Artery payload plane.
-            out.writeString(h.payloadHost());
+            WireFields.writeString(out, h.payloadHost(), "Hello.payloadHost");
             out.writeVarInt(h.payloadPort(), true);
             out.writeLong(h.payloadNonce());
         }
 
         @Override
         public CollectiveRankActor.Hello read(Kryo kryo, Input in, Class<? extends CollectiveRankActor.Hello> type) {
-            String group = in.readString();
+            String group = WireFields.string(in, "Hello.group");
             int rank = in.readVarInt(true);
             int size = in.readVarInt(true);
-            ActorRef<CollectiveRankActor.Command> actor = resolver.resolveActorRef(in.readString());
-            ActorRef<CollectiveRankActor.Command> credits = resolver.resolveActorRef(in.readString());
+            ActorRef<CollectiveRankActor.Command> actor = resolver.resolveActorRef(WireFields.requiredString(in, "Hello.rankActor"));
+            ActorRef<CollectiveRankActor.Command> credits = resolver.resolveActorRef(WireFields.requiredString(in, "Hello.credits"));
             if (in.end()) {
                 return new CollectiveRankActor.Hello(group, rank, size, actor, credits, "", 0, 0L);
             }
-            String payloadHost = in.readString();
+            String payloadHost = WireFields.string(in, "Hello.payloadHost");
             int payloadPort = in.readVarInt(true);
             if (payloadPort < 0 || payloadPort > 65_535) {
                 throw new WireFormatException("a collective hello announces payload port " + payloadPort + "; expected 0..65535");
@@ -234,9 +202,9 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
                 CollectiveDescriptor x = desc.descriptor();
                 out.writeByte(DESCRIPTOR);
                 out.writeVarLong(x.sequence(), true);
-                out.writeString(x.kind().name());
-                out.writeString(x.reduceOp() == null ? null : x.reduceOp().name());
-                out.writeString(x.dtype());
+                WireFields.writeString(out, x.kind().name(), "Deliver.descriptor.kind");
+                WireFields.writeString(out, x.reduceOp() == null ? null : x.reduceOp().name(), "Deliver.descriptor.reduceOp");
+                WireFields.writeString(out, x.dtype(), "Deliver.descriptor.dtype");
                 out.writeVarInt(x.rows(), true);
                 out.writeVarInt(x.cols(), true);
                 int[] counts = x.sendCounts();
@@ -251,7 +219,7 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
             } else if (m instanceof CollectiveMessage.Left l) {
                 out.writeByte(LEFT);
                 out.writeVarInt(l.member(), true);
-                out.writeString(l.reason());
+                WireFields.writeText(out, l.reason(), "Deliver.left.reason");
             } else {
                 throw new WireFormatException("unknown collective message " + m);
             }
@@ -265,30 +233,23 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
                 case CHUNK -> {
                     long sequence = in.readVarLong(true);
                     long offset = in.readVarLong(true);
-                    int n = in.readVarInt(true);
-                    if (n < 0 || n > MAX_CHUNK_FLOATS) {
-                        throw new WireFormatException("a collective chunk of " + n + " floats; expected 0.." + MAX_CHUNK_FLOATS);
-                    }
+                    int n = WireFields.length(in, "Deliver.chunk.floats", Float.BYTES);
                     yield new CollectiveMessage.Chunk(sequence, offset, FloatBuffer.wrap(readFloats(in, n)), null);
                 }
                 case DESCRIPTOR -> {
                     long sequence = in.readVarLong(true);
-                    CollectiveKind kind = enumOf(CollectiveKind.class, in.readString(), "operation");
-                    String op = in.readString();
+                    CollectiveKind kind = enumOf(CollectiveKind.class, WireFields.string(in, "Deliver.descriptor.kind"), "operation");
+                    String op = WireFields.string(in, "Deliver.descriptor.reduceOp");
                     ReduceOp reduce = op == null ? null : enumOf(ReduceOp.class, op, "reduction");
-                    String dtype = in.readString();
+                    String dtype = WireFields.string(in, "Deliver.descriptor.dtype");
                     int rows = in.readVarInt(true);
                     int cols = in.readVarInt(true);
-                    int counted = in.readVarInt(true);
-                    if (counted < 0 || counted > MAX_COUNTS + 1) {
-                        throw new WireFormatException("a collective descriptor with " + (counted - 1) + " send counts; expected at most " + MAX_COUNTS);
-                    }
-                    int[] counts = counted == 0 ? null : in.readInts(counted - 1, true);
+                    int[] counts = WireFields.nullableInts(in, "Deliver.descriptor.sendCounts", MAX_COUNTS);
                     yield new CollectiveMessage.Descriptor(new CollectiveDescriptor(sequence, kind, reduce, dtype == null ? "" : dtype,
                             rows, cols, counts));
                 }
                 case CONSUMED -> new CollectiveMessage.Consumed(in.readVarLong(true), in.readVarLong(true));
-                case LEFT -> new CollectiveMessage.Left(in.readVarInt(true), String.valueOf(in.readString()));
+                case LEFT -> new CollectiveMessage.Left(in.readVarInt(true), String.valueOf(WireFields.string(in, "Deliver.left.reason")));
                 default -> throw new WireFormatException("unknown collective message tag " + tag + "; expected 0..3");
             };
             return new CollectiveRankActor.Deliver(from, m);

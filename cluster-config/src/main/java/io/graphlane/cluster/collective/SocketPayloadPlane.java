@@ -39,9 +39,10 @@ import org.slf4j.LoggerFactory;
  * receiver's rank and the receiver's nonce); the receiver refuses, and logs, a handshake of another group, rank or
  * nonce (a stray), and answers one byte. The rank actor completes the join only once every pair's socket is up.
  *
- * <p>Frames: a 4-byte little-endian length, then what {@link CollectiveWireSerializer} writes for a
- * {@link CollectiveRankActor.Deliver} or {@link CollectiveRankActor.Goodbye} (the same Kryo frames Artery carries; a
- * chunk's floats copied in bulk into and out of the frame). {@link #send} frames the message on the caller's thread
+ * <p>Frames: a 4-byte little-endian length (checked, before anything is allocated for the frame, against the larger of
+ * the group's chunk frame and 8 MiB; a handshake's group name against {@link #MAX_GROUP_NAME_BYTES}), then what
+ * {@link CollectiveWireSerializer} writes for a {@link CollectiveRankActor.Deliver} or {@link CollectiveRankActor.Goodbye}
+ * (the same Kryo frames Artery carries; a chunk's floats copied in bulk into and out of the frame). {@link #send} frames the message on the caller's thread
  * (a chunk into a pooled direct buffer of the group's chunk size) and hands the frame to the link's writer thread: it
  * never waits for the network. One writer and one reader thread per peer (daemon, named after the group, the ranks and
  * the direction); sockets with TCP_NODELAY and large buffers.
@@ -65,6 +66,8 @@ final class SocketPayloadPlane {
     static final int CHUNK_FRAME_OVERHEAD = 64;
     /** The largest frame other than a chunk (a descriptor with up to 2^20 send counts, a departure's reason). */
     private static final int MAX_CONTROL_FRAME = 8 << 20;
+    /** The longest group name (UTF-8 bytes) a handshake may declare; checked before the name is read. */
+    static final int MAX_GROUP_NAME_BYTES = 4096;
     private static final byte ACCEPTED = 1;
     private static final byte REFUSED = 0;
 
@@ -292,8 +295,11 @@ final class SocketPayloadPlane {
         int magic = head.getInt();
         byte version = head.get();
         int groupBytes = head.getInt();
-        if (magic != MAGIC || version != VERSION || groupBytes < 0 || groupBytes > 4096) {
+        if (magic != MAGIC || version != VERSION) {
             return "not a collective payload handshake (magic " + Integer.toHexString(magic) + ", version " + version + ")";
+        }
+        if (groupBytes < 0 || groupBytes > MAX_GROUP_NAME_BYTES) {
+            return "its handshake declares a group name of " + groupBytes + " bytes; expected 0.." + MAX_GROUP_NAME_BYTES;
         }
         ByteBuffer rest = ByteBuffer.allocate(groupBytes + 16);
         if (!readWithin(ch, rest)) {

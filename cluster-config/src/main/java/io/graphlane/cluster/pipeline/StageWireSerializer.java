@@ -5,6 +5,7 @@ import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
 import io.graphlane.actors.wire.ActivationFrame;
+import io.graphlane.actors.wire.WireFields;
 import io.graphlane.actors.wire.WireFormatException;
 import io.graphlane.actors.wire.WireRegistry;
 import io.graphlane.actors.wire.WireTensor;
@@ -23,7 +24,9 @@ import org.slf4j.LoggerFactory;
  * The wire format of the cross-node stage protocol ({@link StageHost}, {@link ShardHost} and {@link StageReply} messages): Kryo 5 with
  * registration required, the fixed ids of {@link WireRegistry} (frames, tensors, handles, outcomes) plus this
  * protocol's own fixed ids from 200, actor refs through {@link ActorRefResolver}. A frame of an unknown class,
- * truncated or with trailing bytes is refused with a logged {@link WireFormatException}; the node stays up.
+ * truncated, declaring a field larger than the frame or its cap ({@link WireFields}; a route of at most 1024 hosts, a
+ * step of at most 2^20 tokens) or with trailing bytes is refused with a logged {@link WireFormatException}; the node
+ * stays up.
  */
 public final class StageWireSerializer extends PooledKryoSerializer {
     /** This serializer's Pekko identifier; the same on every node. */
@@ -40,6 +43,10 @@ public final class StageWireSerializer extends PooledKryoSerializer {
     static final int SHARD_REFORM_ID = 207;
     static final int SHARD_REFORMED_ID = 208;
     static final int SHARD_REFORM_FAILED_ID = 209;
+
+    /** The most hosts a route may list, and the most tokens one step may carry. */
+    private static final int MAX_ROUTE = 1024;
+    private static final int MAX_TOKENS = 1 << 20;
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public StageWireSerializer(ExtendedActorSystem system) {
@@ -71,18 +78,15 @@ public final class StageWireSerializer extends PooledKryoSerializer {
     private static void writeRefs(Output out, ActorRefResolver resolver, List<? extends ActorRef<?>> refs) {
         out.writeVarInt(refs.size(), true);
         for (ActorRef<?> ref : refs) {
-            out.writeString(resolver.toSerializationFormat(ref));
+            WireFields.writeString(out, resolver.toSerializationFormat(ref), "route");
         }
     }
 
-    private static <T> List<ActorRef<T>> readRefs(Input in, ActorRefResolver resolver) {
-        int n = in.readVarInt(true);
-        if (n > 1024) {
-            throw new WireFormatException("stage route of " + n + " hosts; expected at most 1024");
-        }
+    private static <T> List<ActorRef<T>> readRefs(Input in, ActorRefResolver resolver, String field) {
+        int n = WireFields.count(in, field + ".route", MAX_ROUTE);
         List<ActorRef<T>> refs = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            refs.add(resolver.resolveActorRef(in.readString()));
+            refs.add(resolver.resolveActorRef(WireFields.requiredString(in, field + ".route")));
         }
         return refs;
     }
@@ -107,7 +111,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
                 kryo.writeObject(out, r.input());
             }
             writeRefs(out, resolver, r.downstream());
-            out.writeString(resolver.toSerializationFormat(r.engine()));
+            WireFields.writeString(out, resolver.toSerializationFormat(r.engine()), "Run.engine");
         }
 
         @Override
@@ -115,15 +119,11 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             long request = in.readVarLong(false);
             long step = in.readVarLong(true);
             int stage = in.readVarInt(true);
-            int count = in.readVarInt(true);
-            if (count > 1 << 20) {
-                throw new WireFormatException("stage step of " + count + " tokens; expected at most " + (1 << 20));
-            }
-            int[] tokens = in.readInts(count, true);
+            int[] tokens = WireFields.ints(in, "Run.tokens", MAX_TOKENS);
             int start = in.readVarInt(true);
             ActivationFrame input = in.readBoolean() ? kryo.readObject(in, ActivationFrame.class) : null;
-            List<ActorRef<StageHost.Command>> route = readRefs(in, resolver);
-            ActorRef<StageReply> engine = resolver.resolveActorRef(in.readString());
+            List<ActorRef<StageHost.Command>> route = readRefs(in, resolver, "Run");
+            ActorRef<StageReply> engine = resolver.resolveActorRef(WireFields.requiredString(in, "Run.engine"));
             return new StageHost.Run(request, step, stage, tokens, start, input, route, engine);
         }
     }
@@ -140,11 +140,11 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             out.writeVarLong(p.requestId(), false);
             out.writeVarLong(p.step(), true);
             out.writeVarInt(p.rootStage(), true);
-            out.writeString(p.rootNode());
+            WireFields.writeString(out, p.rootNode(), "Poisoned.rootNode");
             kryo.writeObject(out, p.producer());
             kryo.writeObject(out, p.failure());
             writeRefs(out, resolver, p.downstream());
-            out.writeString(resolver.toSerializationFormat(p.engine()));
+            WireFields.writeString(out, resolver.toSerializationFormat(p.engine()), "Poisoned.engine");
         }
 
         @Override
@@ -152,11 +152,11 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             long request = in.readVarLong(false);
             long step = in.readVarLong(true);
             int stage = in.readVarInt(true);
-            String node = in.readString();
+            String node = WireFields.string(in, "Poisoned.rootNode");
             CompletionHandle producer = kryo.readObject(in, CompletionHandle.class);
             Outcome.Failed failure = kryo.readObject(in, Outcome.Failed.class);
-            List<ActorRef<StageHost.Command>> route = readRefs(in, resolver);
-            ActorRef<StageReply> engine = resolver.resolveActorRef(in.readString());
+            List<ActorRef<StageHost.Command>> route = readRefs(in, resolver, "Poisoned");
+            ActorRef<StageReply> engine = resolver.resolveActorRef(WireFields.requiredString(in, "Poisoned.engine"));
             return new StageHost.Poisoned(request, step, stage, node, producer, failure, route, engine);
         }
     }
@@ -193,21 +193,21 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             out.writeVarLong(f.requestId(), false);
             out.writeVarLong(f.step(), true);
             out.writeVarInt(f.stage(), true);
-            out.writeString(f.node());
+            WireFields.writeString(out, f.node(), "StepFailed.node");
             kryo.writeObject(out, f.failure());
         }
 
         @Override
         public StageReply.StepFailed read(Kryo kryo, Input in, Class<? extends StageReply.StepFailed> type) {
-            return new StageReply.StepFailed(in.readVarLong(false), in.readVarLong(true), in.readVarInt(true), in.readString(),
-                    kryo.readObject(in, Outcome.Failed.class));
+            return new StageReply.StepFailed(in.readVarLong(false), in.readVarLong(true), in.readVarInt(true),
+                    WireFields.string(in, "StepFailed.node"), kryo.readObject(in, Outcome.Failed.class));
         }
     }
 
     private static final class ShardStepSerializer extends Serializer<ShardHost.Step> {
         @Override
         public void write(Kryo kryo, Output out, ShardHost.Step s) {
-            out.writeString(s.group());
+            WireFields.writeString(out, s.group(), "ShardStep.group");
             out.writeVarLong(s.requestId(), false);
             out.writeVarLong(s.step(), true);
             out.writeVarInt(s.startPosition(), true);
@@ -216,7 +216,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
 
         @Override
         public ShardHost.Step read(Kryo kryo, Input in, Class<? extends ShardHost.Step> type) {
-            String group = readGroup(in);
+            String group = readGroup(in, "ShardStep.group");
             long request = in.readVarLong(false);
             long step = in.readVarLong(true);
             int start = in.readVarInt(true);
@@ -241,11 +241,11 @@ public final class StageWireSerializer extends PooledKryoSerializer {
     }
 
     /** A collective group's name: present and at most 256 characters. */
-    private static String readGroup(Input in) {
-        String group = in.readString();
-        if (group == null || group.length() > 256) {
-            throw new WireFormatException("collective group name " + (group == null ? "missing" : "of " + group.length()
-                    + " characters") + "; expected 1 to 256 characters");
+    private static String readGroup(Input in, String field) {
+        String group = WireFields.requiredString(in, field);
+        if (group.length() > 256) {
+            throw new WireFormatException(field + ": a collective group name of " + group.length()
+                    + " characters; expected 1 to 256 characters");
         }
         return group;
     }
@@ -259,43 +259,43 @@ public final class StageWireSerializer extends PooledKryoSerializer {
 
         @Override
         public void write(Kryo kryo, Output out, ShardHost.Reform r) {
-            out.writeString(r.group());
-            out.writeString(resolver.toSerializationFormat(r.replyTo()));
+            WireFields.writeString(out, r.group(), "Reform.group");
+            WireFields.writeString(out, resolver.toSerializationFormat(r.replyTo()), "Reform.replyTo");
         }
 
         @Override
         public ShardHost.Reform read(Kryo kryo, Input in, Class<? extends ShardHost.Reform> type) {
-            String group = readGroup(in);
-            return new ShardHost.Reform(group, resolver.resolveActorRef(in.readString()));
+            String group = readGroup(in, "Reform.group");
+            return new ShardHost.Reform(group, resolver.resolveActorRef(WireFields.requiredString(in, "Reform.replyTo")));
         }
     }
 
     private static final class ShardReformedSerializer extends Serializer<ShardHost.Reformed> {
         @Override
         public void write(Kryo kryo, Output out, ShardHost.Reformed r) {
-            out.writeString(r.group());
+            WireFields.writeString(out, r.group(), "Reformed.group");
             out.writeVarInt(r.shard(), true);
         }
 
         @Override
         public ShardHost.Reformed read(Kryo kryo, Input in, Class<? extends ShardHost.Reformed> type) {
-            return new ShardHost.Reformed(readGroup(in), in.readVarInt(true));
+            return new ShardHost.Reformed(readGroup(in, "Reformed.group"), in.readVarInt(true));
         }
     }
 
     private static final class ShardReformFailedSerializer extends Serializer<ShardHost.ReformFailed> {
         @Override
         public void write(Kryo kryo, Output out, ShardHost.ReformFailed r) {
-            out.writeString(r.group());
+            WireFields.writeString(out, r.group(), "ReformFailed.group");
             out.writeVarInt(r.shard(), true);
-            out.writeString(r.reason());
+            WireFields.writeText(out, r.reason(), "ReformFailed.reason");
         }
 
         @Override
         public ShardHost.ReformFailed read(Kryo kryo, Input in, Class<? extends ShardHost.ReformFailed> type) {
-            String group = readGroup(in);
+            String group = readGroup(in, "ReformFailed.group");
             int shard = in.readVarInt(true);
-            String reason = in.readString();
+            String reason = WireFields.string(in, "ReformFailed.reason");
             return new ShardHost.ReformFailed(group, shard, reason == null ? "no reason given" : reason);
         }
     }

@@ -11,6 +11,7 @@ import io.graphlane.backend.cpu.collective.CollectiveMessage;
 import io.graphlane.backend.cpu.collective.CollectiveTransport.Envelope;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -29,7 +30,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * Two ranks' socket planes in one JVM, without the rank actors: a stray connection is refused, the lower rank's
  * connection is accepted, frames of every kind arrive in send order, and a socket that ends without a goodbye reports
- * its rank lost once, while an orderly close reports nothing.
+ * its rank lost once, while an orderly close reports nothing. Declared sizes (a handshake's group name, a frame's
+ * length, a chunk's float count) are checked before anything is allocated for them.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class SocketPayloadPlaneTest {
@@ -129,5 +131,63 @@ class SocketPayloadPlaneTest {
         one.plane().closeAsync(20_000).get(20, TimeUnit.SECONDS);
         assertNull(one.inbox().poll(200, TimeUnit.MILLISECONDS), "no loss reported");
         assertNull(zero.inbox().poll(0, TimeUnit.MILLISECONDS), "no loss reported");
+    }
+
+    /** A handshake declaring a 2^31-1 byte group name is refused before the name is read; the real rank 0 still links. */
+    @Test
+    void aHandshakeDeclaringAHugeGroupNameIsRefused() throws Exception {
+        Rank one = rank("huge-name", 1);
+        try (SocketChannel ch = SocketChannel.open(new InetSocketAddress("127.0.0.1", one.plane().port()))) {
+            assertEquals(0, handshake(ch, one, "huge-name", Integer.MAX_VALUE), "the answer to a 2^31-1 byte group name");
+        }
+        assertTrue(!one.up().isDone(), "no link");
+        try (SocketChannel ch = SocketChannel.open(new InetSocketAddress("127.0.0.1", one.plane().port()))) {
+            assertEquals(1, handshake(ch, one, "huge-name", "huge-name".length()));
+            assertEquals(0, one.up().get(10, TimeUnit.SECONDS));
+        } finally {
+            one.plane().abort();
+        }
+    }
+
+    /**
+     * A linked peer whose frame header declares more than the cap, or whose frame declares more floats than it holds,
+     * is reported lost, naming the size, before anything is allocated for it.
+     */
+    @Test
+    void aFrameDeclaringMoreThanItsCapOrItsBytesIsALossNamingTheSize() throws Exception {
+        // Deliver (id 211) from rank 0: a chunk (tag 1), sequence 0, offset 0, then 2^31-1 floats it does not hold.
+        byte[] chunkBomb = {(byte) 0xD5, 0x01, 0, 1, 0, 0, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, 0x07, 0, 0, 0, 0};
+        ByteBuffer bomb = ByteBuffer.allocate(4 + chunkBomb.length).order(ByteOrder.LITTLE_ENDIAN);
+        bomb.putInt(chunkBomb.length).put(chunkBomb).flip();
+        ByteBuffer hugeHeader = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(0, Integer.MAX_VALUE);
+        assertTrue(lossAfter(hugeHeader).contains("a payload frame of 2147483647 bytes; expected 1.."));
+        assertTrue(lossAfter(bomb).contains("Deliver.chunk.floats: declares 2147483647 elements of 4 bytes but the frame has 4 left"));
+    }
+
+    /** The reason of the loss rank 1 reports once a linked rank 0 sent {@code bytes}. */
+    private static String lossAfter(ByteBuffer bytes) throws Exception {
+        Rank one = rank("bounds", 1);
+        try (SocketChannel ch = SocketChannel.open(new InetSocketAddress("127.0.0.1", one.plane().port()))) {
+            assertEquals(1, handshake(ch, one, "bounds", "bounds".length()));
+            ch.write(bytes);
+            Envelope lost = one.inbox().poll(20, TimeUnit.SECONDS);
+            assertTrue(lost != null, "a loss reported");
+            return assertInstanceOf(CollectiveMessage.Left.class, lost.message()).reason();
+        } finally {
+            one.plane().abort();
+        }
+    }
+
+    /** Sends rank 0's handshake to {@code to}, declaring {@code groupBytes} for the name; the answer byte. */
+    private static byte handshake(SocketChannel ch, Rank to, String group, int groupBytes) throws Exception {
+        byte[] g = group.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer hs = ByteBuffer.allocate(4 + 1 + 4 + g.length + 16);
+        hs.putInt(0x474C5043).put((byte) 1).putInt(groupBytes).put(g).putInt(0).putInt(1).putLong(to.plane().nonce()).flip();
+        while (hs.hasRemaining()) {
+            ch.write(hs);
+        }
+        ByteBuffer answer = ByteBuffer.allocate(1);
+        ch.read(answer);
+        return answer.get(0);
     }
 }
