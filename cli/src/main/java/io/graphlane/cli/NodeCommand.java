@@ -16,14 +16,19 @@ import io.graphlane.cluster.pipeline.ModelStageHosting;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.server.OpenAiServer;
+import io.graphlane.server.ServerOptions;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.CoordinatedShutdown;
+import org.apache.pekko.http.javadsl.ServerBinding;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -72,6 +77,9 @@ public final class NodeCommand implements Callable<Integer> {
     @Option(names = "--port", description = "The serving HTTP port (default: ${DEFAULT-VALUE}).", defaultValue = "8000")
     int port;
 
+    @CommandLine.Mixin
+    HttpServeOptions http = new HttpServeOptions();
+
     @Option(names = "--seed", paramLabel = "HOST:PORT", description = "A seed node's Artery address (static profile; repeatable).")
     List<String> seeds = new ArrayList<>();
 
@@ -96,7 +104,11 @@ public final class NodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Config base = ConfigFactory.load();
+        ServerOptions serverOptions = http.serverOptions();
+        Duration drainGrace = http.drainGrace();
+        // The drain runs in coordinated shutdown's service-unbind phase: give that phase the drain's time.
+        Config base = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-unbind.timeout = "
+                + (drainGrace.toSeconds() + 10) + "s").withFallback(ConfigFactory.load());
         NodeSettings settings = settings(base);
         if (tensorParallel < 1) {
             throw new ClusterConfigException("--tensor-parallel must be >= 1, got " + tensorParallel);
@@ -128,8 +140,15 @@ public final class NodeCommand implements Callable<Integer> {
         if (serving) {
             ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, stageCount,
                     base.getInt("graphlane.cluster.pipeline.max-active-requests"));
-            node.readiness().requireServing(() -> generator.unavailableReason().isEmpty());
-            new OpenAiServer(node.system(), generator).bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            OpenAiServer server = new OpenAiServer(node.system(), generator, serverOptions);
+            ServerBinding binding = server.bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            node.readiness().requireServing(() -> generator.unavailableReason().isEmpty() && !server.draining());
+            // On shutdown (SIGTERM runs coordinated shutdown): /health turns 503 and new completions are refused at once,
+            // the ones in flight finish within --drain-seconds, then the server unbinds and the node leaves.
+            CoordinatedShutdown.get(node.system()).addTask(CoordinatedShutdown.PhaseServiceUnbind(), "graphlane-drain-http",
+                    () -> server.drain(drainGrace)
+                            .thenCompose(drained -> binding.terminate(Duration.ofSeconds(5)))
+                            .thenApply(ignored -> Done.getInstance()));
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
                     + settings.host() + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics)");
         }

@@ -2,8 +2,11 @@ package io.graphlane.cli;
 
 import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.server.OpenAiServer;
+import io.graphlane.server.ServerOptions;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -12,9 +15,14 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code graphlane serve}: an OpenAI-compatible HTTP server over the pipelined model. */
+/**
+ * {@code graphlane serve}: an OpenAI-compatible HTTP server over the pipelined model. SIGTERM (or Ctrl-C) drains it:
+ * {@code /health} turns 503, new completions are refused with 503 and {@code Retry-After}, the completions in flight
+ * finish (up to {@code --drain-seconds}), then it unbinds, closes the model and exits 0.
+ */
 @Command(name = "serve", mixinStandardHelpOptions = true,
-        description = "Serve the model over an OpenAI-compatible HTTP API: POST /v1/completions and POST /v1/chat/completions (SSE with \"stream\": true), GET /v1/models, GET /health, GET /metrics (Prometheus).")
+        description = "Serve the model over an OpenAI-compatible HTTP API: POST /v1/completions and POST /v1/chat/completions (SSE with \"stream\": true), GET /v1/models, GET /health, GET /metrics (Prometheus)."
+                + " SIGTERM or Ctrl-C drains: requests in flight finish (up to --drain-seconds), new ones get 503, then it exits 0.")
 public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory (default: the demo model).")
@@ -34,27 +42,51 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--port", defaultValue = "8000", description = "Port to bind; 0 picks a free one (default ${DEFAULT-VALUE}).")
     int port;
 
+    @CommandLine.Mixin
+    HttpServeOptions http = new HttpServeOptions();
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    /** A running server: its model, its binding and its actor system. */
-    public record Running(InferencePipeline model, ServerBinding binding, ActorSystem<Void> system) implements AutoCloseable {
+    /** A running server: its model, its HTTP server, its binding and its actor system. */
+    public record Running(InferencePipeline model, OpenAiServer server, ServerBinding binding, ActorSystem<Void> system)
+            implements AutoCloseable {
         /** The port actually bound. */
         public int port() {
             return binding.localAddress().getPort();
         }
 
+        /**
+         * Drains (see {@link OpenAiServer#drain}) for at most {@code grace}, then closes; returns whether every request
+         * in flight finished within it.
+         */
+        public boolean drainAndClose(Duration grace) throws Exception {
+            boolean drained;
+            try {
+                drained = server.drain(grace).toCompletableFuture().get(grace.toMillis() + 5_000, TimeUnit.MILLISECONDS);
+            } finally {
+                close();
+            }
+            return drained;
+        }
+
+        /** Unbinds (connections still sending a response get 5 s), closes the model, then the actor system. */
         @Override
         public void close() throws Exception {
-            binding.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            model.close();
-            system.terminate();
-            system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            try {
+                binding.terminate(Duration.ofSeconds(5)).toCompletableFuture().get(10, TimeUnit.SECONDS);
+            } finally {
+                model.close();
+                system.terminate();
+                system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
         }
     }
 
     /** Loads the model and binds the server; the caller closes it. */
     public Running start() throws Exception {
+        ServerOptions options = http.serverOptions();
+        http.drainGrace();
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "graphlane-serve");
         InferencePipeline pipeline;
         try {
@@ -66,8 +98,9 @@ public final class ServeCommand implements Callable<Integer> {
             throw e;
         }
         try {
-            ServerBinding binding = new OpenAiServer(system, pipeline).bind(host, port).toCompletableFuture().get(30, TimeUnit.SECONDS);
-            return new Running(pipeline, binding, system);
+            OpenAiServer server = new OpenAiServer(system, pipeline, options);
+            ServerBinding binding = server.bind(host, port).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            return new Running(pipeline, server, binding, system);
         } catch (java.util.concurrent.ExecutionException e) {
             pipeline.close();
             system.terminate();
@@ -81,16 +114,32 @@ public final class ServeCommand implements Callable<Integer> {
         var out = spec.commandLine().getOut();
         out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages"
                 + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ") on http://" + host + ":" + running.port()
-                + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics; Ctrl-C stops)");
+                + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics;"
+                + " Ctrl-C or SIGTERM drains and stops)");
         out.flush();
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        CountDownLatch stopped = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean draining = new java.util.concurrent.atomic.AtomicBoolean();
+        Runnable drainAndStop = () -> {
+            draining.set(true);
             try {
-                running.close();
+                Duration grace = http.drainGrace();
+                boolean drained = running.drainAndClose(grace);
+                System.err.println(drained ? "graphlane: drained; stopped"
+                        : "graphlane: stopped after --drain-seconds " + grace.toSeconds() + " with requests still in flight");
             } catch (Exception e) {
                 System.err.println("graphlane: shutdown: " + e.getMessage());
+            } finally {
+                stopped.countDown();
             }
-        }, "graphlane-serve-shutdown"));
+        };
+        if (!ShutdownSignals.handle(drainAndStop)) {
+            // No signal handler on this platform: drain from a shutdown hook (the exit status is then the JVM's).
+            Runtime.getRuntime().addShutdownHook(new Thread(drainAndStop, "graphlane-serve-shutdown"));
+        }
         running.system().getWhenTerminated().toCompletableFuture().get();
+        if (draining.get()) {
+            stopped.await(60, TimeUnit.SECONDS); // the drain closed the system; let it report
+        }
         return 0;
     }
 }

@@ -74,4 +74,22 @@ class NodeCommandTest {
         assertTrue(kvHeads[1].contains("num_key_value_heads = 2"), kvHeads[1]);
         assertEquals(1, kvHeads[1].strip().lines().count(), "one line, no stack trace: " + kvHeads[1]);
     }
+
+    @Test
+    void badServerLimitsAreRefusedByNameByNodeAndServe() {
+        for (String[] command : new String[][] {{"node", "--rank", "0"}, {"serve"}}) {
+            String[] drain = run(with(command, "--drain-seconds", "-1"));
+            assertEquals("2", drain[0], drain[1]);
+            assertTrue(drain[1].contains("--drain-seconds must be >= 0, got -1"), drain[1]);
+            String[] body = run(with(command, "--max-body-bytes", "0"));
+            assertEquals("2", body[0], body[1]);
+            assertTrue(body[1].contains("--max-body-bytes must be >= 1, got 0"), body[1]);
+        }
+    }
+
+    private static String[] with(String[] command, String... more) {
+        String[] all = java.util.Arrays.copyOf(command, command.length + more.length);
+        System.arraycopy(more, 0, all, command.length, more.length);
+        return all;
+    }
 }

@@ -116,7 +116,7 @@ final class ChatCompletions extends AllDirectives {
 
     private Route streamed(ChatCompletionRequest chat, GenerationRequest request, String id, long created) {
         // The role chunk, at most one content chunk per token, the flushed rest, the final chunk, usage, [DONE].
-        SseStream events = new SseStream(system, request.maxNewTokens() + 5);
+        EventStream events = new EventStream(system, 1, request.maxNewTokens() + 4L);
         ObjectNode role = json.createObjectNode().put("role", "assistant").put("content", "");
         events.send(chunk(id, created, role, null));
         int promptTokens = request.promptIds().size();
@@ -140,13 +140,13 @@ final class ChatCompletions extends AllDirectives {
                     OpenAiServer.putUsage(usage, promptTokens, generated.get());
                     events.send(usage);
                 }
-                events.done();
+                events.choiceEnded();
             }
 
             @Override
             public void onFailed(Throwable cause) {
                 events.send(server.errorBody(OpenAiServer.generationError(cause)));
-                events.done();
+                events.choiceEnded();
             }
 
             private void sendContent(String text) {

@@ -49,7 +49,7 @@ record CompletionRequest(
         try {
             root = json.readTree(body);
         } catch (Exception e) {
-            throw ApiError.invalid(null, "the request body is not valid JSON: " + firstLine(e.getMessage()));
+            throw ApiError.invalid(null, "the request body is not valid JSON" + jsonProblem(e));
         }
         if (root == null || !root.isObject()) {
             throw ApiError.invalid(null, "the request body must be a JSON object, found " + (root == null ? "nothing" : JsonFields.kind(root)));
@@ -110,6 +110,24 @@ record CompletionRequest(
             ids.add(id.asInt());
         }
         return ids;
+    }
+
+    /**
+     * What the parser found wrong and where, without the parser's own settings (its feature and constraint names
+     * mean nothing to a client).
+     */
+    static String jsonProblem(Exception e) {
+        String message = e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage() : e.getMessage();
+        message = firstLine(message)
+                .replaceAll("[:;,]?\\s*(?:enable|disable) `[^`]*`(?: to allow)?", "")
+                .replaceAll("\\s*\\([^()`]*`[^`]*`[^()]*\\)", "")
+                .trim();
+        String where = "";
+        if (e instanceof com.fasterxml.jackson.core.JsonProcessingException j && j.getLocation() != null
+                && j.getLocation().getLineNr() > 0) {
+            where = " at line " + j.getLocation().getLineNr() + ", column " + j.getLocation().getColumnNr();
+        }
+        return where + (message.isEmpty() ? "" : ": " + message);
     }
 
     private static String firstLine(String s) {

@@ -10,6 +10,7 @@ import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.scheduler.pipeline.SampledToken;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,18 +21,23 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCode;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.RetryAfter;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.ExceptionHandler;
 import org.apache.pekko.http.javadsl.server.RejectionHandler;
 import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
+import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,48 +48,143 @@ import org.slf4j.LoggerFactory;
  * {@code token_ids}; the sampling and output options of {@link GenerationOptions}, assembled per choice by
  * {@link CompletionChoice}), {@code POST /v1/chat/completions} (the model's chat template, see {@link ChatCompletions}),
  * {@code GET /v1/models}, {@code GET /health} and {@code GET /metrics} (Prometheus text, see {@link ServerMetrics}).
- * Bad requests get a 4xx with an OpenAI-style error body, overload a 429, an unavailable stage a 503.
+ * Every error is an OpenAI-style JSON body: bad requests a 4xx naming the field, a body over the limit 413, overload
+ * 429 and an unavailable or draining server 503 (both with {@code Retry-After}), a timeout 503/504, anything else 500.
+ *
+ * <p>Clients cannot hurt the engine: a client that goes away (a stream cancelled, or, when bound with
+ * {@link #bind}, the connection of a non-streamed completion closed) cancels its generations at once; what the
+ * generations' listeners do for a response never throws into the engine. {@code /health} answers 200 only while the
+ * generator serves ({@link TextGenerator#unavailableReason()} is empty) and the server is not draining;
+ * {@link #drain} stops admitting and waits for the text completions in flight.
  */
 public final class OpenAiServer extends AllDirectives {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
 
+    /** Seconds a client is told to wait after a 429. */
+    static final long RETRY_AFTER_OVERLOADED_SECONDS = 1L;
+    /** Seconds a client is told to wait after a 503 (unavailable, draining, timed out). */
+    static final long RETRY_AFTER_UNAVAILABLE_SECONDS = 5L;
+    /** What the HTTP layer's own request timeout leaves after a generation's deadline, for its answer to come back. */
+    private static final Duration TIMEOUT_SLACK = Duration.ofSeconds(5);
+    /** Requests read ahead on one connection (answered in order). */
+    private static final int PIPELINING_LIMIT = 16;
+
     private final ActorSystem<?> system;
     private final TextGenerator generator;
+    private final ServerOptions options;
     private final ObjectMapper json = new ObjectMapper();
     private final AtomicLong ids = new AtomicLong();
     private final ServerMetrics metrics;
     private final ChatCompletions chat;
+    private final Drain drain = new Drain();
 
-    /** A server for {@code generator}, with metrics of its own; its streams run in {@code system}. */
+    /** A server for {@code generator}, with metrics of its own and {@link ServerOptions#defaults()}; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
-        this(system, generator, new ServerMetrics(Objects.requireNonNull(generator, "generator")));
+        this(system, generator, ServerOptions.defaults());
+    }
+
+    /** A server for {@code generator} with metrics of its own, within {@code options}. */
+    public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerOptions options) {
+        this(system, generator, new ServerMetrics(Objects.requireNonNull(generator, "generator")), options);
     }
 
     /** A server for {@code generator} that records into and serves {@code metrics} (built for the same generator). */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerMetrics metrics) {
+        this(system, generator, metrics, ServerOptions.defaults());
+    }
+
+    /** A server for {@code generator} that records into and serves {@code metrics}, within {@code options}. */
+    public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerMetrics metrics, ServerOptions options) {
         this.system = Objects.requireNonNull(system, "system");
         this.generator = Objects.requireNonNull(generator, "generator");
         this.metrics = Objects.requireNonNull(metrics, "metrics");
+        this.options = Objects.requireNonNull(options, "options");
         this.chat = new ChatCompletions(this, system, generator, json);
     }
 
-    /** Binds the routes on {@code host:port} (port 0 picks a free port). */
+    /**
+     * Binds the routes on {@code host:port} (port 0 picks a free port). Each connection is watched: when it ends
+     * while a non-streamed completion is still generating (the client went away), that completion is cancelled.
+     */
     public CompletionStage<ServerBinding> bind(String host, int port) {
-        return Http.get(system).newServerAt(host, port).bind(routes());
+        Flow<HttpRequest, HttpResponse, NotUsed> routeFlow = routes().flow(system);
+        Flow<HttpRequest, HttpResponse, NotUsed> perConnection = Flow.<HttpRequest, HttpResponse, NotUsed>fromMaterializer((mat, attrs) -> {
+            ConnectionScope connection = new ConnectionScope();
+            return Flow.<HttpRequest>create()
+                    // The requests end when the client closed its side of the connection (or it broke): an HTTP
+                    // client that stops sending while it waits for an answer has gone away.
+                    .watchTermination((notUsed, done) -> {
+                        done.whenComplete((ok, err) -> connection.close());
+                        return notUsed;
+                    })
+                    .map(request -> request.addAttribute(ConnectionScope.KEY, connection))
+                    .via(routeFlow)
+                    .watchTermination((notUsed, done) -> {
+                        done.whenComplete((ok, err) -> connection.close());
+                        return notUsed;
+                    });
+        }).mapMaterializedValue(ignored -> NotUsed.getInstance());
+        // Reading ahead for a pipelined request is what lets the server see the connection close while it is still
+        // generating an answer; without it nothing is read from the socket until the answer is written.
+        return Http.get(system).newServerAt(host, port)
+                .adaptSettings(settings -> settings.withPipeliningLimit(Math.max(PIPELINING_LIMIT, settings.getPipeliningLimit())))
+                .bindFlow(perConnection);
     }
 
-    /** The server's routes, for embedding in a larger Pekko HTTP application. */
+    /**
+     * Stops admitting completions (they get a 503 with {@code Retry-After}, and {@code /health} turns 503 at once) and
+     * completes with true once every completion in flight has ended, or with false when {@code grace} ran out first.
+     * The caller then unbinds and closes the generator.
+     */
+    public CompletionStage<Boolean> drain(Duration grace) {
+        LOG.info("draining: {} completions in flight, waiting up to {} s", drain.inFlight(), grace.toSeconds());
+        return drain.drain(grace);
+    }
+
+    /** Whether {@link #drain} was called: the server admits no new completions. */
+    public boolean draining() {
+        return drain.draining();
+    }
+
+    /** Completions in flight now (streams until their last event is sent). */
+    public int inFlight() {
+        return drain.inFlight();
+    }
+
+    /**
+     * The server's routes, for embedding in a larger Pekko HTTP application. Served this way (without {@link #bind}),
+     * a non-streamed completion whose client went away is not cancelled: it runs to its end or its deadline.
+     */
     public Route routes() {
         Route api = concat(
-                path("health", () -> get(() -> completeJson(StatusCodes.OK, json.createObjectNode().put("status", "ok")))),
+                path("health", () -> get(this::health)),
                 path("metrics", () -> get(() -> optionalHeaderValueByName("Accept", this::metrics))),
                 pathPrefix("v1", () -> concat(
                         path("models", () -> get(this::models)),
-                        path("completions", () -> post(() -> entity(
-                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions))),
-                        pathPrefix("chat", () -> path("completions", () -> post(() -> entity(
-                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), chat::answer)))))));
-        return handleExceptions(exceptionHandler(), () -> handleRejections(rejectionHandler(), () -> api));
+                        path("completions", () -> post(() -> withSizeLimit(options.maxBodyBytes(), () -> entity(
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions)))),
+                        pathPrefix("chat", () -> path("completions", () -> post(() -> withSizeLimit(options.maxBodyBytes(), () -> entity(
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), chat::answer))))))));
+        return withRequestTimeoutResponse(this::timedOut,
+                () -> handleExceptions(exceptionHandler(), () -> handleRejections(rejectionHandler(), () -> api)));
+    }
+
+    /** 200 while the generator serves and the server admits; 503 (with the reason) otherwise. */
+    private Route health() {
+        String why = drain.draining() ? "the server is draining: it finishes the requests in flight and stops"
+                : generator.unavailableReason().orElse(null);
+        if (why == null) {
+            return completeJson(StatusCodes.OK, json.createObjectNode().put("status", "ok"));
+        }
+        ObjectNode body = json.createObjectNode().put("status", drain.draining() ? "draining" : "unavailable").put("reason", why);
+        return complete(jsonResponse(StatusCodes.SERVICE_UNAVAILABLE, body)
+                .addHeader(RetryAfter.create(RETRY_AFTER_UNAVAILABLE_SECONDS)));
+    }
+
+    private HttpResponse timedOut(HttpRequest request) {
+        return errorResponse(new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "request_timeout",
+                "the server did not answer within the request timeout; a non-streamed completion may take at most "
+                        + options.requestTimeout().toSeconds() + " s (use \"stream\": true for longer ones)"));
     }
 
     private Route models() {
@@ -106,19 +207,49 @@ public final class OpenAiServer extends AllDirectives {
         CompletionRequest request = CompletionRequest.parse(json, body, generator.tokenizer());
         request.checkModel(generator.modelName());
         generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
-        for (List<Integer> prompt : request.prompts()) {
-            int total = prompt.size() + request.maxTokens();
-            if (total > generator.maxSequenceLength()) {
-                throw ApiError.invalid("max_tokens", "prompt (" + prompt.size() + " tokens) plus max_tokens (" + request.maxTokens()
-                        + ") is " + total + ", more than the model's maximum sequence length " + generator.maxSequenceLength());
-            }
+        checkFits(request);
+        Drain.Ticket ticket = drain.tryEnter();
+        if (ticket == null) {
+            throw new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "draining",
+                    "the server is shutting down and admits no new requests; retry on another instance");
         }
-        String id = "cmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
-        long created = Instant.now().getEpochSecond();
-        return request.stream() ? streamed(request, id, created) : whole(request, id, created);
+        try {
+            String id = "cmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
+            long created = Instant.now().getEpochSecond();
+            return request.stream() ? streamed(request, id, created, ticket) : whole(request, id, created, ticket);
+        } catch (RuntimeException e) {
+            ticket.close();
+            throw e;
+        }
     }
 
-    private Route whole(CompletionRequest request, String id, long created) {
+    /** Refuses, naming the field and the numbers, a request that could never run: lengths in long, so nothing overflows. */
+    private void checkFits(CompletionRequest request) {
+        int held = generator.maxHeldRequests();
+        long generations = (long) request.prompts().size() * request.options().n();
+        if (generations > held) {
+            throw ApiError.invalid("prompt", "the request asks for " + generations + " generations (" + request.prompts().size()
+                    + " prompt(s) x n " + request.options().n() + "), but this server holds at most " + held
+                    + " generations at once (generating plus queued); send fewer prompts or a smaller n");
+        }
+        long max = generator.maxSequenceLength();
+        for (int i = 0; i < request.prompts().size(); i++) {
+            long promptLength = request.prompts().get(i).size();
+            String which = request.prompts().size() == 1 ? "the prompt" : "prompt[" + i + "]";
+            if (promptLength >= max) {
+                throw ApiError.invalid("prompt", which + " has " + promptLength + " tokens; the model's maximum sequence length is "
+                        + max + ", which leaves no room for a generated token");
+            }
+            long total = promptLength + request.maxTokens();
+            if (total > max) {
+                throw ApiError.invalid("max_tokens", which + " (" + promptLength + " tokens) plus max_tokens (" + request.maxTokens()
+                        + ") is " + total + ", more than the model's maximum sequence length " + max + "; max_tokens may be at most "
+                        + (max - promptLength) + " here");
+            }
+        }
+    }
+
+    private Route whole(CompletionRequest request, String id, long created, Drain.Ticket ticket) {
         List<CompletionChoice> choices = choicesOf(request);
         List<CompletableFuture<Void>> ended = new ArrayList<>();
         List<Generation> started = submitAll(request, choices, index -> {
@@ -148,8 +279,28 @@ public final class OpenAiServer extends AllDirectives {
                     }
                 }
             };
+        }, Optional.of(options.requestTimeout()));
+        Runnable cancelAll = () -> started.forEach(Generation::cancel);
+        return optionalAttribute(ConnectionScope.KEY, connection -> {
+            // A client that goes away before the answer cancels the generations at once (their slots free as soon as
+            // the steps in flight return); without a watched connection they run to their end or deadline.
+            ConnectionScope.Registration registration = connection.map(c -> c.onClose(cancelAll)).orElse(() -> { });
+            CompletableFuture<HttpResponse> response = wholeResponse(request, choices, ended, started, id, created);
+            response.whenComplete((r, e) -> {
+                registration.close();
+                ticket.close();
+            });
+            return withRequestTimeout(options.requestTimeout().plus(TIMEOUT_SLACK), timedOutRequest -> {
+                cancelAll.run();
+                return timedOut(timedOutRequest);
+            }, () -> completeWithFuture(response));
         });
-        CompletableFuture<HttpResponse> response = CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new))
+    }
+
+    private CompletableFuture<HttpResponse> wholeResponse(CompletionRequest request, List<CompletionChoice> choices,
+                                                          List<CompletableFuture<Void>> ended, List<Generation> started,
+                                                          String id, long created) {
+        return CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new))
                 .handle((ignored, failure) -> {
                     if (failure != null) {
                         started.forEach(Generation::cancel);
@@ -172,15 +323,17 @@ public final class OpenAiServer extends AllDirectives {
                     putUsage(out, promptTokens(request), completionTokens);
                     return jsonResponse(StatusCodes.OK, out);
                 });
-        return completeWithFuture(response);
     }
 
-    private Route streamed(CompletionRequest request, String id, long created) {
+    private Route streamed(CompletionRequest request, String id, long created, Drain.Ticket ticket) {
         List<CompletionChoice> choices = choicesOf(request);
-        // Each choice sends its echo, at most max_tokens chunks and its final chunk; then the usage chunk and [DONE].
-        SseStream events = new SseStream(system, choices.size() * (request.maxTokens() + 3) + 3);
+        // Each choice sends its echo, at most max_tokens chunks and its final chunk; then the usage chunk and [DONE]
+        // (the stream's one "choice" ends when the last of them did). When the stream ends (sent, or cancelled by a
+        // client that went away) the generations still running are cancelled.
+        EventStream events = new EventStream(system, 1, choices.size() * (request.maxTokens() + 3L) + 1);
         AtomicInteger open = new AtomicInteger(choices.size());
-        List<Generation> started = submitAll(request, choices, index -> new GenerationListener() {
+        List<Generation> started = new ArrayList<>();
+        List<Generation> submitted = submitAll(request, choices, index -> new GenerationListener() {
             private final CompletionChoice choice = choices.get(index);
 
             {
@@ -223,12 +376,19 @@ public final class OpenAiServer extends AllDirectives {
                         putUsage(usage, promptTokens(request), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
                         events.send(usage);
                     }
-                    events.done();
+                    events.choiceEnded();
                 }
             }
-        });
-        // A client that goes away cancels its generations; finished ones ignore it.
-        return complete(events.response(() -> started.forEach(Generation::cancel)));
+        }, Optional.empty());
+        synchronized (started) {
+            started.addAll(submitted);
+        }
+        return complete(events.response(() -> {
+            synchronized (started) {
+                started.forEach(Generation::cancel);
+            }
+            ticket.close();
+        }));
     }
 
     /** One choice per prompt and per n, prompt-major: choice {@code p·n + j} is prompt p's j-th, as OpenAI numbers them. */
@@ -279,16 +439,17 @@ public final class OpenAiServer extends AllDirectives {
     }
 
     /**
-     * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed); if one is refused, those
-     * already started are cancelled.
+     * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed), each with {@code timeout};
+     * if one is refused, those already started are cancelled.
      */
-    private List<Generation> submitAll(CompletionRequest request, List<CompletionChoice> choices, ListenerFactory listeners) {
+    private List<Generation> submitAll(CompletionRequest request, List<CompletionChoice> choices, ListenerFactory listeners,
+                                       Optional<Duration> timeout) {
         List<Generation> started = new ArrayList<>();
         int n = request.options().n();
         try {
             for (int i = 0; i < choices.size(); i++) {
                 GenerationRequest g = new GenerationRequest(request.prompts().get(i / n), request.maxTokens(),
-                        request.options().samplingFor(i % n), Optional.empty());
+                        request.options().samplingFor(i % n), timeout);
                 Generation generation = submit(g, listeners.listenerFor(i));
                 choices.get(i).attach(generation);
                 started.add(generation);
@@ -336,12 +497,21 @@ public final class OpenAiServer extends AllDirectives {
                 case UNAVAILABLE -> new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "unavailable", refused.getMessage());
             };
         }
-        if (cause instanceof java.util.concurrent.TimeoutException) {
-            return new ApiError(StatusCodes.GATEWAY_TIMEOUT, "server_error", null, "deadline_exceeded", String.valueOf(cause.getMessage()));
+        if (cause instanceof java.util.concurrent.TimeoutException
+                || cause instanceof io.graphlane.scheduler.pipeline.RequestDeadlineExceededException) {
+            return new ApiError(StatusCodes.GATEWAY_TIMEOUT, "server_error", null, "deadline_exceeded",
+                    "the completion did not finish within the server's request timeout; use \"stream\": true for long ones");
+        }
+        if (cause instanceof io.graphlane.scheduler.pipeline.RequestCancelledException) {
+            return new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "cancelled", "the generation was cancelled");
         }
         LOG.warn("generation failed", cause);
-        return new ApiError(StatusCodes.INTERNAL_SERVER_ERROR, "server_error", null, null,
-                "generation failed: " + cause.getMessage());
+        return internalError();
+    }
+
+    private static ApiError internalError() {
+        return new ApiError(StatusCodes.INTERNAL_SERVER_ERROR, "server_error", null, "internal_error",
+                "the server failed to answer this request; the failure is in its log");
     }
 
     static Throwable unwrap(Throwable t) {
@@ -370,7 +540,15 @@ public final class OpenAiServer extends AllDirectives {
     }
 
     HttpResponse errorResponse(ApiError e) {
-        return jsonResponse(e.status(), errorBody(e));
+        HttpResponse response = jsonResponse(e.status(), errorBody(e));
+        int status = e.status().intValue();
+        if (status == 429) {
+            return response.addHeader(RetryAfter.create(RETRY_AFTER_OVERLOADED_SECONDS));
+        }
+        if (status == 503) {
+            return response.addHeader(RetryAfter.create(RETRY_AFTER_UNAVAILABLE_SECONDS));
+        }
+        return response;
     }
 
     HttpResponse jsonResponse(StatusCode status, ObjectNode body) {
@@ -384,13 +562,22 @@ public final class OpenAiServer extends AllDirectives {
     private ExceptionHandler exceptionHandler() {
         return ExceptionHandler.newBuilder()
                 .match(ApiError.class, e -> {
-                    metrics.invalid();
+                    if (e.status().intValue() < 500) {
+                        metrics.invalid();
+                    }
                     return complete(errorResponse(e));
                 })
                 .match(GenerationRefusedException.class, e -> complete(errorResponse(generationError(e))))
+                .match(EntityStreamSizeException.class, e -> complete(errorResponse(new ApiError(StatusCodes.CONTENT_TOO_LARGE,
+                        "invalid_request_error", null, "request_too_large", "the request body is larger than this server's limit of "
+                        + options.maxBodyBytes() + " bytes (serve --max-body-bytes)"))))
                 .match(IllegalArgumentException.class, e -> {
                     metrics.invalid();
                     return complete(errorResponse(ApiError.invalid(null, e.getMessage())));
+                })
+                .match(RuntimeException.class, e -> {
+                    LOG.warn("a request failed", e);
+                    return complete(errorResponse(internalError()));
                 })
                 .build();
     }
@@ -400,9 +587,16 @@ public final class OpenAiServer extends AllDirectives {
             if (response.entity().getContentType().equals(ContentTypes.APPLICATION_JSON)) {
                 return response;
             }
-            String message = response.entity() instanceof org.apache.pekko.http.javadsl.model.HttpEntity.Strict strict
-                    ? strict.getData().utf8String() : response.status().reason();
-            String type = response.status().intValue() == 404 ? "not_found_error" : "invalid_request_error";
+            int status = response.status().intValue();
+            String message = switch (status) {
+                case 404 -> "no such route; this server answers POST /v1/completions, GET /v1/models and GET /health";
+                case 405 -> response.entity() instanceof org.apache.pekko.http.javadsl.model.HttpEntity.Strict strict
+                        ? strict.getData().utf8String() : "method not allowed";
+                case 413 -> "the request body is larger than this server's limit of " + options.maxBodyBytes()
+                        + " bytes (serve --max-body-bytes)";
+                default -> response.status().reason();
+            };
+            String type = status == 404 ? "not_found_error" : "invalid_request_error";
             return errorResponse(new ApiError(response.status(), type, null, null, message));
         });
     }

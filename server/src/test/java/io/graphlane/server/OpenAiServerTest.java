@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Test;
 
 class OpenAiServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final long BODY_LIMIT = 4096;
     private static ActorTestKit testKit;
     private static ScriptedGenerator generator;
     private static ServerBinding binding;
@@ -32,7 +33,8 @@ class OpenAiServerTest {
     static void start() throws Exception {
         testKit = ActorTestKit.create();
         generator = new ScriptedGenerator(2);
-        binding = new OpenAiServer(testKit.system(), generator).bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        binding = new OpenAiServer(testKit.system(), generator, ServerOptions.defaults().withMaxBodyBytes(BODY_LIMIT))
+                .bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
         base = "http://127.0.0.1:" + binding.localAddress().getPort();
         http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     }
@@ -137,8 +139,170 @@ class OpenAiServerTest {
         assertError(post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":100}"), 400, "max_tokens", "maximum sequence length 64");
         assertError(post("/v1/completions", "{\"prompt\":[300]}"), 400, "prompt", "outside the vocabulary");
         assertError(post("/v1/completions", "{\"prompt\":\"x\",\"model\":\"gpt-4\"}"), 404, "model", "serves 'scripted'");
-        assertEquals(404, get("/v1/nothing").statusCode());
-        assertEquals(405, get("/v1/completions").statusCode());
+        assertError(get("/v1/nothing"), 404, null, "no such route");
+        assertError(get("/v1/completions"), 405, null, "POST");
+    }
+
+    @Test
+    void lengthsThatCanNeverFitAre400sNamingTheFieldAndTheNumbers() throws Exception {
+        for (String stream : List.of("false", "true")) {
+            HttpResponse<String> huge = post("/v1/completions", "{\"prompt\":[65],\"max_tokens\":2147483647,\"stream\":" + stream + "}");
+            assertError(huge, 400, "max_tokens", "is 2147483648, more than the model's maximum sequence length 64");
+            assertNoInternals(huge.body());
+        }
+        StringBuilder longPrompt = new StringBuilder("[");
+        for (int i = 0; i < 64; i++) {
+            longPrompt.append(i == 0 ? "" : ",").append(65);
+        }
+        assertError(post("/v1/completions", "{\"prompt\":" + longPrompt + "],\"max_tokens\":1}"), 400, "prompt",
+                "has 64 tokens; the model's maximum sequence length is 64");
+        generator.maxHeld = 3;
+        try {
+            assertError(post("/v1/completions", "{\"prompt\":[[5],[6],[7],[8]],\"max_tokens\":1}"), 400, "prompt",
+                    "the request asks for 4 generations (4 prompt(s) x n 1), but this server holds at most 3 generations at once");
+            assertError(post("/v1/completions", "{\"prompt\":[[5],[6]],\"n\":2,\"max_tokens\":1}"), 400, "prompt",
+                    "the request asks for 4 generations (2 prompt(s) x n 2), but this server holds at most 3 generations at once");
+        } finally {
+            generator.maxHeld = Integer.MAX_VALUE;
+        }
+    }
+
+    @Test
+    void aBodyOverTheLimitIsAJson413() throws Exception {
+        String body = "{\"prompt\":\"" + "x".repeat((int) BODY_LIMIT) + "\"}";
+        HttpResponse<String> r = post("/v1/completions", body);
+        assertError(r, 413, null, "larger than this server's limit of 4096 bytes");
+        assertNoInternals(r.body());
+    }
+
+    @Test
+    void parserErrorsDoNotQuoteTheParsersSettings() throws Exception {
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\",\"temperature\":NaN}");
+        assertError(r, 400, null, "not valid JSON at line 1");
+        assertNoInternals(r.body());
+        assertTrue(!r.body().contains("`") && !r.body().contains("Feature"), r.body());
+    }
+
+    @Test
+    void anUnavailableGeneratorTurnsHealthAndCompletionsInto503s() throws Exception {
+        generator.unavailable = "no node hosts stage 1";
+        try {
+            HttpResponse<String> health = get("/health");
+            assertEquals(503, health.statusCode(), health.body());
+            assertEquals("unavailable", JSON.readTree(health.body()).get("status").asText());
+            assertTrue(JSON.readTree(health.body()).get("reason").asText().contains("stage 1"), health.body());
+            assertEquals("5", health.headers().firstValue("Retry-After").orElse(""));
+            for (String stream : List.of("false", "true")) {
+                HttpResponse<String> r = post("/v1/completions", "{\"prompt\":[65],\"max_tokens\":2,\"stream\":" + stream + "}");
+                assertError(r, 503, null, "no node hosts stage 1");
+                assertEquals("5", r.headers().firstValue("Retry-After").orElse(""));
+            }
+        } finally {
+            generator.unavailable = null;
+        }
+        assertEquals(200, get("/health").statusCode());
+    }
+
+    @Test
+    void aRequestPastTheTimeoutIsAJsonErrorAndItsGenerationIsCancelled() throws Exception {
+        ScriptedGenerator slow = new ScriptedGenerator(4);
+        java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+        slow.gate = gate;
+        ServerBinding b = new OpenAiServer(testKit.system(), slow, ServerOptions.defaults().withRequestTimeout(Duration.ofSeconds(1)))
+                .bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        try {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + b.localAddress().getPort()
+                            + "/v1/completions")).timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[65],\"max_tokens\":3}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertError(r, 503, null, "within the request timeout");
+            assertEquals("request_timeout", JSON.readTree(r.body()).get("error").get("code").asText());
+            assertEquals(1, slow.cancelled.get(), "the generation of a request that timed out is cancelled");
+        } finally {
+            gate.countDown();
+            b.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            slow.close();
+        }
+    }
+
+    @Test
+    void drainRefusesNewRequestsAndLetsStreamsInFlightEndWithDone() throws Exception {
+        ScriptedGenerator held = new ScriptedGenerator(8);
+        java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+        held.gate = gate;
+        OpenAiServer server = new OpenAiServer(testKit.system(), held);
+        ServerBinding b = server.bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        String at = "http://127.0.0.1:" + b.localAddress().getPort();
+        try {
+            List<java.util.concurrent.CompletableFuture<HttpResponse<String>>> streams = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                streams.add(http.sendAsync(HttpRequest.newBuilder(URI.create(at + "/v1/completions")).timeout(Duration.ofSeconds(30))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[" + (70 + i) + "],\"max_tokens\":6,\"stream\":true}"))
+                        .build(), HttpResponse.BodyHandlers.ofString()));
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (server.inFlight() < 4 && System.nanoTime() - deadline < 0) {
+                Thread.sleep(5); // polls the server's count of streams in flight
+            }
+            assertEquals(4, server.inFlight());
+            java.util.concurrent.CompletableFuture<Boolean> drained = server.drain(Duration.ofSeconds(20)).toCompletableFuture();
+            assertTrue(!drained.isDone(), "four streams are in flight");
+            HttpResponse<String> health = http.send(HttpRequest.newBuilder(URI.create(at + "/health")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(503, health.statusCode());
+            assertEquals("draining", JSON.readTree(health.body()).get("status").asText());
+            HttpResponse<String> refused = http.send(HttpRequest.newBuilder(URI.create(at + "/v1/completions"))
+                    .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[65]}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertError(refused, 503, null, "shutting down");
+            assertEquals("5", refused.headers().firstValue("Retry-After").orElse(""));
+            gate.countDown();
+            for (int i = 0; i < 4; i++) {
+                HttpResponse<String> r = streams.get(i).get(30, TimeUnit.SECONDS);
+                assertEquals(200, r.statusCode());
+                List<Integer> streamed = new ArrayList<>();
+                List<String> data = r.body().lines().filter(l -> l.startsWith("data: ")).map(l -> l.substring(6)).collect(Collectors.toList());
+                assertEquals("[DONE]", data.get(data.size() - 1), r.body());
+                for (String event : data.subList(0, data.size() - 1)) {
+                    streamed.addAll(ints(JSON.readTree(event).get("choices").get(0).get("token_ids")));
+                }
+                assertEquals(ScriptedGenerator.expected(List.of(70 + i), 6), streamed);
+            }
+            assertTrue(drained.get(20, TimeUnit.SECONDS), "the drain ends once the streams in flight ended");
+        } finally {
+            gate.countDown();
+            b.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            held.close();
+        }
+    }
+
+    @Test
+    void aClientThatAsksToCloseTheConnectionAfterItsAnswerStillGetsIt() throws Exception {
+        // Connection: close (HTTP/1.0 clients, Python's urllib) ends the request side after one request; that is
+        // not a client going away, and the answer must still come.
+        for (String version : List.of("HTTP/1.1", "HTTP/1.0")) {
+            String body = "{\"prompt\":[65,66,67],\"max_tokens\":5,\"temperature\":0}";
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", binding.localAddress().getPort())) {
+                socket.setSoTimeout(20_000);
+                socket.getOutputStream().write(("POST /v1/completions " + version + "\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: " + body.length() + "\r\n\r\n" + body)
+                        .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                socket.getOutputStream().flush();
+                String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                assertTrue(answer.startsWith(version.equals("HTTP/1.0") ? "HTTP/1.0 200" : "HTTP/1.1 200") || answer.startsWith("HTTP/1.1 200"),
+                        answer);
+                JsonNode choice = JSON.readTree(answer.substring(answer.indexOf("\r\n\r\n") + 4)).get("choices").get(0);
+                assertEquals(ScriptedGenerator.expected(List.of(65, 66, 67), 5), ints(choice.get("token_ids")), version);
+            }
+        }
+    }
+
+    /** A client sees no class, library or setting names of the server's insides. */
+    private static void assertNoInternals(String body) {
+        for (String word : List.of("pekko", "jackson", "java.", "io.graphlane", "requirement", "Exception", "capacity")) {
+            assertTrue(!body.toLowerCase().contains(word.toLowerCase()), "'" + word + "' in " + body);
+        }
     }
 
     @Test
@@ -164,6 +328,7 @@ class OpenAiServerTest {
             gate.countDown();
         }
         assertError(r, 429, null, "too many requests");
+        assertEquals("1", r.headers().firstValue("Retry-After").orElse(""), "a 429 says when to retry");
         assertEquals(2, generator.cancelled.get() - cancelledBefore, "the two generations already started were cancelled");
         HttpResponse<String> after = post("/v1/completions", "{\"prompt\":[[5],[6]],\"max_tokens\":2}");
         assertEquals(200, after.statusCode(), after.body());

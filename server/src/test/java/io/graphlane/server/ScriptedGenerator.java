@@ -39,6 +39,10 @@ final class ScriptedGenerator implements TextGenerator {
     /** While set, generations wait for it before producing tokens (so they hold their slots). */
     volatile java.util.concurrent.CountDownLatch gate;
     final AtomicInteger cancelled = new AtomicInteger();
+    /** While set, the generator reports itself unavailable for this reason and refuses requests. */
+    volatile String unavailable;
+    /** What {@link #maxHeldRequests()} reports. */
+    volatile int maxHeld = Integer.MAX_VALUE;
 
     ScriptedGenerator(int capacity) {
         this.capacity = capacity;
@@ -101,6 +105,21 @@ final class ScriptedGenerator implements TextGenerator {
         return 64;
     }
 
+    /** Generations running now (started and not ended or cancelled). */
+    int running() {
+        return running.get();
+    }
+
+    @Override
+    public java.util.Optional<String> unavailableReason() {
+        return java.util.Optional.ofNullable(unavailable);
+    }
+
+    @Override
+    public int maxHeldRequests() {
+        return maxHeld;
+    }
+
     @Override
     public java.util.OptionalInt vocabularySize() {
         return java.util.OptionalInt.of(256);
@@ -108,6 +127,10 @@ final class ScriptedGenerator implements TextGenerator {
 
     @Override
     public Generation submit(GenerationRequest request, GenerationListener listener) {
+        String why = unavailable;
+        if (why != null) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, why);
+        }
         for (int id : request.promptIds()) {
             if (id > 255) {
                 throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID,

@@ -15,6 +15,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -36,6 +38,10 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * every stage has a reachable host again. The request states, their deadlines, cancels and single ends are kept in a
  * {@link RequestLedger}, as in the engine over local lanes; this engine adds the route through the stage hosts and
  * their availability.
+ *
+ * <p>It runs supervised: a failure of its own (never a listener's exception, which the ledger keeps to its request)
+ * stops it with the failure logged; as it stops, for any reason, it marks the pipeline unavailable and then fails
+ * every request it still holds with UNAVAILABLE.
  */
 public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command> {
 
@@ -113,7 +119,9 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
      * requests are refused (null while every stage has a reachable host).
      */
     public static Behavior<Command> create(int stageCount, AtomicInteger held, AtomicReference<String> unavailable) {
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> new ClusterEngine(ctx, timers, stageCount, held, unavailable)));
+        return Behaviors.supervise(Behaviors.<Command>setup(ctx -> Behaviors.withTimers(timers ->
+                        new ClusterEngine(ctx, timers, stageCount, held, unavailable))))
+                .onFailure(SupervisorStrategy.stop().withLoggingEnabled(true));
     }
 
     @Override
@@ -127,6 +135,7 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
                 .onMessage(MemberChanged.class, this::onMember)
                 .onMessage(Cancel.class, this::onCancel)
                 .onMessage(Stop.class, this::onStop)
+                .onSignal(PostStop.class, signal -> onPostStop())
                 .build();
     }
 
@@ -249,6 +258,17 @@ public final class ClusterEngine extends AbstractBehavior<ClusterEngine.Command>
         requests.failAll(id -> stop.cause());
         stop.replyTo().tell(new Stopped());
         return Behaviors.stopped();
+    }
+
+    /** Runs whenever the engine stops: after a {@link Stop} nothing is held any more; after a failure, every request fails here. */
+    private Behavior<Command> onPostStop() {
+        String why = "the cluster engine " + getContext().getSelf().path().name() + " has stopped";
+        unavailable.set(why);
+        if (requests.size() > 0) {
+            getContext().getLog().error("{} with {} requests held; they fail and new ones are refused", why, requests.size());
+            requests.failAll(id -> new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, why));
+        }
+        return this;
     }
 
     /** What this engine drops when a request ends: its caches on every reachable stage host. */

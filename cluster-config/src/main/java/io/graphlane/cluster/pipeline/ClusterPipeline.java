@@ -49,6 +49,7 @@ public final class ClusterPipeline implements TextGenerator {
     private final AtomicInteger held = new AtomicInteger();
     private final AtomicReference<String> unavailable = new AtomicReference<>("the engine has not started");
     private final AtomicLong ids = new AtomicLong();
+    private final java.util.concurrent.CompletionStage<Void> engineStopped;
     private volatile boolean closed;
 
     private ClusterPipeline(ActorSystem<?> system, ModelDirectory model, int stages, int maxActiveRequests) {
@@ -63,6 +64,7 @@ public final class ClusterPipeline implements TextGenerator {
         this.maxActiveRequests = maxActiveRequests;
         this.engine = system.systemActorOf(ClusterEngine.create(stages, held, unavailable),
                 "cluster-pipeline-" + INSTANCES.incrementAndGet(), Props.empty());
+        this.engineStopped = io.graphlane.scheduler.pipeline.ActorTermination.of(system, engine, engine.path().name() + "-watch");
     }
 
     /**
@@ -106,9 +108,22 @@ public final class ClusterPipeline implements TextGenerator {
         return chatTemplate;
     }
 
-    /** Why new requests are refused now, or empty while every stage has a reachable host. */
+    /** Why new requests are refused now, or empty while every stage has a reachable host and the engine runs. */
+    @Override
     public java.util.Optional<String> unavailableReason() {
-        return java.util.Optional.ofNullable(closed ? "model " + name + " is shut down" : unavailable.get());
+        if (closed) {
+            return java.util.Optional.of("model " + name + " is shut down");
+        }
+        if (engineStopped.toCompletableFuture().isDone()) {
+            return java.util.Optional.of("the cluster engine of model " + name + " has stopped after an internal failure;"
+                    + " restart the serving node");
+        }
+        return java.util.Optional.ofNullable(unavailable.get());
+    }
+
+    @Override
+    public int maxHeldRequests() {
+        return maxActiveRequests;
     }
 
     @Override

@@ -31,6 +31,22 @@ public interface TextGenerator extends AutoCloseable {
     }
 
     /**
+     * Why new requests are refused now (it is shut down, its engine stopped, a stage has no host), or empty while it
+     * serves: what a server's health and readiness report. The default: always available.
+     */
+    default java.util.Optional<String> unavailableReason() {
+        return java.util.Optional.empty();
+    }
+
+    /**
+     * The most generations it holds at once (generating plus queued): a batch of more prompts can never be admitted
+     * whole. The default: no such bound.
+     */
+    default int maxHeldRequests() {
+        return Integer.MAX_VALUE;
+    }
+
+    /**
      * Admits {@code request} and starts generating; tokens stream to {@code listener}.
      *
      * @throws GenerationRefusedException at once if the request is invalid for this model or admission refuses it

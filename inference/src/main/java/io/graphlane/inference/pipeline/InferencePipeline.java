@@ -146,6 +146,34 @@ public final class InferencePipeline implements TextGenerator {
         return config.maxPositions();
     }
 
+    /** Unavailable once closed, or once its engine stopped after a failure of its own (logged when it happened). */
+    @Override
+    public java.util.Optional<String> unavailableReason() {
+        if (closed) {
+            return java.util.Optional.of("model " + name + " is shut down");
+        }
+        if (stages.pipeline.isStopped()) {
+            return java.util.Optional.of("the pipeline engine of model " + name + " has stopped after an internal failure;"
+                    + " restart the server");
+        }
+        return java.util.Optional.empty();
+    }
+
+    @Override
+    public int maxHeldRequests() {
+        return stages.pipeline.maxHeldRequests();
+    }
+
+    /** Requests held now (generating and queued): an admission slot is freed when its request ends. */
+    public int heldRequests() {
+        return stages.pipeline.heldRequests();
+    }
+
+    /** The engine's counters (steps, tokens, active and queued requests). */
+    public java.util.concurrent.CompletionStage<io.graphlane.scheduler.pipeline.PipelineEngine.Stats> engineStats() {
+        return stages.pipeline.stats();
+    }
+
     @Override
     public java.util.OptionalInt vocabularySize() {
         return java.util.OptionalInt.of(config.vocabSize());
@@ -165,8 +193,9 @@ public final class InferencePipeline implements TextGenerator {
     public Generation submit(GenerationRequest request, GenerationListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
-        if (closed) {
-            throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, "model " + name + " is shut down");
+        String unavailable = unavailableReason().orElse(null);
+        if (unavailable != null) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, unavailable);
         }
         int[] prompt = PromptCheck.validPrompt(request, config);
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
@@ -177,6 +206,8 @@ public final class InferencePipeline implements TextGenerator {
             id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline, new Sampler(request.sampling())), tracked);
         } catch (PipelineOverloadedException e) {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
+        } catch (io.graphlane.scheduler.pipeline.PipelineStoppedException e) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, e.getMessage());
         }
         return tracked.bind(id, pipeline::cancel);
     }

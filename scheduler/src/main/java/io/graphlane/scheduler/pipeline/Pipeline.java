@@ -5,6 +5,7 @@ import io.graphlane.core.graph.LaneId;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -23,6 +24,8 @@ public final class Pipeline<W, A> {
     private final LaneRegistry registry;
     private final PipelineSettings settings;
     private final AtomicInteger held = new AtomicInteger();
+    private final CompletionStage<Void> stopped;
+    private volatile boolean stopRequested;
     private final PipelineLoad load = new PipelineLoad();
 
     private Pipeline(ActorSystem<?> system, LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
@@ -30,7 +33,12 @@ public final class Pipeline<W, A> {
         this.system = system;
         this.registry = registry;
         this.settings = settings;
-        this.engine = system.systemActorOf(PipelineEngine.create(registry, stageLanes, program, settings, held, load), name, Props.empty());
+        CompletableFuture<Void> stopping = new CompletableFuture<>();
+        this.engine = system.systemActorOf(PipelineEngine.create(registry, stageLanes, program, settings, held, load, stopping), name,
+                Props.empty());
+        // The engine says so itself as it stops; the watch covers a stop that skipped its own signal.
+        ActorTermination.of(system, engine, name + "-watch").thenRun(() -> stopping.complete(null));
+        this.stopped = stopping;
     }
 
     /**
@@ -47,11 +55,15 @@ public final class Pipeline<W, A> {
      * Admits {@code request}; its tokens go to {@code listener}. Returns the request id.
      *
      * @throws PipelineOverloadedException at once if active plus queued requests are at their bounds
+     * @throws PipelineStoppedException at once if the engine has stopped
      */
     public long submit(PipelineRequest request, TokenListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
-        int limit = settings.maxActiveRequests() + settings.maxQueuedRequests();
+        if (isStopped()) {
+            throw new PipelineStoppedException("the pipeline engine " + engine.path().name() + " has stopped");
+        }
+        int limit = maxHeldRequests();
         int now = held.incrementAndGet();
         if (now > limit) {
             held.decrementAndGet();
@@ -72,6 +84,26 @@ public final class Pipeline<W, A> {
         return held.get();
     }
 
+    /** The most requests admission holds at once (active plus queued); a larger batch can never be admitted whole. */
+    public int maxHeldRequests() {
+        return settings.maxActiveRequests() + settings.maxQueuedRequests();
+    }
+
+    /** Whether the engine has stopped (asked to, or after a failure of its own): every later submission is refused. */
+    public boolean isStopped() {
+        return stopped.toCompletableFuture().isDone();
+    }
+
+    /** Completes when the engine has stopped, for whatever reason. */
+    public CompletionStage<Void> whenStopped() {
+        return stopped;
+    }
+
+    /** Whether the engine stopped without {@link #stop} being called: a fault, logged by its supervision. */
+    public boolean stoppedUnexpectedly() {
+        return isStopped() && !stopRequested;
+    }
+
     /** The engine's request counts as it last published them: a volatile read, no message to the engine. */
     public PipelineLoad load() {
         return load;
@@ -84,6 +116,7 @@ public final class Pipeline<W, A> {
 
     /** Fails every request still held with {@code cause} and stops the engine; the lanes belong to the caller. */
     public CompletionStage<PipelineEngine.Stopped> stop(Throwable cause) {
+        stopRequested = true;
         return AskPattern.ask(engine, replyTo -> new PipelineEngine.Stop(cause, replyTo), Duration.ofSeconds(30), system.scheduler());
     }
 }

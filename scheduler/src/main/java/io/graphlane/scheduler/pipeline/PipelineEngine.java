@@ -11,9 +11,12 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -31,6 +34,11 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * stop conditions and schedules the request's next step. The request states, their deadlines,
  * cancels and single ends are kept in a {@link RequestLedger}; this engine adds the admission
  * queue, the micro-batches and the stage lanes.
+ *
+ * <p>The engine runs supervised: a failure of its own (a listener's exception never is one, the ledger keeps those
+ * to their request) stops it with the failure logged, and on stopping, for any reason, it fails every request it
+ * still holds with a {@link PipelineStoppedException} (freeing their admission slots) and cancels the lane work of
+ * its steps in flight. {@link Pipeline} watches it and refuses new requests once it stopped.
  */
 public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.Command> {
 
@@ -91,13 +99,16 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     /** Every stage handle of every step in flight, to its step. */
     private final Map<CompletionHandle, InFlight<A>> stepOfHandle = new HashMap<>();
     private final Map<Long, InFlight<A>> inFlight = new LinkedHashMap<>();
+    private final CompletableFuture<Void> stopping;
     private long steps;
     private long tokens;
 
     private PipelineEngine(ActorContext<Command> context, TimerScheduler<Command> timers, LaneRegistry registry, List<LaneId> stageLanes,
-                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted, PipelineLoad load) {
+                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted, PipelineLoad load,
+                           CompletableFuture<Void> stopping) {
         super(context);
         this.load = load;
+        this.stopping = stopping;
         this.registry = registry;
         this.stageLanes = List.copyOf(stageLanes);
         this.program = program;
@@ -124,13 +135,25 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     /** As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger)}, publishing its counts to {@code load}. */
     public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
                                                   PipelineSettings settings, AtomicInteger admitted, PipelineLoad load) {
+        return create(registry, stageLanes, program, settings, admitted, load, new CompletableFuture<>());
+    }
+
+    /**
+     * As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger, PipelineLoad)}; the engine
+     * completes {@code stopping} as it stops, before it fails the requests it still holds, so that a caller who retries
+     * on their failure is refused at once.
+     */
+    public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
+                                                  PipelineSettings settings, AtomicInteger admitted, PipelineLoad load,
+                                                  CompletableFuture<Void> stopping) {
         java.util.Objects.requireNonNull(load, "load");
         if (stageLanes.size() != program.stageCount()) {
             throw new IllegalArgumentException("the stage program has " + program.stageCount() + " stages but " + stageLanes.size()
                     + " stage lanes were given");
         }
-        return Behaviors.setup(ctx -> Behaviors.withTimers(timers ->
-                new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admitted, load)));
+        return Behaviors.supervise(Behaviors.<Command>setup(ctx -> Behaviors.withTimers(timers ->
+                new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admitted, load, stopping))))
+                .onFailure(SupervisorStrategy.stop().withLoggingEnabled(true));
     }
 
     @Override
@@ -142,6 +165,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 .onMessage(DeadlineReached.class, this::onDeadline)
                 .onMessage(GetStats.class, this::onGetStats)
                 .onMessage(Stop.class, this::onStop)
+                .onSignal(PostStop.class, signal -> onPostStop())
                 .build();
     }
 
@@ -181,6 +205,24 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         publishLoad();
         stop.replyTo().tell(new Stopped());
         return Behaviors.stopped();
+    }
+
+    /** Runs whenever the engine stops: after a {@link Stop} nothing is held any more; after a failure, every request fails here. */
+    private Behavior<Command> onPostStop() {
+        stopping.complete(null);
+        if (requests.size() > 0) {
+            getContext().getLog().error("pipeline engine {} stopped with {} requests held; they fail and the pipeline refuses new ones",
+                    getContext().getSelf().path().name(), requests.size());
+            String why = "the pipeline engine " + getContext().getSelf().path().name() + " stopped after an internal failure";
+            requests.failAll(id -> new PipelineStoppedException(why));
+            for (InFlight<A> f : inFlight.values()) {
+                for (ActorRef<LaneProtocol.Command> lane : lanes) {
+                    lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
+                }
+            }
+            publishLoad();
+        }
+        return this;
     }
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {

@@ -8,6 +8,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.LongFunction;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The generation requests one engine actor holds, from admission to their single end: the part of a request's
@@ -25,7 +27,9 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * flight, and after every sampled token, never after a step was sent); a cancel is reported at once, and a step in
  * flight then finishes unobserved, the request's state kept until it comes back; the engine's {@code onEnd} runs
  * once per request, before the admission slot is freed and the end is reported, so a caller that submits again
- * from the listener finds the slot free.
+ * from the listener finds the slot free. A listener that throws fails only its own request: an exception from
+ * {@code onToken} ends that request with a {@link ListenerFailedException} (its step's stage state dropped as for any
+ * end), one from {@code onFinished} or {@code onFailed} is logged; neither reaches the owning actor.
  *
  * <p>Refuses: nothing is thread-safe; every method runs on the owning actor's thread, never blocks, and expects that
  * actor to turn the deadline messages its timers deliver into {@link #deadlineReached}.
@@ -33,6 +37,7 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * @param <C> the owning actor's command type
  */
 public final class RequestLedger<C> {
+    private static final Logger LOG = LoggerFactory.getLogger(RequestLedger.class);
 
     /** One request's state; the engine reads it, the ledger changes it. */
     public static final class Entry {
@@ -173,7 +178,12 @@ public final class RequestLedger<C> {
         int token = sampled.id();
         e.position += e.nextInput.length;
         e.generated++;
-        e.listener.onToken(sampled);
+        try {
+            e.listener.onToken(sampled);
+        } catch (RuntimeException thrown) {
+            end(e, null, new ListenerFailedException(e.id, thrown));
+            return false;
+        }
         PipelineRequest r = e.request;
         if (r.endsSequence(token)) {
             end(e, TokenListener.StopReason.END_OF_SEQUENCE, null);
@@ -208,7 +218,7 @@ public final class RequestLedger<C> {
         } else {
             // The step in flight keeps what it retains until its exact completion; only its result goes unobserved.
             e.reported = true;
-            e.listener.onFailed(new RequestCancelledException(id));
+            reportFailure(e, new RequestCancelledException(id));
         }
     }
 
@@ -242,16 +252,40 @@ public final class RequestLedger<C> {
             return;
         }
         timers.cancel(new DeadlineKey(e.id));
-        onEnd.accept(e);
-        held.decrementAndGet();
-        if (e.reported) {
-            return;
+        RuntimeException dropFailed = null;
+        try {
+            onEnd.accept(e);
+        } catch (RuntimeException thrown) {
+            dropFailed = thrown; // the engine's fault: rethrown once this request's slot is freed and its end reported
         }
+        held.decrementAndGet();
+        if (!e.reported) {
+            report(e, reason, failure);
+        }
+        if (dropFailed != null) {
+            throw dropFailed;
+        }
+    }
+
+    private static void report(Entry e, TokenListener.StopReason reason, Throwable failure) {
         e.reported = true;
         if (reason != null) {
-            e.listener.onFinished(reason);
+            try {
+                e.listener.onFinished(reason);
+            } catch (RuntimeException thrown) {
+                LOG.warn("the listener of request {} failed on its end; the request had finished ({})", e.id, reason, thrown);
+            }
         } else {
-            e.listener.onFailed(failure != null ? failure : new RequestCancelledException(e.id));
+            reportFailure(e, failure != null ? failure : new RequestCancelledException(e.id));
+        }
+    }
+
+    /** Reports {@code cause} to {@code e}'s listener; an exception it throws is logged, never passed to the actor. */
+    private static void reportFailure(Entry e, Throwable cause) {
+        try {
+            e.listener.onFailed(cause);
+        } catch (RuntimeException thrown) {
+            LOG.warn("the listener of request {} failed on its failure ({})", e.id, cause.toString(), thrown);
         }
     }
 }

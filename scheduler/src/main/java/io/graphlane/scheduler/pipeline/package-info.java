@@ -16,7 +16,12 @@
  * after both the work that fills it and the work that reads it have completed; a cancelled request's step in flight
  * finishes unobserved; deadlines are checked before a step is submitted, never after; a failure local to one request fails only
  * that request: when a micro-batch of several requests fails, the stages that ran are rewound for each of them and
- * each runs its next step alone, so only the request whose own step fails again fails.
+ * each runs its next step alone, so only the request whose own step fails again fails. A listener that throws fails only
+ * its own request ({@link io.graphlane.scheduler.pipeline.ListenerFailedException}); no listener exception reaches the
+ * engine actor. The engine runs supervised: a fault of its own stops it (logged) and, as it stops, it fails every
+ * request it holds with {@link io.graphlane.scheduler.pipeline.PipelineStoppedException}, freeing their admission slots;
+ * {@link io.graphlane.scheduler.pipeline.Pipeline} then refuses every submission ({@code isStopped()}), so no caller
+ * waits on a dead engine.
  *
  * <p>Observable without a message: after every message it handles, the engine publishes its running and waiting
  * requests, steps and tokens to a {@link io.graphlane.scheduler.pipeline.PipelineLoad} ({@code Pipeline.load()}),

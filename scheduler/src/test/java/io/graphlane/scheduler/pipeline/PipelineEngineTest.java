@@ -316,4 +316,61 @@ class PipelineEngineTest {
     private static void awaitHeld(Pipeline<?, ?> p, int expected) {
         awaitUntil(() -> p.heldRequests() == expected, () -> "held " + p.heldRequests() + ", expected " + expected);
     }
+
+    /** Polls {@code condition} until it holds or {@code timeoutMillis} passed (the engine's state is read from outside). */
+    private static boolean eventually(java.util.function.BooleanSupplier condition, long timeoutMillis) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            Thread.sleep(5);
+        }
+        return true;
+    }
+
+    @Test
+    void aListenerThatThrowsFailsOnlyItsOwnRequest() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
+        RecordingListener before = new RecordingListener();
+        RecordingListener after = new RecordingListener();
+        RecordingListener throwing = new RecordingListener();
+        throwing.throwOnToken = 2;
+        p.submit(request(new int[] {1, 2}, 6), before);
+        p.submit(request(new int[] {3}, 6), throwing);
+        p.submit(request(new int[] {4, 5}, 6), after);
+        assertEquals(TokenListener.StopReason.LENGTH, before.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(TokenListener.StopReason.LENGTH, after.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(ScriptedProgram.expected(new int[] {1, 2}, 6), before.tokens);
+        assertEquals(ScriptedProgram.expected(new int[] {4, 5}, 6), after.tokens);
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> throwing.ended.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(ListenerFailedException.class, failed.getCause());
+        assertEquals(2, throwing.tokens.size(), "no token after the one its listener threw on");
+        assertEquals(1, throwing.ends.get());
+        assertTrue(eventually(() -> p.heldRequests() == 0, 5_000), "every admission slot is free: " + p.heldRequests());
+        // The engine lives on.
+        RecordingListener later = new RecordingListener();
+        p.submit(request(new int[] {7}, 3), later);
+        assertEquals(TokenListener.StopReason.LENGTH, later.ended.get(30, TimeUnit.SECONDS));
+        assertFalse(p.isStopped());
+    }
+
+    @Test
+    void anEngineThatFailsEndsEveryRequestItHeldAndRefusesNewOnes() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
+        // A request that would run for a long time is still held when the short one's end hits the program's fault.
+        RecordingListener longOne = new RecordingListener();
+        RecordingListener shortOne = new RecordingListener();
+        program.forgetFails = new IllegalStateException("a fault of the stage program");
+        p.submit(request(new int[] {9}, 1_000_000), longOne);
+        p.submit(request(new int[] {1, 2}, 2), shortOne);
+        // The request whose end hit the fault still gets its end; the one held fails with the engine.
+        assertEquals(TokenListener.StopReason.LENGTH, shortOne.ended.get(30, TimeUnit.SECONDS));
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> longOne.ended.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(PipelineStoppedException.class, failed.getCause());
+        assertTrue(p.isStopped(), "the engine reports itself stopped before failing its requests");
+        assertTrue(p.stoppedUnexpectedly());
+        assertEquals(0, p.heldRequests(), "every admission slot is free");
+        assertThrows(PipelineStoppedException.class, () -> p.submit(request(new int[] {3}, 2), new RecordingListener()));
+    }
 }

@@ -10,6 +10,8 @@ final class RecordingListener implements TokenListener {
     final List<Integer> tokens = new CopyOnWriteArrayList<>();
     final CompletableFuture<StopReason> ended = new CompletableFuture<>();
     final AtomicInteger ends = new AtomicInteger();
+    /** When positive, {@link #onToken} throws on this token (counted from 1), as a broken client listener would. */
+    volatile int throwOnToken;
 
     @Override
     public void onToken(int tokenId) {
@@ -17,6 +19,9 @@ final class RecordingListener implements TokenListener {
             throw new AssertionError("token " + tokenId + " after the request ended");
         }
         tokens.add(tokenId);
+        if (tokens.size() == throwOnToken) {
+            throw new IllegalStateException("the client's queue is closed");
+        }
     }
 
     @Override

@@ -37,6 +37,8 @@ final class ScriptedProgram implements StageProgram<SimWork, ScriptedProgram.Slo
     final Map<Long, List<Integer>> tokensByRequest = new ConcurrentHashMap<>();
     private final int stages;
     volatile BiFunction<Integer, MicroBatch, SimWork> override = (stage, batch) -> null;
+    /** When set, {@link #forget} throws it: a fault of the program that reaches the engine. */
+    volatile RuntimeException forgetFails;
 
     ScriptedProgram(int stages) {
         this.stages = stages;
@@ -83,6 +85,10 @@ final class ScriptedProgram implements StageProgram<SimWork, ScriptedProgram.Slo
 
     @Override
     public void forget(long requestId) {
+        RuntimeException fault = forgetFails;
+        if (fault != null) {
+            throw fault;
+        }
         forgotten.add(requestId);
     }
 
