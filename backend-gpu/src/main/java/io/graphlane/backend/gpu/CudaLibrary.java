@@ -11,15 +11,19 @@ import java.util.List;
 public enum CudaLibrary {
     /** The CUDA driver API (contexts, streams, events, memory, module loading), provided by the NVIDIA driver. */
     DRIVER("the NVIDIA CUDA driver", List.of("libcuda.so.1")),
-    /** The CUDA runtime, which JavaCPP's cuBLAS, NVRTC and NCCL glue loads first (toolkit or the nvidia-cuda-runtime wheel). */
-    RUNTIME("the CUDA runtime", List.of("libcudart.so." + CudaBuild.cudaMajor())),
+    /**
+     * The CUDA runtime, which JavaCPP's cuBLAS, NVRTC and NCCL glue loads first (toolkit or the nvidia-cuda-runtime wheel); JavaCPP's
+     * runtime glue also links the driver's libcuda.so.1, so every JavaCPP library lists it first.
+     */
+    RUNTIME("the CUDA runtime", List.of("libcuda.so.1", "libcudart.so." + CudaBuild.cudaMajor())),
     /** Run-time compilation of the backend's kernels (toolkit or the nvidia-cuda-nvrtc wheel). */
-    NVRTC("the CUDA run-time compiler NVRTC", List.of("libcudart.so." + CudaBuild.cudaMajor(), "libnvrtc.so." + CudaBuild.cudaMajor())),
+    NVRTC("the CUDA run-time compiler NVRTC", List.of("libcuda.so.1", "libcudart.so." + CudaBuild.cudaMajor(),
+            "libnvrtc.so." + CudaBuild.cudaMajor())),
     /** Dense linear algebra (toolkit or the nvidia-cublas wheel). */
-    CUBLAS("cuBLAS", List.of("libcudart.so." + CudaBuild.cudaMajor(), "libcublasLt.so." + CudaBuild.cudaMajor(),
+    CUBLAS("cuBLAS", List.of("libcuda.so.1", "libcudart.so." + CudaBuild.cudaMajor(), "libcublasLt.so." + CudaBuild.cudaMajor(),
             "libcublas.so." + CudaBuild.cudaMajor())),
     /** Collectives (an NCCL 2 install or the nvidia-nccl wheel); JavaCPP's NCCL glue also needs the CUDA runtime. */
-    NCCL("NCCL", List.of("libcudart.so." + CudaBuild.cudaMajor(), "libnccl.so.2"));
+    NCCL("NCCL", List.of("libcuda.so.1", "libcudart.so." + CudaBuild.cudaMajor(), "libnccl.so.2"));
 
     private final String description;
     private final List<String> sharedObjects;
