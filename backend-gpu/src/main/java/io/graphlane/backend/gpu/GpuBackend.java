@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * completion is an event recorded after the submitted work, settled by the device's single
  * poller thread, which also runs the callbacks; {@code orderAfter} is a stream wait on the
  * producer's event. Open one backend per device and share it through {@link #forkExecutors}: a
- * second backend on the same device is independent (its own poller), and ordering between the two
+ * second backend on the same device is independent (its own poller, its own name such as {@code cuda0#2}), and ordering between the two
  * is refused as across devices.
  */
 public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCompletion, GpuWork> {
@@ -129,7 +129,7 @@ public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCo
         return executor.shutdown();
     }
 
-    /** Once every stream has drained: stops the poller when it is idle, then releases the device context. */
+    /** Once every stream has drained: stops the poller when it is idle, then closes the pinned pool and the runtime (the primary context stays). */
     @Override
     protected void stopDevice(List<Completion> executorsStopped, SettableCompletion done) {
         poller.stopWhenIdle(() -> releaseDevice(done, executorsStopped));
