@@ -14,7 +14,6 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -25,7 +24,6 @@ import org.junit.jupiter.api.io.TempDir;
  * driver and exits 3. Skipped, with the reason, only where the archive cannot be built (backend-gpu's test classes
  * not built in this reactor, or no jlink, zip, unzip, xz or tar).
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class GpuCheckBundleIT {
     private static final long LIMIT = 60L * 1024 * 1024;
     /** What gpu-check.sh --run calls, linked into a folder that becomes the whole PATH (no java among them). */
@@ -34,13 +32,13 @@ class GpuCheckBundleIT {
             "tar", "mktemp");
 
     @TempDir
-    Path work;
-    private Path repo;
-    private Path archive;
-    private String packOutput;
+    static Path work;
+    private static Path repo;
+    private static Path archive;
+    private static String packOutput;
 
     @BeforeAll
-    void packTheArchiveOnce() throws Exception {
+    static void packTheArchiveOnce() throws Exception {
         repo = Path.of("").toAbsolutePath().getParent();
         Path script = repo.resolve("scripts/gpu-check.sh");
         Path gpuTestClasses = repo.resolve("backend-gpu/target/test-classes");
