@@ -1,7 +1,10 @@
 package io.graphlane.backend.gpu;
 
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
@@ -18,6 +21,12 @@ import org.slf4j.LoggerFactory;
  * One CUDA device through JCuda's driver API, on the device's primary context (the one the
  * CUDA runtime, cuBLAS and NCCL also use), so every library sees the same memory and streams.
  *
+ * <p>The primary context of a device is retained once per process, by the first runtime opened on it,
+ * and held until the process exits: closing a backend never tears the context down under pinned or
+ * device memory that other backends of the process, or code that outlives the backend, still use.
+ * Each runtime has its own name: {@code cuda0} for the first opened on device 0, then {@code cuda0#2},
+ * {@code cuda0#3}, ..., so two backends on one device are never mistaken for each other.
+ *
  * <p>Device memory comes from CUDA's stream-ordered allocator ({@code cuMemAllocAsync},
  * {@code cuMemFreeAsync}) on the device's current memory pool, which is its default pool unless
  * the embedding application replaced it; the default pool's release threshold is set from
@@ -29,31 +38,48 @@ final class CudaDeviceRuntime implements DeviceRuntime {
     private static final Logger LOG = LoggerFactory.getLogger(CudaDeviceRuntime.class);
     /** The ordinals whose fallback to synchronous memory was already logged. */
     private static final Set<Integer> FALLBACK_LOGGED = ConcurrentHashMap.newKeySet();
+    /** The primary context of each device ordinal, retained once per process and never released. */
+    private static final Map<Integer, CUcontext> PRIMARY_CONTEXTS = new HashMap<>();
+    /** How many runtimes were opened on each ordinal so far, for their names. */
+    private static final Map<Integer, AtomicInteger> OPENED = new ConcurrentHashMap<>();
 
     private final int ordinal;
     private final String name;
     private final CUdevice device = new CUdevice();
-    private final CUcontext context = new CUcontext();
+    private final CUcontext context;
     private final boolean streamOrderedMemory;
 
     CudaDeviceRuntime(int ordinal, long memoryPoolReleaseThresholdBytes) {
         CudaLibraries.require(CudaLibrary.DRIVER);
         this.ordinal = ordinal;
-        this.name = "cuda" + ordinal;
+        this.name = instanceName(ordinal, OPENED.computeIfAbsent(ordinal, o -> new AtomicInteger()).incrementAndGet());
         CudaErrors.check(JCudaDriver.cuDeviceGet(device, ordinal), "cuDeviceGet", name);
-        CudaErrors.check(JCudaDriver.cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain", name);
-        try {
-            makeCurrent();
-            this.streamOrderedMemory = memoryPoolsSupported();
-        } catch (RuntimeException e) {
-            JCudaDriver.cuDevicePrimaryCtxRelease(device);
-            throw e;
-        }
+        this.context = primaryContext(ordinal, device, name);
+        makeCurrent();
+        this.streamOrderedMemory = memoryPoolsSupported();
         if (streamOrderedMemory) {
             DefaultMemoryPool.setReleaseThreshold(ordinal, name, memoryPoolReleaseThresholdBytes);
         } else if (FALLBACK_LOGGED.add(ordinal)) {
             LOG.warn("{} has no memory pools (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 0): device memory is allocated with"
                     + " cuMemAlloc and freed with cuMemFree, which waits for the whole device at every free", name);
+        }
+    }
+
+    /** {@code cuda<ordinal>} for the first runtime on a device, {@code cuda<ordinal>#<n>} for the n-th. */
+    static String instanceName(int ordinal, int n) {
+        return n == 1 ? "cuda" + ordinal : "cuda" + ordinal + "#" + n;
+    }
+
+    /** The device's primary context, retained by the first call of the process for that ordinal. */
+    private static CUcontext primaryContext(int ordinal, CUdevice device, String name) {
+        synchronized (PRIMARY_CONTEXTS) {
+            CUcontext context = PRIMARY_CONTEXTS.get(ordinal);
+            if (context == null) {
+                context = new CUcontext();
+                CudaErrors.check(JCudaDriver.cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain", name);
+                PRIMARY_CONTEXTS.put(ordinal, context);
+            }
+            return context;
         }
     }
 
@@ -108,9 +134,10 @@ final class CudaDeviceRuntime implements DeviceRuntime {
         }
     }
 
+    /** Nothing to release: the primary context stays retained for the rest of the process (see the class comment). */
     @Override
     public void close() {
-        CudaErrors.check(JCudaDriver.cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease", name);
+        LOG.debug("{} closed; the primary context of device {} stays retained until the process exits", name, ordinal);
     }
 
     /** A non-blocking CUDA stream. */

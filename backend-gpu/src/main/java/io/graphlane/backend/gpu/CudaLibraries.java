@@ -11,8 +11,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
-import jcuda.jcublas.JCublas2;
-import jcuda.nvrtc.JNvrtc;
+import java.nio.file.Path;
+import java.util.HashMap;
 import org.bytedeco.javacpp.Loader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,6 +21,12 @@ import org.slf4j.LoggerFactory;
  * Loads each CUDA library at most once per JVM and remembers the outcome. A library that
  * failed to load keeps failing with the same message and the same first cause, so a later
  * touch never degrades into the JVM's "Could not initialize class" error.
+ *
+ * <p>The driver API goes through JCuda (only {@code libcuda.so.1} of the NVIDIA driver). The CUDA
+ * user libraries go through JavaCPP's CUDA preset: their shared objects are first looked up as files
+ * ({@link NativeLibrarySearch}: the loader's path, then the lib folders of the nvidia wheels of the
+ * {@code python3} on PATH) and loaded by absolute path, dependencies first, so JavaCPP's JNI glue
+ * finds them already loaded; one line names every shared object that is missing and where it looked.
  */
 public final class CudaLibraries {
     private static final Logger LOG = LoggerFactory.getLogger(CudaLibraries.class);
@@ -29,6 +35,8 @@ public final class CudaLibraries {
 
     /** The first outcome of loading each library: empty when it loaded, else the failure to repeat. */
     private static final Map<CudaLibrary, Optional<GpuUnavailableException>> OUTCOMES = new EnumMap<>(CudaLibrary.class);
+    /** The shared objects loaded by absolute path so far, by name (guarded by OUTCOMES). */
+    private static final Map<String, Path> LOADED = new HashMap<>();
 
     private CudaLibraries() {
     }
@@ -87,9 +95,13 @@ public final class CudaLibraries {
                                 + visibleDevicesNote() + "; " + GpuUnavailableException.HINT));
                     }
                 }
-                case NVRTC -> JNvrtc.nvrtcVersion(new int[1], new int[1]);
-                case CUBLAS -> JCublas2.setExceptionsEnabled(false);
-                case NCCL -> Loader.load(org.bytedeco.cuda.global.nccl.class);
+                case RUNTIME, NVRTC, CUBLAS, NCCL -> {
+                    Optional<GpuUnavailableException> missing = loadSharedObjects(library, NativeLibrarySearch.ofThisProcess());
+                    if (missing.isPresent()) {
+                        return missing;
+                    }
+                    loadGlue(library);
+                }
             }
             LOG.debug("loaded {} ({})", library.description(), library.sharedObject());
             return Optional.empty();
@@ -99,6 +111,46 @@ public final class CudaLibraries {
                             + missingWhat(library, e) + "); " + GpuUnavailableException.HINT, e);
             LOG.debug("{} is unavailable", library.description(), e);
             return Optional.of(failure);
+        }
+    }
+
+    /**
+     * Loads {@code library}'s shared objects by absolute path, dependencies first; empty when all were found,
+     * else the failure naming every missing one and where the search looked.
+     */
+    static Optional<GpuUnavailableException> loadSharedObjects(CudaLibrary library, NativeLibrarySearch search) {
+        List<String> missing = new ArrayList<>();
+        Map<String, Path> found = new java.util.LinkedHashMap<>();
+        for (String sharedObject : library.sharedObjects()) {
+            Path already = LOADED.get(sharedObject);
+            Optional<Path> file = already != null ? Optional.of(already) : search.find(sharedObject);
+            file.ifPresentOrElse(f -> found.put(sharedObject, f), () -> missing.add(sharedObject));
+        }
+        if (!missing.isEmpty()) {
+            return Optional.of(new GpuUnavailableException("GPU backend unavailable: " + library.description() + " could not be loaded ("
+                    + String.join(", ", missing) + " not found; " + search.whereLooked() + "); " + GpuUnavailableException.HINT));
+        }
+        for (Map.Entry<String, Path> e : found.entrySet()) {
+            if (!LOADED.containsKey(e.getKey())) {
+                System.load(e.getValue().toString());
+                LOADED.put(e.getKey(), e.getValue());
+                LOG.debug("loaded {} from {}", e.getKey(), e.getValue());
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** Loads JavaCPP's JNI glue of {@code library} (the CUDA runtime's first), which links against the shared objects loaded before. */
+    private static void loadGlue(CudaLibrary library) {
+        switch (library) {
+            case RUNTIME -> Loader.load(org.bytedeco.cuda.global.cudart.class);
+            case NVRTC -> {
+                Loader.load(org.bytedeco.cuda.global.nvrtc.class);
+                org.bytedeco.cuda.global.nvrtc.nvrtcVersion(new int[1], new int[1]);
+            }
+            case CUBLAS -> Loader.load(org.bytedeco.cuda.global.cublas.class);
+            case NCCL -> Loader.load(org.bytedeco.cuda.global.nccl.class);
+            default -> throw new IllegalArgumentException(library + " has no JavaCPP glue");
         }
     }
 

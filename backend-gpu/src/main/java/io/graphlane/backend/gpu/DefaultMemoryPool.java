@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
  * reserved for the next allocations instead of handing it back to the driver at the next stream,
  * event or context synchronization. JCuda 12.6 has no binding for {@code cuDeviceGetDefaultMemPool}
  * or {@code cuMemPoolSetAttribute}, so this goes through JavaCPP's CUDA bindings (the ones NCCL
- * uses), which also need {@code libcudart.so.12}. Where they do not load, or the driver refuses,
+ * uses), which also need the CUDA runtime ({@link CudaLibrary#RUNTIME}). Where they do not load, or the driver refuses,
  * allocation stays stream ordered with CUDA's default threshold (0), and that is logged once per device.
  */
 final class DefaultMemoryPool {
@@ -26,6 +26,15 @@ final class DefaultMemoryPool {
 
     /** Sets {@code CU_MEMPOOL_ATTR_RELEASE_THRESHOLD} of device {@code ordinal}'s default pool to {@code bytes}. */
     static void setReleaseThreshold(int ordinal, String deviceName, long bytes) {
+        try {
+            CudaLibraries.require(CudaLibrary.RUNTIME);
+        } catch (GpuUnavailableException e) {
+            if (UNSET_LOGGED.add(ordinal)) {
+                LOG.warn("{}: graphlane.gpu.memory-pool-release-threshold not applied ({}); allocation stays stream-ordered, but freed"
+                        + " device memory goes back to the driver at every synchronization", deviceName, e.getMessage());
+            }
+            return;
+        }
         try (IntPointer device = new IntPointer(1); LongPointer threshold = new LongPointer(1)) {
             CudaErrors.check(cudart.cuDeviceGet(device, ordinal), "cuDeviceGet", deviceName);
             CUmemPoolHandle_st pool = new CUmemPoolHandle_st();
@@ -39,7 +48,7 @@ final class DefaultMemoryPool {
                 String why = String.valueOf(e.getMessage()).lines().findFirst().orElse(e.getClass().getName());
                 LOG.warn("{}: graphlane.gpu.memory-pool-release-threshold not applied ({}{}); allocation stays stream-ordered, but freed"
                         + " device memory goes back to the driver at every synchronization", deviceName,
-                        e instanceof LinkageError ? "JavaCPP's CUDA bindings, which need libcudart.so.12, did not load: " : "", why);
+                        e instanceof LinkageError ? "JavaCPP's CUDA bindings did not load: " : "", why);
             }
         }
     }

@@ -9,7 +9,7 @@ import jcuda.driver.CUdeviceptr;
  */
 interface DeviceRuntime {
 
-    /** The device's name, such as {@code cuda0}. */
+    /** This runtime's name, unique in the process: {@code cuda0}, or {@code cuda0#2} for a second runtime on device 0. */
     String name();
 
     /** The ordinal the driver gives this device (after CUDA_VISIBLE_DEVICES). */
@@ -38,6 +38,6 @@ interface DeviceRuntime {
      */
     void free(CUdeviceptr pointer);
 
-    /** Releases the device's context; called once, after every stream was destroyed. */
+    /** Ends this runtime's use of the device; called once, after every stream was destroyed (CUDA keeps the primary context). */
     void close();
 }

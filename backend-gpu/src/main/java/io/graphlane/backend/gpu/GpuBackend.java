@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * completion is an event recorded after the submitted work, settled by the device's single
  * poller thread, which also runs the callbacks; {@code orderAfter} is a stream wait on the
  * producer's event. Open one backend per device and share it through {@link #forkExecutors}: a
- * second backend on the same device is independent (its own poller), and ordering between the two
+ * second backend on the same device is independent (its own poller, its own name such as {@code cuda0#2}), and ordering between the two
  * is refused as across devices.
  */
 public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCompletion, GpuWork> {
@@ -23,12 +23,18 @@ public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCo
 
     private final DeviceRuntime runtime;
     private final GpuOptions options;
+    /** Idle pinned host buffers kept for reuse by device-to-host copies. */
+    private static final long PINNED_POOL_IDLE_BYTES = 256L << 20;
+
     private final EventPoller poller;
+    private final HostBufferPool<PinnedBuffer> pinnedPool;
 
     GpuBackend(DeviceRuntime runtime, GpuOptions options) {
         super(Objects.requireNonNull(runtime, "runtime").name());
         this.runtime = runtime;
         this.options = Objects.requireNonNull(options, "options");
+        this.pinnedPool = new HostBufferPool<>(runtime.name(), bytes -> PinnedBuffer.allocate(this, bytes), PinnedBuffer::bytes,
+                PinnedBuffer::close, hostFreer(runtime.name()), PINNED_POOL_IDLE_BYTES);
         this.poller = new EventPoller(runtime, options.pollerParkMicros() * 1000);
         this.poller.start();
         openRootExecutor();
@@ -123,7 +129,7 @@ public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCo
         return executor.shutdown();
     }
 
-    /** Once every stream has drained: stops the poller when it is idle, then releases the device context. */
+    /** Once every stream has drained: stops the poller when it is idle, then closes the pinned pool and the runtime (the primary context stays). */
     @Override
     protected void stopDevice(List<Completion> executorsStopped, SettableCompletion done) {
         poller.stopWhenIdle(() -> releaseDevice(done, executorsStopped));
@@ -131,6 +137,7 @@ public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCo
 
     private void releaseDevice(SettableCompletion done, List<Completion> executorsStopped) {
         try {
+            pinnedPool.close(); // frees the idle buffers on the freer thread, not here on the poller
             runtime.close();
         } finally {
             Throwable failure = null;
@@ -146,6 +153,25 @@ public final class GpuBackend extends AbstractSubmissionBackend<GpuStream, GpuCo
                 done.fail(failure);
             }
         }
+    }
+
+    /**
+     * The pool of pinned host buffers that device-to-host copies lease from: a lease closed at a completion (on the poller
+     * thread) only returns its buffer; buffers are freed on a thread of their own.
+     */
+    public HostBufferPool<PinnedBuffer> pinnedPool() {
+        return pinnedPool;
+    }
+
+    /** One daemon thread, started on demand and ended when idle, that frees pinned buffers (cuMemFreeHost waits for the device). */
+    private static java.util.concurrent.Executor hostFreer(String deviceName) {
+        java.util.concurrent.ThreadPoolExecutor freer = new java.util.concurrent.ThreadPoolExecutor(0, 1, 5, java.util.concurrent.TimeUnit.SECONDS,
+                new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "graphlane-" + deviceName + "-host-free");
+                    t.setDaemon(true);
+                    return t;
+                });
+        return freer;
     }
 
     /** Makes this device's context current on the calling thread; driver calls made from a new thread need it first. */

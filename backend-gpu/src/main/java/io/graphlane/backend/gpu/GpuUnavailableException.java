@@ -12,7 +12,8 @@ public final class GpuUnavailableException extends GraphlaneException {
     private static final long serialVersionUID = 1L;
 
     /** The hint every message ends with. */
-    static final String HINT = "run with --backend cpu, or on a host with an NVIDIA driver and CUDA 12 libraries";
+    static final String HINT = "run with --backend cpu, or on a host with an NVIDIA driver and the CUDA " + CudaBuild.cudaMajor()
+            + " libraries (the toolkit, or the nvidia wheels of python3)";
 
     GpuUnavailableException(String message, Throwable cause) {
         super(message, cause);

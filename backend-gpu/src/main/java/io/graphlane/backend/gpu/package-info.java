@@ -12,7 +12,13 @@
  * {@link io.graphlane.backend.gpu.GpuOptions#memoryPoolReleaseThresholdBytes()} freed bytes for
  * reuse. A device without memory pools falls back to {@code cuMemAlloc} and {@code cuMemFree}
  * (which waits for the whole device), with frees deferred on the host to the exact completion, and
- * says so once in the log. Pinned host memory is still freed with {@code cuMemFreeHost}.
+ * says so once in the log. Pinned host memory for device-to-host copies is leased from a per-backend
+ * {@link io.graphlane.backend.gpu.HostBufferPool} and returned at the copy's completion (no allocation or
+ * {@code cuMemFreeHost} per step, nothing freed on the event poller); buffers are freed on a thread of their own.
+ *
+ * <p>Each backend has a name unique in the process ({@code cuda0}, then {@code cuda0#2}, ...). A device's primary
+ * context is retained once per process and kept until the process exits, so shutting a backend down never
+ * frees the context under memory that other backends or their callers still touch.
  *
  * <p>Owns: CUDA library loading ({@link io.graphlane.backend.gpu.CudaLibraries}) and device
  * selection ({@link io.graphlane.backend.gpu.GpuDevices}, {@code --device N}; the driver applies

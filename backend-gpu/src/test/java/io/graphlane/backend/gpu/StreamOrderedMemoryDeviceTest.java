@@ -81,11 +81,8 @@ class StreamOrderedMemoryDeviceTest {
     @Test
     void theDefaultPoolKeepsTheConfiguredReleaseThreshold() {
         assumeTrue(device.runtime().streamOrderedMemory(), device.deviceName() + " has no memory pools");
-        try {
-            org.bytedeco.javacpp.Loader.load(cudart.class);
-        } catch (LinkageError e) {
-            assumeTrue(false, "JavaCPP's CUDA bindings need libcudart.so.12: " + e.getMessage());
-        }
+        assumeTrue(CudaLibraries.isAvailable(CudaLibrary.RUNTIME),
+                () -> "JavaCPP's CUDA bindings need the CUDA runtime: " + CudaLibraries.unavailableReason(CudaLibrary.RUNTIME).orElse(""));
         try (IntPointer dev = new IntPointer(1); LongPointer threshold = new LongPointer(1)) {
             assertEquals(0, cudart.cuDeviceGet(dev, device.ordinal()));
             CUmemPoolHandle_st pool = new CUmemPoolHandle_st();

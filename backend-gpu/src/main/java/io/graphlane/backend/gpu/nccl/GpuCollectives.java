@@ -2,10 +2,10 @@ package io.graphlane.backend.gpu.nccl;
 
 import io.graphlane.backend.gpu.DeviceBuffer;
 import io.graphlane.backend.gpu.GpuStream;
+import io.graphlane.backend.gpu.JavaCppAddresses;
 import io.graphlane.backend.gpu.nn.GpuMatrix;
 import io.graphlane.core.backend.CollectiveBackend;
 import io.graphlane.core.completion.Completion;
-import jcuda.GraphlaneNativeAccess;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.nccl;
 import org.bytedeco.javacpp.Pointer;
@@ -78,17 +78,10 @@ public final class GpuCollectives implements CollectiveBackend<GpuStream, GpuMat
     }
 
     private static Pointer address(GpuMatrix m, long byteOffset) {
-        return new RawAddress(GraphlaneNativeAccess.address(m.pointer()) + byteOffset);
+        return JavaCppAddresses.at(m.pointer(), byteOffset);
     }
 
     private static CUstream_st stream(GpuStream lane) {
-        return new CUstream_st(new RawAddress(GraphlaneNativeAccess.handle(lane.cuStream())));
-    }
-
-    /** A JavaCPP pointer at a raw device address or handle that JCuda owns; never deallocates anything. */
-    private static final class RawAddress extends Pointer {
-        RawAddress(long raw) {
-            this.address = raw;
-        }
+        return JavaCppAddresses.stream(lane.cuStream());
     }
 }

@@ -5,7 +5,8 @@
  * round; NCCL failures carry {@code ncclGetErrorString}. JCuda's streams and device pointers are
  * handed to NCCL by raw address ({@code jcuda.GraphlaneNativeAccess}).
  *
- * <p>A GPU host needs {@code libnccl.so.2} and {@code libcudart.so.12} on the loader path. Sharing
+ * <p>A GPU host needs {@code libnccl.so.2} and {@code libcudart.so.N} (the build's CUDA major) on the
+ * loader path or in the nvidia wheels of the {@code python3} on {@code PATH}. Sharing
  * the id between processes, and consensus across them, is the actors' job: this package takes the
  * bytes and a {@link io.graphlane.backend.gpu.nccl.DescriptorConsensus}; cluster-config's
  * {@code io.graphlane.cluster.collective.NcclControlPlane} provides both over the cluster.

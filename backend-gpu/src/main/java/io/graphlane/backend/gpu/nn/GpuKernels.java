@@ -42,12 +42,16 @@ public final class GpuKernels {
         return device;
     }
 
-    /** Enqueues {@code kernel} on {@code stream} with a 1-D grid; {@code args} are JCuda pointers to each argument. */
+    /**
+     * Enqueues {@code kernel} on {@code stream} with a 1-D grid; {@code args} are JCuda pointers to each argument. Makes the
+     * device's context current first: the calling thread (a lane actor's dispatcher thread) may never have used this device.
+     */
     public void launch(GpuStream stream, String kernel, int grid, int block, int sharedBytes, Pointer... args) {
         CUfunction f = functions.get(kernel);
         if (f == null) {
             throw new IllegalArgumentException("no kernel " + kernel + "; known: " + KernelSources.KERNELS);
         }
+        device.makeCurrent();
         check(JCudaDriver.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, sharedBytes, stream.cuStream(), Pointer.to(args), null),
                 "cuLaunchKernel(" + kernel + ")", stream.name());
     }

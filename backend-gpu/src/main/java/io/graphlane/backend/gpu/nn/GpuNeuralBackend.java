@@ -21,7 +21,7 @@ public final class GpuNeuralBackend implements NeuralBackend<GpuStream, GpuMatri
     /**
      * Compiles the kernels for {@code device}.
      *
-     * @throws io.graphlane.backend.gpu.GpuUnavailableException if libnvrtc.so.12 or libcublas.so.12 does not load
+     * @throws io.graphlane.backend.gpu.GpuUnavailableException if NVRTC or cuBLAS does not load
      */
     public static GpuNeuralBackend create(GpuBackend device) {
         io.graphlane.backend.gpu.CudaLibraries.require(io.graphlane.backend.gpu.CudaLibrary.CUBLAS);

@@ -5,6 +5,8 @@ import io.graphlane.backend.gpu.CudaLibrary;
 import io.graphlane.backend.gpu.DeviceBuffer;
 import io.graphlane.backend.gpu.GpuBackend;
 import io.graphlane.backend.gpu.GpuStream;
+import io.graphlane.backend.gpu.HostBufferPool;
+import io.graphlane.backend.gpu.JavaCppAddresses;
 import io.graphlane.backend.gpu.PinnedBuffer;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.HostCopy;
@@ -14,11 +16,10 @@ import java.util.Objects;
 import jcuda.Pointer;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
-import jcuda.jcublas.JCublas2;
-import jcuda.jcublas.cublasHandle;
-import jcuda.jcublas.cublasOperation;
-import jcuda.jcublas.cublasStatus;
-import jcuda.runtime.cudaStream_t;
+import org.bytedeco.cuda.cublas.cublasContext;
+import org.bytedeco.cuda.global.cublas;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.FloatPointer;
 
 /**
  * {@link NeuralOps} on one CUDA stream: projections through cuBLAS ({@code cublasSgemm}, one
@@ -37,9 +38,12 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     private final GpuStream stream;
     private final GpuBackend device;
     private final GpuKernels kernels;
-    private final cublasHandle blas = new cublasHandle();
+    private final cublasContext blas = new cublasContext();
+    /** The host scalars 1 and 0 of every SGEMM/SGEMV (cuBLAS's default pointer mode reads them on the host at the call). */
+    private final FloatPointer one = new FloatPointer(1f);
+    private final FloatPointer zero = new FloatPointer(0f);
 
-    /** Ops on {@code stream} with kernels compiled for its device; needs libcublas.so.12. */
+    /** Ops on {@code stream} with kernels compiled for its device; needs cuBLAS ({@link CudaLibrary#CUBLAS}). */
     public GpuNeuralOps(GpuStream stream, GpuKernels kernels) {
         this.stream = Objects.requireNonNull(stream, "stream");
         this.device = stream.backend();
@@ -49,8 +53,8 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         }
         CudaLibraries.require(CudaLibrary.CUBLAS);
         device.makeCurrent();
-        checkBlas(JCublas2.cublasCreate(blas), "cublasCreate");
-        checkBlas(JCublas2.cublasSetStream(blas, new cudaStream_t(stream.cuStream())), "cublasSetStream");
+        checkBlas(cublas.cublasCreate_v2(blas), "cublasCreate");
+        checkBlas(cublas.cublasSetStream_v2(blas, JavaCppAddresses.stream(stream.cuStream())), "cublasSetStream");
     }
 
     @Override
@@ -153,16 +157,16 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
             return;
         }
         device.makeCurrent();
-        Pointer one = Pointer.to(new float[] {1f});
-        Pointer zero = Pointer.to(new float[] {0f});
+        FloatPointer w = JavaCppAddresses.floats(weight.pointer());
+        FloatPointer in = JavaCppAddresses.floats(x.pointer());
+        FloatPointer result = JavaCppAddresses.floats(out.pointer());
         if (n == 1) {
             // Column-major, the row-major weight m x k is a k x m matrix W'; out = W'^T x.
-            checkBlas(JCublas2.cublasSgemv(blas, cublasOperation.CUBLAS_OP_T, k, m, one, weight.pointer(), k,
-                    x.pointer(), 1, zero, out.pointer(), 1), "cublasSgemv");
+            checkBlas(cublas.cublasSgemv_v2(blas, cublas.CUBLAS_OP_T, k, m, one, w, k, in, 1, zero, result, 1), "cublasSgemv");
         } else {
             // Row-major out (n x m) is column-major out' (m x n) = W'^T (m x k) . x' (k x n).
-            checkBlas(JCublas2.cublasSgemm(blas, cublasOperation.CUBLAS_OP_T, cublasOperation.CUBLAS_OP_N, m, n, k, one,
-                    weight.pointer(), k, x.pointer(), k, zero, out.pointer(), m), "cublasSgemm");
+            checkBlas(cublas.cublasSgemm_v2(blas, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, m, n, k, one, w, k, in, k, zero, result, m),
+                    "cublasSgemm");
         }
     }
 
@@ -251,41 +255,45 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     }
 
     /**
-     * Starts an asynchronous copy of {@code tensor} into pinned host memory on this lane's stream; its values are
-     * readable at the exact completion of the lane work that issued it. Closing the copy frees the pinned memory
-     * after everything enqueued on the stream so far (a copy closed unread, after a failed step, frees it safely).
+     * Starts an asynchronous copy of {@code tensor} into pinned host memory leased from the device's pool on this lane's
+     * stream; its values are readable at the exact completion of the lane work that issued it. Closing the copy returns
+     * the buffer to the pool after everything enqueued on the stream so far (a copy closed unread, after a failed step,
+     * returns it safely); no pinned memory is allocated or freed per step once the pool holds a buffer of the size.
      */
     @Override
     public HostCopy copyToHost(GpuMatrix tensor) {
         long bytes = tensor.elements() * Float.BYTES;
-        PinnedBuffer pinned = PinnedBuffer.allocate(device, bytes);
+        HostBufferPool<PinnedBuffer>.Lease lease = device.pinnedPool().acquire(bytes);
         if (bytes > 0) {
             try {
                 device.makeCurrent();
-                check(JCudaDriver.cuMemcpyDtoHAsync(pinned.pointer(), tensor.pointer(), bytes, stream.cuStream()), "cuMemcpyDtoHAsync");
+                check(JCudaDriver.cuMemcpyDtoHAsync(lease.buffer().pointer(), tensor.pointer(), bytes, stream.cuStream()),
+                        "cuMemcpyDtoHAsync");
             } catch (RuntimeException e) {
-                pinned.close(); // nothing was enqueued that writes it
+                lease.close(); // nothing was enqueued that writes it
                 throw e;
             }
         }
-        return new PinnedHostCopy(pinned, tensor.rows(), tensor.cols());
+        return new PinnedHostCopy(lease, tensor.rows(), tensor.cols());
     }
 
     /** Destroys the cuBLAS handle once the work enqueued so far has finished (or the lane's stream has drained). */
     public void close() {
         stream.synchronize();
         device.makeCurrent();
-        checkBlas(JCublas2.cublasDestroy(blas), "cublasDestroy");
+        checkBlas(cublas.cublasDestroy_v2(blas), "cublasDestroy");
+        one.close();
+        zero.close();
     }
 
     /** Logits (or any tensor) copied into pinned memory by {@link #copyToHost}. */
     private final class PinnedHostCopy implements HostCopy {
-        private final PinnedBuffer pinned;
+        private final HostBufferPool<PinnedBuffer>.Lease pinned;
         private final int rows;
         private final int cols;
         private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
-        PinnedHostCopy(PinnedBuffer pinned, int rows, int cols) {
+        PinnedHostCopy(HostBufferPool<PinnedBuffer>.Lease pinned, int rows, int cols) {
             this.pinned = pinned;
             this.rows = rows;
             this.cols = cols;
@@ -312,7 +320,7 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
                 throw new IllegalStateException("the host copy of a " + rows + " x " + cols + " tensor of " + stream.name() + " was closed");
             }
             float[] out = new float[Math.multiplyExact(rows, cols)];
-            pinned.buffer().asFloatBuffer().get(out);
+            pinned.buffer().buffer().asFloatBuffer().get(out);
             return out;
         }
 
@@ -369,8 +377,10 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     }
 
     private void checkBlas(int status, String call) {
-        if (status != cublasStatus.CUBLAS_STATUS_SUCCESS) {
-            throw new GraphlaneException(call + " failed on " + stream.name() + ": " + cublasStatus.stringFor(status) + " (" + status + ")");
+        if (status != cublas.CUBLAS_STATUS_SUCCESS) {
+            BytePointer name = cublas.cublasGetStatusString(status);
+            throw new GraphlaneException(call + " failed on " + stream.name() + ": " + (name == null ? "cuBLAS status" : name.getString())
+                    + " (" + status + ")");
         }
     }
 }

@@ -5,7 +5,7 @@ import java.util.List;
 /**
  * The CUDA C source of the backend's small kernels (everything that is not a GEMM/GEMV), compiled
  * at run time by NVRTC for the device's own architecture. Kept as plain text so a GPU host needs
- * only the driver, libnvrtc.so.12 and libcublas.so.12: no nvcc, no prebuilt PTX to match the driver.
+ * only the driver, NVRTC and cuBLAS: no nvcc, no prebuilt PTX to match the driver.
  * Every kernel is {@code extern "C"} so its name is not mangled; F32 throughout, with no fast-math,
  * so results stay within 1e-3 of the PyTorch reference.
  */

@@ -6,9 +6,11 @@
  *
  * <p>Why NVRTC rather than shipped PTX: the build needs no CUDA toolkit, and a cubin compiled for
  * the device does not depend on the driver's PTX JIT version. A GPU host needs the NVIDIA driver
- * ({@code libcuda.so.1}), {@code libnvrtc.so.12} and {@code libcublas.so.12} on the loader path
- * (a CUDA 12 toolkit, or the {@code nvidia-cuda-nvrtc-cu12} and {@code nvidia-cublas-cu12} wheels
- * with their {@code lib} folders on {@code LD_LIBRARY_PATH}).
+ * ({@code libcuda.so.1}) and, through JavaCPP's CUDA preset, {@code libnvrtc.so.N}, {@code libcublas.so.N},
+ * {@code libcublasLt.so.N} and {@code libcudart.so.N} of the build's CUDA major N (13 by default, 12 with
+ * the Maven profile {@code cuda12}): from a CUDA toolkit on the loader path, or the nvidia wheels
+ * ({@code nvidia-cuda-nvrtc}, {@code nvidia-cublas}, {@code nvidia-cuda-runtime}) of the {@code python3} on
+ * {@code PATH}, whose {@code lib} folders the backend searches itself.
  *
  * <p>Guarantees: operands are checked before anything is enqueued; operations only enqueue (host
  * values go up by copies ordered on the stream), and only {@code toHost}/{@code argmax} wait;
