@@ -46,6 +46,7 @@ final class CompletionChoice {
     private String finishReason;
     private boolean failed;
     private boolean cancelWanted;
+    private ServerMetrics.Request metered;
     private Generation generation;
 
     CompletionChoice(TokenCodec codec, GenerationOptions options, List<Integer> promptIds, boolean echo) {
@@ -70,11 +71,16 @@ final class CompletionChoice {
         return new Piece(prompt, promptIds, List.of(), null);
     }
 
+    /** The metrics of this choice's request, told before its first token so a stop counts as a finish. */
+    synchronized void observe(ServerMetrics.Request request) {
+        metered = request;
+    }
+
     /** The generation's handle; cancelled at once if the choice already ended on a stop. */
     synchronized void attach(Generation g) {
         generation = g;
         if (cancelWanted) {
-            g.cancel();
+            stopGeneration();
         }
     }
 
@@ -152,12 +158,20 @@ final class CompletionChoice {
         return matcher.stopped() ? rest : rest + matcher.flush();
     }
 
-    private Piece endByStop(String shown, int tokenId, List<LogprobsBuilder.Entry> entries) {
-        finishReason = "stop";
-        cancelWanted = true;
+    /** Ends the generation because a stop matched: a finish on a stop for the metrics, a cancel for the engine. */
+    private void stopGeneration() {
+        if (metered != null) {
+            metered.stopMatched();
+        }
         if (generation != null) {
             generation.cancel();
         }
+    }
+
+    private Piece endByStop(String shown, int tokenId, List<LogprobsBuilder.Entry> entries) {
+        finishReason = "stop";
+        cancelWanted = true;
+        stopGeneration();
         return new Piece(shown, List.of(tokenId), entries, finishReason);
     }
 }

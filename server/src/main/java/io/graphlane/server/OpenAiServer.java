@@ -429,7 +429,11 @@ public final class OpenAiServer extends AllDirectives {
 
     /** Submits one generation to the generator, its tokens, timings and outcome recorded in the metrics. */
     Generation submit(GenerationRequest request, GenerationListener listener) {
-        ServerMetrics.Request observed = metrics.request(request);
+        return submit(metrics.request(request), request, listener);
+    }
+
+    /** {@link #submit(GenerationRequest, GenerationListener)} recorded on {@code observed}, made by the caller beforehand. */
+    private Generation submit(ServerMetrics.Request observed, GenerationRequest request, GenerationListener listener) {
         try {
             return observed.started(generator.submit(request, observed.listener(listener)));
         } catch (RuntimeException refused) {
@@ -450,7 +454,9 @@ public final class OpenAiServer extends AllDirectives {
             for (int i = 0; i < choices.size(); i++) {
                 GenerationRequest g = new GenerationRequest(request.prompts().get(i / n), request.maxTokens(),
                         request.options().samplingFor(i % n), timeout);
-                Generation generation = submit(g, listeners.listenerFor(i));
+                ServerMetrics.Request observed = metrics.request(g);
+                choices.get(i).observe(observed);
+                Generation generation = submit(observed, g, listeners.listenerFor(i));
                 choices.get(i).attach(generation);
                 started.add(generation);
             }

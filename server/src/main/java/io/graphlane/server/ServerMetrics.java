@@ -256,6 +256,16 @@ public final class ServerMetrics {
             };
         }
 
+        /**
+         * A stop string or stop token of the request ended it (the server then cancels it in the engine): counted as
+         * finished on a stop, not as cancelled, whatever the engine reports afterwards.
+         */
+        public void stopMatched() {
+            if (end(Outcome.STOP)) {
+                requestLatency.record(System.nanoTime() - submittedAt, TimeUnit.NANOSECONDS);
+            }
+        }
+
         /** The generator refused to start it with {@code cause}. */
         public void refused(Throwable cause) {
             end(outcomeOf(cause));

@@ -146,6 +146,18 @@ class ServerMetricsTest {
     }
 
     @Test
+    void aChoiceEndedByAStopStringOrStopTokenCountsAsAStopFinishNotACancel() throws Exception {
+        // The scripted continuation of [70] begins 125 '}', 110 'n': both end at the second token.
+        assertEquals(List.of(125, 110), ScriptedGenerator.expected(List.of(70), 6).subList(0, 2));
+        assertEquals(200, post("{\"prompt\":[70],\"max_tokens\":6,\"stop\":\"n\"}").statusCode());
+        assertEquals(200, post("{\"prompt\":[70],\"max_tokens\":6,\"stop_token_ids\":[110],\"stream\":true}").statusCode());
+        Map<String, Double> s = samples(scrape(null).body());
+        assertEquals(2, value(s, "graphlane_requests_total{outcome=\"stop\"}"), s.toString());
+        assertEquals(0, value(s, "graphlane_requests_total{outcome=\"cancelled\"}"));
+        assertEquals(2, value(s, "graphlane_request_latency_seconds_count"), "a stop is a finished request");
+    }
+
+    @Test
     void rejectedAndOverloadedRequestsAreCountedByOutcome() throws Exception {
         assertEquals(400, post("{\"prompt\":\"x\",\"max_tokens\":0}").statusCode());
         assertEquals(400, post("{\"prompt\":[300]}").statusCode()); // refused by the generator: outside its vocabulary
