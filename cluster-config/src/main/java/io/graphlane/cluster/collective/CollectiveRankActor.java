@@ -38,10 +38,11 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * socket plane the member's messages bypass it.
  *
  * <p>Loss: it watches every peer's rank actor and the cluster's membership and reachability; a peer that stops, whose
- * node becomes unreachable, leaves or is removed is reported once through the {@link PeerStatus} it shares with the
- * plane, as a {@link CollectiveMessage.Left} naming its rank, into the member's inbox, so the collective under way (or
- * the next one) fails on this member. A peer that said goodbye (over Artery or over its socket) closed its transport in
- * order and is not reported.
+ * node leaves, is downed or removed, or (with the Artery plane only) becomes unreachable is reported once through the
+ * {@link PeerStatus} it shares with the plane, as a {@link CollectiveMessage.Left} naming its rank, into the member's
+ * inbox, so the collective under way (or the next one) fails on this member. With the socket plane a node that is only
+ * unreachable for a while is not a loss: its socket still carries the payload (see {@link #onReachability}). A peer
+ * that said goodbye (over Artery or over its socket) closed its transport in order and is not reported.
  */
 final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Command> {
 
@@ -404,8 +405,17 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         return finishCloseIfDone();
     }
 
+    /**
+     * With the Artery plane an unreachable peer is lost: its messages travel over the association that just failed. With
+     * the socket plane it is not: the failure detector misses a busy node for a few seconds now and then (one that is
+     * starting, under load), while its payload socket still carries every message; reporting it lost would close that
+     * socket and break the group for good, though the node is reachable again a moment later and everything around the
+     * group (the stage's lead and host, the serving engine) keeps it as it was. A peer that is really gone ends its socket
+     * (the plane reports it), stops its rank actor, or is downed and removed from the cluster; one that stays silent
+     * fails the collective at the member timeout.
+     */
     private Behavior<Command> onReachability(ReachabilityChanged changed) {
-        if (changed.event() instanceof ClusterEvent.UnreachableMember u) {
+        if (plane == null && changed.event() instanceof ClusterEvent.UnreachableMember u) {
             nodeLost(u.member().address(), "is unreachable");
         }
         return finishCloseIfDone();
