@@ -37,11 +37,11 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * per peer, so Artery's bounded queues never overflow and drop one); incoming ones go into the member's inbox. With the
  * socket plane the member's messages bypass it.
  *
- * <p>Loss: it watches every peer's rank actor and the cluster's membership and reachability; a peer that stops, whose
- * node leaves, is downed or removed, or (with the Artery plane only) becomes unreachable is reported once through the
- * {@link PeerStatus} it shares with the plane, as a {@link CollectiveMessage.Left} naming its rank, into the member's
- * inbox, so the collective under way (or the next one) fails on this member. With the socket plane a node that is only
- * unreachable for a while is not a loss: its socket still carries the payload (see {@link #onReachability}). A peer
+ * <p>Loss: it watches every peer's rank actor and the cluster's membership; a peer that stops or whose node leaves, is
+ * downed or removed is reported once through the {@link PeerStatus} it shares with the plane, as a
+ * {@link CollectiveMessage.Left} naming its rank, into the member's inbox, so the collective under way (or the next one)
+ * fails on this member. A node that is only unreachable for a while is no loss: its messages still arrive once the
+ * failure detector hears it again, and a group broken for that would stay broken under a stage that runs on. A peer
  * that said goodbye (over Artery or over its socket) closed its transport in order and is not reported.
  */
 final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Command> {
@@ -95,9 +95,6 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
     }
 
     private record MemberChanged(ClusterEvent.MemberEvent event) implements Command {
-    }
-
-    private record ReachabilityChanged(ClusterEvent.ReachabilityEvent event) implements Command {
     }
 
     private enum Deadline implements Command {
@@ -181,8 +178,12 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         Cluster cluster = Cluster.get(context.getSystem());
         cluster.subscriptions().tell(Subscribe.create(context.messageAdapter(ClusterEvent.MemberEvent.class, MemberChanged::new),
                 ClusterEvent.MemberEvent.class));
-        cluster.subscriptions().tell(Subscribe.create(context.messageAdapter(ClusterEvent.ReachabilityEvent.class, ReachabilityChanged::new),
-                ClusterEvent.ReachabilityEvent.class));
+        // Reachability is not watched: the failure detector misses a busy node for a few seconds now and then (one that is
+        // starting, a JVM under load or in a long GC) while its messages still arrive, and reporting it lost would break
+        // the group for good, though the node is reachable again a moment later and everything around the group (a
+        // stage's lead and host, the serving engine) keeps it as it was. A peer that is really gone ends its payload
+        // socket, stops its rank actor, or is downed and removed from the cluster; one that stays silent fails the
+        // collective at the member timeout.
         timers.startSingleTimer(Deadline.JOIN, Deadline.JOIN, setup.joinTimeout());
     }
 
@@ -204,7 +205,6 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
                 .onMessage(GoodbyeAck.class, this::onGoodbyeAck)
                 .onMessage(Close.class, this::onClose)
                 .onMessage(MemberChanged.class, this::onMember)
-                .onMessage(ReachabilityChanged.class, this::onReachability)
                 .onMessageEquals(Deadline.JOIN, this::onJoinDeadline)
                 .onMessageEquals(Deadline.CLOSE, this::onCloseDeadline)
                 .onSignal(Terminated.class, this::onTerminated)
@@ -401,22 +401,6 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         if (e instanceof ClusterEvent.MemberRemoved || e instanceof ClusterEvent.MemberExited
                 || e instanceof ClusterEvent.MemberLeft || e instanceof ClusterEvent.MemberDowned) {
             nodeLost(e.member().address(), "left the cluster (" + e.member().status() + ")");
-        }
-        return finishCloseIfDone();
-    }
-
-    /**
-     * With the Artery plane an unreachable peer is lost: its messages travel over the association that just failed. With
-     * the socket plane it is not: the failure detector misses a busy node for a few seconds now and then (one that is
-     * starting, under load), while its payload socket still carries every message; reporting it lost would close that
-     * socket and break the group for good, though the node is reachable again a moment later and everything around the
-     * group (the stage's lead and host, the serving engine) keeps it as it was. A peer that is really gone ends its socket
-     * (the plane reports it), stops its rank actor, or is downed and removed from the cluster; one that stays silent
-     * fails the collective at the member timeout.
-     */
-    private Behavior<Command> onReachability(ReachabilityChanged changed) {
-        if (plane == null && changed.event() instanceof ClusterEvent.UnreachableMember u) {
-            nodeLost(u.member().address(), "is unreachable");
         }
         return finishCloseIfDone();
     }
