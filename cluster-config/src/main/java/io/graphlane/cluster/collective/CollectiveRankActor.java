@@ -37,8 +37,9 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * per peer, so Artery's bounded queues never overflow and drop one); incoming ones go into the member's inbox. With the
  * socket plane the member's messages bypass it.
  *
- * <p>Loss: it watches every peer's rank actor and the cluster's membership; a peer that stops or whose node leaves, is
- * downed or removed is reported once through the {@link PeerStatus} it shares with the plane, as a
+ * <p>Loss: it watches the cluster's membership and, with the Artery plane, every peer's rank actor (with the socket
+ * plane the peer's socket tells instead, see {@link #onHello}); a peer that stops or whose node leaves, is downed or
+ * removed is reported once through the {@link PeerStatus} it shares with the plane, as a
  * {@link CollectiveMessage.Left} naming its rank, into the member's inbox, so the collective under way (or the next one)
  * fails on this member. A node that is only unreachable for a while is no loss: its messages still arrive once the
  * failure detector hears it again, and a group broken for that would stay broken under a stage that runs on. A peer
@@ -307,8 +308,15 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         if (known == null) {
             peers.set(hello.rank(), hello.rankActor());
             peerCredits.set(hello.rank(), hello.credits());
-            getContext().watch(hello.rankActor());
-            if (plane != null) {
+            if (plane == null) {
+                getContext().watch(hello.rankActor());
+            } else {
+                // No death watch with the socket plane: the peer's socket says all it would, and says it right. A peer
+                // whose rank actor stops closes its sockets (its plane is aborted with it), a crashed process's sockets
+                // close, and a node gone without a word is downed and removed (onMember). Pekko keys remote death watch by
+                // address, and a watch of a rank actor on a node that replaced a removed one at the same host and port
+                // can end at once, although the actor runs (seen right after a stage's lead was replaced: the survivor
+                // reported the new lead lost while joining, and the group failed its first collective).
                 plane.peerNode(hello.rank(), where);
                 if (hello.rank() > setup.rank()) {
                     plane.connect(hello.rank(), hello.payloadHost(), hello.payloadPort(), hello.payloadNonce());
