@@ -3,12 +3,18 @@ package io.graphlane.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.graphlane.backend.cpu.CpuBackend;
+import io.graphlane.backend.cpu.collective.CollectiveSettings;
+import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
+import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.model.CpuModels;
 import io.graphlane.inference.model.ModelDirectory;
-import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.inference.tensorparallel.TensorParallelStage;
+import io.graphlane.inference.tensorparallel.TensorParallelStages;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -17,9 +23,13 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code graphlane logits}: the logits at the last position of a prompt, through the model split into stages. */
+/**
+ * {@code graphlane logits}: the logits at the last position of a prompt, through the model split into stages, each stage
+ * optionally split over tensor-parallel shards.
+ */
 @Command(name = "logits", mixinStandardHelpOptions = true,
-        description = "Print the logits at the last position of a prompt (token ids), computed through the model split into stages.")
+        description = "Print the logits at the last position of a prompt (token ids), computed through the model split into stages"
+                + " (and each stage into --tensor-parallel shards).")
 public final class LogitsCommand implements Callable<Integer> {
 
     @Option(names = "--model", paramLabel = "DIR", required = true, description = "A Hugging Face model directory.")
@@ -31,7 +41,11 @@ public final class LogitsCommand implements Callable<Integer> {
     @Option(names = "--stages", paramLabel = "P", defaultValue = "1", description = "Pipeline stages (default ${DEFAULT-VALUE}).")
     int stages;
 
-    @Option(names = "--json", description = "Print one JSON object: {\"ids\":[…],\"stages\":P,\"last_logits\":[…]}.")
+    @Option(names = "--tensor-parallel", paramLabel = "T", defaultValue = "1",
+            description = "Shard lanes per stage (default ${DEFAULT-VALUE}); must divide the model's heads, kv heads and intermediate size.")
+    int tensorParallel;
+
+    @Option(names = "--json", description = "Print one JSON object: {\"ids\":[…],\"stages\":P,\"tensor_parallel\":T,\"last_logits\":[…]}.")
     boolean json;
 
     @CommandLine.Spec
@@ -50,17 +64,16 @@ public final class LogitsCommand implements Callable<Integer> {
         if (stages < 1 || stages > dir.config().layerCount()) {
             throw new GraphlaneException("--stages must be between 1 and the model's " + dir.config().layerCount() + " layers, got " + stages);
         }
-        float[] logits;
-        try (StagedModel<CpuTensor> staged = CpuModels.staged(dir, stages)) {
-            int[] tokens = prompt.stream().mapToInt(Integer::intValue).toArray();
-            logits = staged.step(List.of(new Segment(1, 0, tokens.length)), tokens)[0];
-        }
+        int[] tokens = prompt.stream().mapToInt(Integer::intValue).toArray();
+        List<Segment> segments = List.of(new Segment(1, 0, tokens.length));
+        float[] logits = tensorParallel == 1 ? staged(dir, segments, tokens) : tensorParallel(dir, segments, tokens);
         var out = spec.commandLine().getOut();
         if (json) {
             ObjectNode o = new ObjectMapper().createObjectNode();
             ArrayNode a = o.putArray("ids");
             prompt.forEach(a::add);
             o.put("stages", stages);
+            o.put("tensor_parallel", tensorParallel);
             ArrayNode l = o.putArray("last_logits");
             for (float v : logits) {
                 l.add(v);
@@ -73,9 +86,38 @@ public final class LogitsCommand implements Callable<Integer> {
                     best = i;
                 }
             }
-            out.printf(Locale.ROOT, "%d logits at position %d over %d stage(s); argmax %d (%.5f)%n", logits.length, prompt.size() - 1, stages, best, logits[best]);
+            out.printf(Locale.ROOT, "%d logits at position %d over %d stage(s) x %d shard(s); argmax %d (%.5f)%n", logits.length,
+                    prompt.size() - 1, stages, tensorParallel, best, logits[best]);
         }
         out.flush();
         return 0;
+    }
+
+    /** The logits through the model's stages, each on the calling thread. */
+    private float[] staged(ModelDirectory dir, List<Segment> segments, int[] tokens) {
+        try (StagedModel<CpuTensor> staged = CpuModels.staged(dir, stages)) {
+            return staged.step(segments, tokens)[0];
+        }
+    }
+
+    /**
+     * The logits through the model's stages, each split over {@code --tensor-parallel} shard lanes whose shards meet in
+     * an in-process collective group (as {@code run --tensor-parallel} computes them). A degree that is below 1 or does
+     * not divide the model's heads, kv heads or intermediate size is refused naming them, before anything is loaded.
+     */
+    private float[] tensorParallel(ModelDirectory dir, List<Segment> segments, int[] tokens) {
+        CpuNeuralBackend.setBlasThreads(1);
+        CpuBackend backend = new CpuBackend();
+        try {
+            List<TensorParallelStage> sharded = TensorParallelStages.load(dir, StagePlan.balanced(dir.config().layerCount(), stages),
+                    tensorParallel, backend, CollectiveSettings.defaults(), loaded -> { });
+            try {
+                return StagedModel.step(sharded, segments, tokens)[0];
+            } finally {
+                sharded.forEach(TensorParallelStage::close);
+            }
+        } finally {
+            backend.close();
+        }
     }
 }

@@ -86,6 +86,31 @@ class RunCommandsTest {
     }
 
     @Test
+    void tensorParallelLogitsMatchTheUnshardedOnes() throws Exception {
+        JsonNode p = reference().get(0);
+        for (int stages = 1; stages <= 2; stages++) {
+            Run whole = cli("logits", "--model", FIXTURE.toString(), "--ids", ids(p.get("ids")), "--stages", String.valueOf(stages), "--json");
+            Run sharded = cli("logits", "--model", FIXTURE.toString(), "--ids", ids(p.get("ids")), "--stages", String.valueOf(stages),
+                    "--tensor-parallel", "2", "--json");
+            assertEquals(0, whole.status(), whole.err());
+            assertEquals(0, sharded.status(), sharded.err());
+            JsonNode expected = JSON.readTree(whole.out()).get("last_logits");
+            JsonNode out = JSON.readTree(sharded.out());
+            assertEquals(2, out.get("tensor_parallel").asInt());
+            JsonNode logits = out.get("last_logits");
+            assertEquals(expected.size(), logits.size());
+            for (int i = 0; i < expected.size(); i++) {
+                assertEquals(expected.get(i).asDouble(), logits.get(i).asDouble(), 1e-4, "logit " + i + " over " + stages + " stage(s) x 2 shards");
+            }
+        }
+        // The fixture has 2 key/value heads: 4 shards cannot split them.
+        Run refused = cli("logits", "--model", FIXTURE.toString(), "--ids", ids(p.get("ids")), "--tensor-parallel", "4");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, refused.status(), refused.err());
+        assertEquals(1, refused.err().strip().lines().count(), "one line, no stack trace: " + refused.err());
+        assertTrue(refused.err().contains("num_key_value_heads"), refused.err());
+    }
+
+    @Test
     void badOptionsEndWithOneLineAndStatusTwo() {
         Run badIds = cli("logits", "--model", FIXTURE.toString(), "--ids", "1,x,3");
         assertEquals(GraphlaneCli.EXIT_USER_ERROR, badIds.status());

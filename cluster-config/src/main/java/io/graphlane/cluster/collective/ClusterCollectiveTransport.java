@@ -25,8 +25,8 @@ import org.apache.pekko.actor.typed.ActorRef;
  * Guarantees: {@link #send} copies a chunk's floats and returns at once, never waiting for the receiver or the network;
  * messages from one rank to another arrive in send order, each once; at most a window of chunks per peer waits unpolled
  * (sockets: the reader stops reading; Artery: credit returned as this rank's member consumes them), so a large tensor
- * streams and no queue overflows; a peer lost (its socket ended without a goodbye, or stopped, unreachable, left,
- * removed) appears in the inbox once as a {@link CollectiveMessage.Left} naming its rank.
+ * streams and no queue overflows; a peer lost (its socket ended without a goodbye, or stopped, left, downed, removed;
+ * not merely unreachable for a while) appears in the inbox once as a {@link CollectiveMessage.Left} naming its rank.
  *
  * <p>Refuses: sending as or polling for another rank than the local one, a chunk lent by reference (this transport
  * does not share memory), and any send after {@link #close}.

@@ -37,11 +37,13 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * per peer, so Artery's bounded queues never overflow and drop one); incoming ones go into the member's inbox. With the
  * socket plane the member's messages bypass it.
  *
- * <p>Loss: it watches every peer's rank actor and the cluster's membership and reachability; a peer that stops, whose
- * node becomes unreachable, leaves or is removed is reported once through the {@link PeerStatus} it shares with the
- * plane, as a {@link CollectiveMessage.Left} naming its rank, into the member's inbox, so the collective under way (or
- * the next one) fails on this member. A peer that said goodbye (over Artery or over its socket) closed its transport in
- * order and is not reported.
+ * <p>Loss: it watches the cluster's membership and, with the Artery plane, every peer's rank actor (with the socket
+ * plane the peer's socket tells instead, see {@link #onHello}); a peer that stops or whose node leaves, is downed or
+ * removed is reported once through the {@link PeerStatus} it shares with the plane, as a
+ * {@link CollectiveMessage.Left} naming its rank, into the member's inbox, so the collective under way (or the next one)
+ * fails on this member. A node that is only unreachable for a while is no loss: its messages still arrive once the
+ * failure detector hears it again, and a group broken for that would stay broken under a stage that runs on. A peer
+ * that said goodbye (over Artery or over its socket) closed its transport in order and is not reported.
  */
 final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Command> {
 
@@ -94,9 +96,6 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
     }
 
     private record MemberChanged(ClusterEvent.MemberEvent event) implements Command {
-    }
-
-    private record ReachabilityChanged(ClusterEvent.ReachabilityEvent event) implements Command {
     }
 
     private enum Deadline implements Command {
@@ -180,8 +179,12 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         Cluster cluster = Cluster.get(context.getSystem());
         cluster.subscriptions().tell(Subscribe.create(context.messageAdapter(ClusterEvent.MemberEvent.class, MemberChanged::new),
                 ClusterEvent.MemberEvent.class));
-        cluster.subscriptions().tell(Subscribe.create(context.messageAdapter(ClusterEvent.ReachabilityEvent.class, ReachabilityChanged::new),
-                ClusterEvent.ReachabilityEvent.class));
+        // Reachability is not watched: the failure detector misses a busy node for a few seconds now and then (one that is
+        // starting, a JVM under load or in a long GC) while its messages still arrive, and reporting it lost would break
+        // the group for good, though the node is reachable again a moment later and everything around the group (a
+        // stage's lead and host, the serving engine) keeps it as it was. A peer that is really gone ends its payload
+        // socket, stops its rank actor, or is downed and removed from the cluster; one that stays silent fails the
+        // collective at the member timeout.
         timers.startSingleTimer(Deadline.JOIN, Deadline.JOIN, setup.joinTimeout());
     }
 
@@ -203,7 +206,6 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
                 .onMessage(GoodbyeAck.class, this::onGoodbyeAck)
                 .onMessage(Close.class, this::onClose)
                 .onMessage(MemberChanged.class, this::onMember)
-                .onMessage(ReachabilityChanged.class, this::onReachability)
                 .onMessageEquals(Deadline.JOIN, this::onJoinDeadline)
                 .onMessageEquals(Deadline.CLOSE, this::onCloseDeadline)
                 .onSignal(Terminated.class, this::onTerminated)
@@ -306,8 +308,15 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         if (known == null) {
             peers.set(hello.rank(), hello.rankActor());
             peerCredits.set(hello.rank(), hello.credits());
-            getContext().watch(hello.rankActor());
-            if (plane != null) {
+            if (plane == null) {
+                getContext().watch(hello.rankActor());
+            } else {
+                // No death watch with the socket plane: the peer's socket says all it would, and says it right. A peer
+                // whose rank actor stops closes its sockets (its plane is aborted with it), a crashed process's sockets
+                // close, and a node gone without a word is downed and removed (onMember). Pekko keys remote death watch by
+                // address, and a watch of a rank actor on a node that replaced a removed one at the same host and port
+                // can end at once, although the actor runs (seen right after a stage's lead was replaced: the survivor
+                // reported the new lead lost while joining, and the group failed its first collective).
                 plane.peerNode(hello.rank(), where);
                 if (hello.rank() > setup.rank()) {
                     plane.connect(hello.rank(), hello.payloadHost(), hello.payloadPort(), hello.payloadNonce());
@@ -400,13 +409,6 @@ final class CollectiveRankActor extends AbstractBehavior<CollectiveRankActor.Com
         if (e instanceof ClusterEvent.MemberRemoved || e instanceof ClusterEvent.MemberExited
                 || e instanceof ClusterEvent.MemberLeft || e instanceof ClusterEvent.MemberDowned) {
             nodeLost(e.member().address(), "left the cluster (" + e.member().status() + ")");
-        }
-        return finishCloseIfDone();
-    }
-
-    private Behavior<Command> onReachability(ReachabilityChanged changed) {
-        if (changed.event() instanceof ClusterEvent.UnreachableMember u) {
-            nodeLost(u.member().address(), "is unreachable");
         }
         return finishCloseIfDone();
     }

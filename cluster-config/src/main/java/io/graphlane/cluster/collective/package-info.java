@@ -27,10 +27,11 @@
  *
  * <p>Guarantees: {@code send} copies and returns at once; per pair of ranks messages arrive in order, each once (with
  * sockets, across every kind, since they share the pair's one connection); a peer whose payload socket ends without a
- * goodbye, whose rank actor stops, whose node becomes unreachable, leaves or is removed is reported once, whichever is
- * noticed first, into the member's inbox as a {@code Left} naming its rank and node, so every surviving member's
- * collective fails naming it (a crashed process: as soon as its sockets close; a node that leaves: about a second; an
- * unreachable host: once the failure detector says so), never by hanging. {@code close} is orderly: what the rank sent
+ * goodbye, whose rank actor stops, whose node leaves, is downed or removed is reported once, whichever is noticed
+ * first, into the member's inbox as a {@code Left} naming its rank and node, so every surviving member's collective
+ * fails naming it (a crashed process: as soon as its sockets close; a node that leaves: about a second; a host that is
+ * gone without a word: once it is downed, or at the member timeout), never by hanging. A node that is only unreachable
+ * for a while (a busy node the failure detector missed) is no loss: its messages still arrive, and the group runs on. {@code close} is orderly: what the rank sent
  * is delivered first, then a goodbye, and a rank that closed is not reported as lost (a later collective waiting for it
  * fails after the member timeout, naming it absent).
  *

@@ -19,6 +19,7 @@ import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -42,7 +43,9 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
  * stage k+1 in an {@link ActivationFrame} naming the producing work (node, lane, sequence), or, on the last stage, the
  * logits go to the engine. The consumer submits its own forward only once the frame has arrived, so stages order
  * across nodes by message, with no global barrier. A failed forward poisons the stages after it: a {@link Poisoned}
- * travels down the rest of the route and the last stage reports the root failure to the engine.
+ * travels down the rest of the route and the last stage reports the root failure to the engine. A step that cannot
+ * be one (no tokens, an activation that is not rank 2, a negative start, positions past the model's maximum) fails
+ * the same way before any work, naming the field; the host serves the next step as before.
  *
  * <p>A tensor-parallel stage is hosted here by its shard 0, with the {@link ShardHost}s of its other shards on other
  * nodes: each step (and each {@link Forget}) is told to them in this host's submission order, so every shard runs the
@@ -237,6 +240,16 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                     + run.stage() + "; it hosts " + stages.keySet())));
             return this;
         }
+        String malformed = malformed(run, hosted);
+        if (malformed != null) {
+            // A peer's bad step fails that step only: this host runs the next one as before.
+            getContext().getLog().warn("node {} refused step {} of request {} of stage {}: {}", node, run.step(), run.requestId(),
+                    run.stage(), malformed);
+            poisonDownstream(run, new CompletionHandle(node, hosted.lane(), 0), new Outcome.Failed(new GraphlaneException(
+                    "stage " + run.stage() + " on " + node + " refused step " + run.step() + " of request " + run.requestId() + ": "
+                            + malformed)));
+            return this;
+        }
         StageForward<CpuTensor> llama = hosted.forward();
         NeuralOps<CpuTensor> ops = llama.ops();
         int rows = run.stage() == 0 ? run.tokens().length : (int) run.input().activation().shape().dims()[0];
@@ -282,6 +295,40 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         waiting.put(copyHandle, new InFlight(run, hosted.group(), new CompletionHandle(node, hosted.lane(), first), copied, outRows,
                 outCols));
         return this;
+    }
+
+    /**
+     * Why {@code run}, as it came from a peer, cannot be a step of {@code hosted}, naming the field, the expected and the
+     * found value; null if it can. The forward checks the rest (the activation's width, the positions the request's KV
+     * cache holds) and fails the step as work.
+     */
+    private static String malformed(Run run, HostedStage hosted) {
+        int rows;
+        if (run.stage() == 0) {
+            rows = run.tokens().length;
+            if (rows < 1) {
+                return "tokens: expected at least one token id, found none";
+            }
+        } else {
+            long[] dims = run.input().activation().shape().dims();
+            if (dims.length != 2) {
+                return "activation: expected a rank-2 tensor (rows x " + hosted.config().hiddenSize() + "), found shape "
+                        + Arrays.toString(dims);
+            }
+            if (dims[0] < 1 || dims[0] > Integer.MAX_VALUE) {
+                return "activation: expected 1 to " + Integer.MAX_VALUE + " rows, found " + dims[0];
+            }
+            rows = (int) dims[0];
+        }
+        if (run.startPosition() < 0) {
+            return "start position: expected >= 0, found " + run.startPosition();
+        }
+        long end = (long) run.startPosition() + rows;
+        if (end > hosted.config().maxPositions()) {
+            return "start position: " + run.startPosition() + " + " + rows + " rows = " + end + " positions, past the model's maximum of "
+                    + hosted.config().maxPositions() + " (max_position_embeddings)";
+        }
+        return null;
     }
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {

@@ -101,8 +101,50 @@ class CrossNodeStagesTest {
         engine.expectNoMessage(Duration.ofMillis(300));
     }
 
+    /**
+     * Steps a peer got wrong (an activation of rank 1 or 3, a negative start, positions past the model's maximum and past
+     * Integer.MAX_VALUE) each fail naming the field, found and expected value, and the stage's host runs the next, well
+     * formed step as before.
+     */
     @Test
     @Order(3)
+    void aMalformedStepFromAPeerIsRefusedNamingTheFieldAndTheHostKeepsServing() {
+        ActorRef<StageHost.Command> stage1 = hostOf(1);
+        ActorRef<StageHost.Command> stage2 = hostOf(2);
+        TestProbe<StageReply> engine = TestProbe.create(RUNNING.get(0).system());
+        CompletionHandle producer = new CompletionHandle(address(0), new LaneId("stage-0"), 1);
+        int hidden = ModelDirectory.open(model).config().hiddenSize();
+        WireTensor row = WireTensor.ofFloats(Shape.of(1, hidden), new float[hidden]);
+        record Bad(WireTensor activation, int start, String says) {
+        }
+        List<Bad> bad = List.of(
+                new Bad(WireTensor.ofFloats(Shape.of(hidden), new float[hidden]), 0, "activation: expected a rank-2 tensor"),
+                new Bad(WireTensor.ofFloats(Shape.of(1, 1, hidden), new float[hidden]), 0, "found shape [1, 1, " + hidden + "]"),
+                new Bad(row, -4, "start position: expected >= 0, found -4"),
+                new Bad(row, 256, "256 + 1 rows = 257 positions, past the model's maximum of 256"),
+                new Bad(row, Integer.MAX_VALUE, Integer.MAX_VALUE + " + 1 rows = " + (Integer.MAX_VALUE + 1L) + " positions"));
+        long request = 9_200_000L;
+        for (Bad b : bad) {
+            stage1.tell(new StageHost.Run(request, 1, 1, new int[] {250}, b.start(), new ActivationFrame(producer, request, 1, b.activation()),
+                    List.of(stage2), engine.getRef()));
+            StageReply.StepFailed failed = engine.expectMessageClass(StageReply.StepFailed.class, Duration.ofSeconds(20));
+            assertEquals(request, failed.requestId());
+            assertEquals(1, failed.stage(), "refused by stage 1");
+            String why = failed.failure().cause().getMessage();
+            assertTrue(why.contains(b.says()), why);
+            request++;
+        }
+        stage1.tell(new StageHost.Run(request, 1, 1, new int[] {250}, 0, new ActivationFrame(producer, request, 1, row),
+                List.of(stage2), engine.getRef()));
+        StageReply.StepDone done = engine.expectMessageClass(StageReply.StepDone.class, Duration.ofSeconds(20));
+        assertEquals(request, done.requestId());
+        assertEquals(ModelDirectory.open(model).config().vocabSize(), done.logits().shape().dims()[1]);
+        stage1.tell(new StageHost.Forget(request));
+        stage2.tell(new StageHost.Forget(request));
+    }
+
+    @Test
+    @Order(4)
     void aLostNodeFailsItsRequestsWith503AndServesAgainOnceRestarted() throws Exception {
         GraphlaneNode lost = RUNNING.remove(2);
         String lostAddress = address(2);

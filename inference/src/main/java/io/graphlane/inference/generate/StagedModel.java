@@ -4,6 +4,7 @@ import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
 import java.util.List;
@@ -41,35 +42,48 @@ public final class StagedModel<T> implements AutoCloseable {
      * segment, the logits at its last position.
      */
     public float[][] step(List<Segment> segments, int[] tokenIds) {
+        return step(stages, segments, tokenIds);
+    }
+
+    /**
+     * Runs one step of {@code segments} with their token ids through {@code stages} in order (whatever each stage is
+     * inside: one lane or tensor-parallel shards) on the calling thread and returns, per segment, the logits at its last
+     * position; each activation is freed once the next stage has read it.
+     */
+    public static <T> float[][] step(List<? extends StageForward<T>> stages, List<Segment> segments, int[] tokenIds) {
+        if (stages.isEmpty()) {
+            throw new IllegalArgumentException("a model needs at least one stage");
+        }
         StageInput<T> input = new StageInput.Tokens<>(segments, tokenIds);
         StageOutput<T> output = null;
-        for (LlamaStage<T> stage : stages) {
+        NeuralOps<T> outputOps = null;
+        for (StageForward<T> stage : stages) {
             StageOutput<T> next;
             try {
                 next = stage.forward(input);
             } finally {
                 if (output != null) {
-                    stage.ops().release(output.tensor());
+                    outputOps.release(output.tensor());
                 }
             }
             output = next;
+            outputOps = stage.ops();
             if (output instanceof StageOutput.Hidden<T> hidden) {
                 input = new StageInput.Hidden<>(segments, hidden.activation());
             }
         }
-        NeuralOps<T> ops = stages.get(stages.size() - 1).ops();
         T logits = output.tensor();
         try {
-            int vocab = ops.cols(logits);
+            int vocab = outputOps.cols(logits);
             float[] all = new float[segments.size() * vocab];
-            ops.toHost(logits, all);
+            outputOps.toHost(logits, all);
             float[][] perSegment = new float[segments.size()][];
             for (int i = 0; i < segments.size(); i++) {
                 perSegment[i] = java.util.Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
             }
             return perSegment;
         } finally {
-            ops.release(logits);
+            outputOps.release(logits);
         }
     }
 

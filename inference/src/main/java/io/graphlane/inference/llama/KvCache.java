@@ -70,15 +70,19 @@ public final class KvCache<T> {
             throw new GraphlaneException("request " + requestId + ": expected position " + length + " next, got " + start
                     + " (positions reach a stage in order, each once)");
         }
-        int needed = start + count;
+        if (count < 1) {
+            throw new GraphlaneException("request " + requestId + ": a step needs at least one position, got " + count);
+        }
+        // In long: start + count may pass Integer.MAX_VALUE (a malformed step), and must then be refused, not wrap.
+        long needed = (long) start + count;
         if (needed > maxPositions) {
             throw new GraphlaneException("request " + requestId + ": " + needed + " positions exceed the model's maximum of "
-                    + maxPositions + " (max_position_embeddings)");
+                    + maxPositions + " (max_position_embeddings): " + count + " from position " + start);
         }
         if (needed <= capacity) {
             return;
         }
-        int grown = Math.min(maxPositions, Math.max(needed, Math.max(INITIAL_CAPACITY, capacity * 2)));
+        int grown = (int) Math.min(maxPositions, Math.max(needed, Math.max(INITIAL_CAPACITY, 2L * capacity)));
         for (int l = 0; l < keys.size(); l++) {
             keys.set(l, regrow(keys.get(l), grown));
             values.set(l, regrow(values.get(l), grown));
@@ -93,7 +97,6 @@ public final class KvCache<T> {
         ops.copy(valueRows, ops.rowSlice(values.get(layer), start, start + rows));
     }
 
-    /** Marks {@code count} reserved positions as written in every layer. */
     /** Forgets every position from {@code newLength} on (no-op if the cache is shorter), so they can be computed again. */
     public void truncate(int newLength) {
         if (newLength < 0) {
@@ -102,8 +105,16 @@ public final class KvCache<T> {
         length = Math.min(length, newLength);
     }
 
-    /** Makes positions {@code [length, length + count)} part of the cache once their rows are written. */
+    /**
+     * Makes positions {@code [length, length + count)} part of the cache once their rows are written.
+     *
+     * @throws IllegalStateException if the count is negative or passes the room reserved
+     */
     public void commit(int count) {
+        if (count < 0 || (long) length + count > capacity) {
+            throw new IllegalStateException("request " + requestId + ": cannot commit " + count + " positions after " + length
+                    + "; it has room for " + capacity);
+        }
         length += count;
     }
 
