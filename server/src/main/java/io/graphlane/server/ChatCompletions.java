@@ -67,32 +67,41 @@ final class ChatCompletions extends AllDirectives {
             throw ApiError.invalid("messages", "the chat template rendered these messages to no tokens");
         }
         int maxTokens = maxTokens(request, prompt.size());
-        GenerationRequest generation = new GenerationRequest(prompt, maxTokens, request.sampling(), Optional.empty());
         String id = "chatcmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
         long created = Instant.now().getEpochSecond();
-        return request.stream() ? streamed(request, generation, id, created) : whole(generation, id, created);
+        Drain.Ticket ticket = server.admit();
+        try {
+            if (request.stream()) {
+                return streamed(request, new GenerationRequest(prompt, maxTokens, request.sampling(), Optional.empty()), id, created, ticket);
+            }
+            return whole(new GenerationRequest(prompt, maxTokens, request.sampling(), Optional.of(server.requestTimeout())),
+                    id, created, ticket);
+        } catch (RuntimeException e) {
+            ticket.close();
+            throw e;
+        }
     }
 
-    /** The requested limit, or all the context leaves; refused if the prompt and the limit do not fit. */
-    private int maxTokens(ChatCompletionRequest request, int promptTokens) {
-        int limit = generator.maxSequenceLength();
-        int left = limit - promptTokens;
+    /** The requested limit, or all the context leaves; refused if the prompt and the limit do not fit (lengths in long). */
+    private int maxTokens(ChatCompletionRequest request, long promptTokens) {
+        long limit = generator.maxSequenceLength();
+        long left = limit - promptTokens;
         if (request.maxTokens().isEmpty()) {
             if (left < 1) {
                 throw ApiError.invalid("messages", "the rendered conversation is " + promptTokens
                         + " tokens, which leaves no room to generate within the model's maximum sequence length " + limit);
             }
-            return left;
+            return (int) left;
         }
-        int max = request.maxTokens().getAsInt();
+        long max = request.maxTokens().getAsInt();
         if (max > left) {
             throw ApiError.invalid("max_tokens", "the rendered conversation (" + promptTokens + " tokens) plus max_tokens (" + max
                     + ") is " + (promptTokens + max) + ", more than the model's maximum sequence length " + limit);
         }
-        return max;
+        return (int) max;
     }
 
-    private Route whole(GenerationRequest request, String id, long created) {
+    private Route whole(GenerationRequest request, String id, long created, Drain.Ticket ticket) {
         Generation generation = server.submit(request, new GenerationListener() { });
         CompletableFuture<HttpResponse> response = generation.result().toCompletableFuture().handle((result, failure) -> {
             if (failure != null) {
@@ -111,10 +120,10 @@ final class ChatCompletions extends AllDirectives {
             OpenAiServer.putUsage(out, result.promptIds().size(), result.generatedIds().size());
             return server.jsonResponse(StatusCodes.OK, out);
         });
-        return completeWithFuture(response);
+        return server.answerWhole(response, generation::cancel, ticket);
     }
 
-    private Route streamed(ChatCompletionRequest chat, GenerationRequest request, String id, long created) {
+    private Route streamed(ChatCompletionRequest chat, GenerationRequest request, String id, long created, Drain.Ticket ticket) {
         // The role chunk, at most one content chunk per token, the flushed rest, the final chunk, usage, [DONE].
         EventStream events = new EventStream(system, 1, request.maxNewTokens() + 4L);
         ObjectNode role = json.createObjectNode().put("role", "assistant").put("content", "");
@@ -155,8 +164,11 @@ final class ChatCompletions extends AllDirectives {
                 }
             }
         });
-        // A client that goes away cancels the generation; a finished one ignores it.
-        return complete(events.response(generation::cancel));
+        // A client that goes away cancels the generation; a finished one ignores it. The stream's end closes the ticket.
+        return complete(events.response(() -> {
+            generation.cancel();
+            ticket.close();
+        }));
     }
 
     private ObjectNode header(String id, long created, String object) {

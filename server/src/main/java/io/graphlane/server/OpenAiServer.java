@@ -208,11 +208,7 @@ public final class OpenAiServer extends AllDirectives {
         request.checkModel(generator.modelName());
         generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         checkFits(request);
-        Drain.Ticket ticket = drain.tryEnter();
-        if (ticket == null) {
-            throw new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "draining",
-                    "the server is shutting down and admits no new requests; retry on another instance");
-        }
+        Drain.Ticket ticket = admit();
         try {
             String id = "cmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
             long created = Instant.now().getEpochSecond();
@@ -221,6 +217,21 @@ public final class OpenAiServer extends AllDirectives {
             ticket.close();
             throw e;
         }
+    }
+
+    /** Counts one completion (chat or text) in flight until its ticket is closed; refused with a 503 while draining. */
+    Drain.Ticket admit() {
+        Drain.Ticket ticket = drain.tryEnter();
+        if (ticket == null) {
+            throw new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "draining",
+                    "the server is shutting down and admits no new requests; retry on another instance");
+        }
+        return ticket;
+    }
+
+    /** The deadline each generation of a non-streamed completion is given. */
+    Duration requestTimeout() {
+        return options.requestTimeout();
     }
 
     /** Refuses, naming the field and the numbers, a request that could never run: lengths in long, so nothing overflows. */
@@ -280,18 +291,30 @@ public final class OpenAiServer extends AllDirectives {
                 }
             };
         }, Optional.of(options.requestTimeout()));
-        Runnable cancelAll = () -> started.forEach(Generation::cancel);
+        return answerWhole(wholeResponse(request, choices, ended, started, id, created),
+                () -> started.forEach(Generation::cancel), ticket);
+    }
+
+    /**
+     * Completes a non-streamed completion with {@code response}. A client that goes away before the answer (its
+     * watched connection closed) runs {@code cancelAll} at once, so the generations' slots free as soon as the steps
+     * in flight return; without a watched connection they run to their end or deadline. Past the request timeout plus
+     * the slack the client gets a 503 and {@code cancelAll} runs too. The ticket is closed once the response is done,
+     * or once it was given up (cancelled, timed out): nothing is sent for it after that.
+     */
+    Route answerWhole(CompletableFuture<HttpResponse> response, Runnable cancelAll, Drain.Ticket ticket) {
+        Runnable giveUp = () -> {
+            cancelAll.run();
+            ticket.close();
+        };
         return optionalAttribute(ConnectionScope.KEY, connection -> {
-            // A client that goes away before the answer cancels the generations at once (their slots free as soon as
-            // the steps in flight return); without a watched connection they run to their end or deadline.
-            ConnectionScope.Registration registration = connection.map(c -> c.onClose(cancelAll)).orElse(() -> { });
-            CompletableFuture<HttpResponse> response = wholeResponse(request, choices, ended, started, id, created);
+            ConnectionScope.Registration registration = connection.map(c -> c.onClose(giveUp)).orElse(() -> { });
             response.whenComplete((r, e) -> {
                 registration.close();
                 ticket.close();
             });
             return withRequestTimeout(options.requestTimeout().plus(TIMEOUT_SLACK), timedOutRequest -> {
-                cancelAll.run();
+                giveUp.run();
                 return timedOut(timedOutRequest);
             }, () -> completeWithFuture(response));
         });
