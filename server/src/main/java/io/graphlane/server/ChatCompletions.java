@@ -1,17 +1,15 @@
 package io.graphlane.server;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
-import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
-import io.graphlane.inference.api.GenerationListener;
-import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.TextGenerator;
+import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.chat.ChatTemplate;
 import io.graphlane.inference.chat.ChatTemplateException;
-import io.graphlane.inference.tokenizer.StreamingDecoder;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,7 +27,11 @@ import org.apache.pekko.http.javadsl.server.Route;
  * {@code POST /v1/chat/completions}: the messages are rendered with the model's chat template, the rendered prompt
  * is tokenized as written (special-token text becomes its token, nothing is prepended), and the assistant's reply is
  * generated until an end-of-sequence id or the token limit. The reply's content leaves special tokens out; its
- * usage counts every generated id, the end-of-sequence one included, as {@code /v1/completions} does.
+ * usage counts every generated id, the end-of-sequence one included, as {@code /v1/completions} does. Each of the
+ * {@code n} choices is a {@link CompletionChoice} decoding with the content decoder, so {@code stop},
+ * {@code stop_token_ids} and log-probabilities (rendered in chat's shape) work as for completions; a non-streamed
+ * reply is cancelled with its connection or its request timeout, as a text completion is, and every reply holds a
+ * drain ticket until it ended.
  */
 final class ChatCompletions extends AllDirectives {
     private final OpenAiServer server;
@@ -49,7 +51,7 @@ final class ChatCompletions extends AllDirectives {
     Route answer(String body) {
         ChatCompletionRequest request = ChatCompletionRequest.parse(json, body);
         CompletionRequest.checkModel(request.model(), generator.modelName());
-        generator.vocabularySize().ifPresent(size -> GenerationOptions.checkLogitBias(request.sampling(), size));
+        generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         ChatTemplate template = generator.chatTemplate().orElseThrow(() -> ApiError.invalid("messages",
                 "the model '" + generator.modelName() + "' has no chat template (no chat_template in its tokenizer_config.json); "
                         + "send a prompt to /v1/completions instead"));
@@ -67,15 +69,13 @@ final class ChatCompletions extends AllDirectives {
             throw ApiError.invalid("messages", "the chat template rendered these messages to no tokens");
         }
         int maxTokens = maxTokens(request, prompt.size());
+        server.checkHeld(request.options().n(), "n", "n " + request.options().n(), "a smaller n");
         String id = "chatcmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
         long created = Instant.now().getEpochSecond();
         Drain.Ticket ticket = server.admit();
         try {
-            if (request.stream()) {
-                return streamed(request, new GenerationRequest(prompt, maxTokens, request.sampling(), Optional.empty()), id, created, ticket);
-            }
-            return whole(new GenerationRequest(prompt, maxTokens, request.sampling(), Optional.of(server.requestTimeout())),
-                    id, created, ticket);
+            return request.stream() ? streamed(request, prompt, maxTokens, id, created, ticket)
+                    : whole(request, prompt, maxTokens, id, created, ticket);
         } catch (RuntimeException e) {
             ticket.close();
             throw e;
@@ -101,74 +101,103 @@ final class ChatCompletions extends AllDirectives {
         return (int) max;
     }
 
-    private Route whole(GenerationRequest request, String id, long created, Drain.Ticket ticket) {
-        Generation generation = server.submit(request, new GenerationListener() { });
-        CompletableFuture<HttpResponse> response = generation.result().toCompletableFuture().handle((result, failure) -> {
-            if (failure != null) {
-                return server.errorResponse(OpenAiServer.generationError(OpenAiServer.unwrap(failure)));
-            }
-            ObjectNode out = header(id, created, "chat.completion");
-            ObjectNode choice = out.putArray("choices").addObject();
-            choice.put("index", 0);
-            choice.putObject("message")
-                    .put("role", "assistant")
-                    .put("content", generator.tokenizer().decodeContent(result.generatedIds()));
-            // As in /v1/completions, the choice also carries the generated ids (the end-of-sequence one included).
-            result.generatedIds().forEach(choice.putArray("token_ids")::add);
-            choice.putNull("logprobs");
-            choice.put("finish_reason", result.finishReason().openAiName());
-            OpenAiServer.putUsage(out, result.promptIds().size(), result.generatedIds().size());
-            return server.jsonResponse(StatusCodes.OK, out);
-        });
-        return server.answerWhole(response, generation::cancel, ticket);
+    /** The request's n choices, each decoding its tokens as content (special tokens left out). */
+    private List<CompletionChoice> choices(ChatCompletionRequest request, List<Integer> prompt) {
+        TokenCodec codec = generator.tokenizer();
+        List<CompletionChoice> choices = new ArrayList<>();
+        for (int j = 0; j < request.options().n(); j++) {
+            choices.add(new CompletionChoice(codec, codec.contentStreamingDecoder(), request.options(), prompt, false));
+        }
+        return choices;
     }
 
-    private Route streamed(ChatCompletionRequest chat, GenerationRequest request, String id, long created, Drain.Ticket ticket) {
-        // The role chunk, at most one content chunk per token, the flushed rest, the final chunk, usage, [DONE].
-        EventStream events = new EventStream(system, 1, request.maxNewTokens() + 4L);
-        ObjectNode role = json.createObjectNode().put("role", "assistant").put("content", "");
-        events.send(chunk(id, created, role, null));
-        int promptTokens = request.promptIds().size();
-        Generation generation = server.submit(request, new GenerationListener() {
-            private final StreamingDecoder decoder = generator.tokenizer().contentStreamingDecoder();
-            private final AtomicInteger generated = new AtomicInteger();
+    private Route whole(ChatCompletionRequest request, List<Integer> prompt, int maxTokens, String id, long created, Drain.Ticket ticket) {
+        List<CompletionChoice> choices = choices(request, prompt);
+        List<CompletableFuture<Void>> ended = new ArrayList<>();
+        List<Generation> started = server.submitAll(List.of(prompt), maxTokens, request.options(), choices, index -> {
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            ended.add(done);
+            return choices.get(index).listener(done);
+        }, Optional.of(server.requestTimeout()));
+        CompletableFuture<HttpResponse> response = CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new))
+                .handle((ignored, failure) -> {
+                    if (failure != null) {
+                        started.forEach(Generation::cancel);
+                        return server.errorResponse(OpenAiServer.generationError(OpenAiServer.unwrap(failure)));
+                    }
+                    ObjectNode out = header(id, created, "chat.completion");
+                    ArrayNode array = out.putArray("choices");
+                    int completionTokens = 0;
+                    for (int i = 0; i < choices.size(); i++) {
+                        CompletionChoice c = choices.get(i);
+                        ObjectNode choice = array.addObject();
+                        choice.put("index", i);
+                        choice.putObject("message").put("role", "assistant").put("content", c.text());
+                        // As in /v1/completions, the choice also carries the generated ids (the end-of-sequence one included).
+                        c.tokenIds().forEach(choice.putArray("token_ids")::add);
+                        putLogprobs(choice, c.logprobs());
+                        choice.put("finish_reason", c.finishReason());
+                        completionTokens += c.generatedTokens();
+                    }
+                    OpenAiServer.putUsage(out, prompt.size(), completionTokens);
+                    return server.jsonResponse(StatusCodes.OK, out);
+                });
+        return server.answerWhole(response, () -> started.forEach(Generation::cancel), ticket);
+    }
 
-            @Override
-            public void onToken(int tokenId) {
-                generated.incrementAndGet();
-                sendContent(decoder.next(tokenId));
-            }
-
-            @Override
-            public void onFinished(FinishReason reason) {
-                sendContent(decoder.flush());
-                events.send(chunk(id, created, json.createObjectNode(), reason.openAiName()));
-                if (chat.includeUsage()) {
-                    ObjectNode usage = header(id, created, "chat.completion.chunk");
-                    usage.putArray("choices");
-                    OpenAiServer.putUsage(usage, promptTokens, generated.get());
-                    events.send(usage);
+    private Route streamed(ChatCompletionRequest request, List<Integer> prompt, int maxTokens, String id, long created,
+                           Drain.Ticket ticket) {
+        List<CompletionChoice> choices = choices(request, prompt);
+        // Per choice: the role chunk, at most one content chunk per token, the flushed rest, the final chunk; then the
+        // usage chunk and [DONE] (the stream's one "choice" ends when the last of them did).
+        EventStream events = new EventStream(system, 1, choices.size() * (maxTokens + 4L) + 1);
+        AtomicInteger open = new AtomicInteger(choices.size());
+        List<Generation> started = new ArrayList<>();
+        List<Generation> submitted = server.submitAll(List.of(prompt), maxTokens, request.options(), choices, index -> {
+            events.send(chunk(id, created, index, json.createObjectNode().put("role", "assistant").put("content", ""), null, null));
+            return choices.get(index).listener(piece -> send(events, id, created, index, piece), failure -> {
+                if (failure != null) {
+                    events.send(server.errorBody(OpenAiServer.generationError(failure)));
                 }
-                events.choiceEnded();
-            }
-
-            @Override
-            public void onFailed(Throwable cause) {
-                events.send(server.errorBody(OpenAiServer.generationError(cause)));
-                events.choiceEnded();
-            }
-
-            private void sendContent(String text) {
-                if (!text.isEmpty()) {
-                    events.send(chunk(id, created, json.createObjectNode().put("content", text), null));
+                if (open.decrementAndGet() == 0) {
+                    if (request.options().includeUsage()) {
+                        ObjectNode usage = header(id, created, "chat.completion.chunk");
+                        usage.putArray("choices");
+                        OpenAiServer.putUsage(usage, prompt.size(), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
+                        events.send(usage);
+                    }
+                    events.choiceEnded();
                 }
-            }
-        });
-        // A client that goes away cancels the generation; a finished one ignores it. The stream's end closes the ticket.
+            });
+        }, Optional.empty());
+        synchronized (started) {
+            started.addAll(submitted);
+        }
+        // A client that goes away cancels the generations; finished ones ignore it. The stream's end closes the ticket.
         return complete(events.response(() -> {
-            generation.cancel();
+            synchronized (started) {
+                started.forEach(Generation::cancel);
+            }
             ticket.close();
         }));
+    }
+
+    /** A piece of choice {@code index}: its content (and log-probabilities) if any, then, on its last, an empty delta with the finish reason. */
+    private void send(EventStream events, String id, long created, int index, CompletionChoice.Piece piece) {
+        if (!piece.text().isEmpty() || !piece.logprobs().isEmpty()) {
+            events.send(chunk(id, created, index, json.createObjectNode().put("content", piece.text()), piece.logprobs(), null));
+        }
+        if (piece.finishReason() != null) {
+            events.send(chunk(id, created, index, json.createObjectNode(), null, piece.finishReason()));
+        }
+    }
+
+    private void putLogprobs(ObjectNode choice, List<LogprobsBuilder.Entry> entries) {
+        if (entries == null || entries.isEmpty() && choice.has("delta")) {
+            choice.putNull("logprobs");
+        } else {
+            choice.set("logprobs", LogprobsBuilder.chatShape(json, entries));
+        }
     }
 
     private ObjectNode header(String id, long created, String object) {
@@ -180,12 +209,12 @@ final class ChatCompletions extends AllDirectives {
         return out;
     }
 
-    private ObjectNode chunk(String id, long created, ObjectNode delta, String finishReason) {
+    private ObjectNode chunk(String id, long created, int index, ObjectNode delta, List<LogprobsBuilder.Entry> logprobs, String finishReason) {
         ObjectNode out = header(id, created, "chat.completion.chunk");
         ObjectNode choice = out.putArray("choices").addObject();
-        choice.put("index", 0);
+        choice.put("index", index);
         choice.set("delta", delta);
-        choice.putNull("logprobs");
+        putLogprobs(choice, logprobs);
         choice.set("finish_reason", finishReason == null ? NullNode.getInstance() : TextNode.valueOf(finishReason));
         return out;
     }

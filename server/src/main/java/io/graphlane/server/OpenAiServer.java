@@ -3,13 +3,11 @@ package io.graphlane.server;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.TextGenerator;
-import io.graphlane.scheduler.pipeline.SampledToken;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -55,7 +53,7 @@ import org.slf4j.LoggerFactory;
  * {@link #bind}, the connection of a non-streamed completion closed) cancels its generations at once; what the
  * generations' listeners do for a response never throws into the engine. {@code /health} answers 200 only while the
  * generator serves ({@link TextGenerator#unavailableReason()} is empty) and the server is not draining;
- * {@link #drain} stops admitting and waits for the text completions in flight.
+ * {@link #drain} stops admitting and waits for the completions (text and chat) in flight.
  */
 public final class OpenAiServer extends AllDirectives {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
@@ -236,13 +234,8 @@ public final class OpenAiServer extends AllDirectives {
 
     /** Refuses, naming the field and the numbers, a request that could never run: lengths in long, so nothing overflows. */
     private void checkFits(CompletionRequest request) {
-        int held = generator.maxHeldRequests();
         long generations = (long) request.prompts().size() * request.options().n();
-        if (generations > held) {
-            throw ApiError.invalid("prompt", "the request asks for " + generations + " generations (" + request.prompts().size()
-                    + " prompt(s) x n " + request.options().n() + "), but this server holds at most " + held
-                    + " generations at once (generating plus queued); send fewer prompts or a smaller n");
-        }
+        checkHeld(generations, "prompt", request.prompts().size() + " prompt(s) x n " + request.options().n(), "fewer prompts or a smaller n");
         long max = generator.maxSequenceLength();
         for (int i = 0; i < request.prompts().size(); i++) {
             long promptLength = request.prompts().get(i).size();
@@ -260,36 +253,27 @@ public final class OpenAiServer extends AllDirectives {
         }
     }
 
+    /**
+     * Refuses a request of more {@code generations} than the generator holds at once (generating plus queued), naming
+     * {@code param}, what was {@code asked} and what to {@code send} instead.
+     */
+    void checkHeld(long generations, String param, String asked, String send) {
+        int held = generator.maxHeldRequests();
+        if (generations > held) {
+            throw ApiError.invalid(param, "the request asks for " + generations + " generations (" + asked + "), but this server holds at most "
+                    + held + " generations at once (generating plus queued); send " + send);
+        }
+    }
+
     private Route whole(CompletionRequest request, String id, long created, Drain.Ticket ticket) {
         List<CompletionChoice> choices = choicesOf(request);
         List<CompletableFuture<Void>> ended = new ArrayList<>();
-        List<Generation> started = submitAll(request, choices, index -> {
+        List<Generation> started = submitAll(request.prompts(), request.maxTokens(), request.options(), choices, index -> {
             CompletionChoice choice = choices.get(index);
             CompletableFuture<Void> done = new CompletableFuture<>();
             ended.add(done);
             choice.start();
-            return new GenerationListener() {
-                @Override
-                public void onToken(SampledToken token) {
-                    CompletionChoice.Piece piece = choice.token(token);
-                    if (piece != null && piece.finishReason() != null) {
-                        done.complete(null);
-                    }
-                }
-
-                @Override
-                public void onFinished(FinishReason reason) {
-                    choice.finish(reason);
-                    done.complete(null);
-                }
-
-                @Override
-                public void onFailed(Throwable cause) {
-                    if (choice.fail()) {
-                        done.completeExceptionally(cause);
-                    }
-                }
-            };
+            return choice.listener(done);
         }, Optional.of(options.requestTimeout()));
         return answerWhole(wholeResponse(request, choices, ended, started, id, created),
                 () -> started.forEach(Generation::cancel), ticket);
@@ -356,42 +340,16 @@ public final class OpenAiServer extends AllDirectives {
         EventStream events = new EventStream(system, 1, choices.size() * (request.maxTokens() + 3L) + 1);
         AtomicInteger open = new AtomicInteger(choices.size());
         List<Generation> started = new ArrayList<>();
-        List<Generation> submitted = submitAll(request, choices, index -> new GenerationListener() {
-            private final CompletionChoice choice = choices.get(index);
-
-            {
-                send(choice.start());
+        List<Generation> submitted = submitAll(request.prompts(), request.maxTokens(), request.options(), choices, index -> {
+            CompletionChoice choice = choices.get(index);
+            CompletionChoice.Piece echo = choice.start();
+            if (echo != null) {
+                events.send(chunk(id, created, index, echo));
             }
-
-            @Override
-            public void onToken(SampledToken token) {
-                send(choice.token(token));
-            }
-
-            @Override
-            public void onFinished(FinishReason reason) {
-                send(choice.finish(reason));
-            }
-
-            @Override
-            public void onFailed(Throwable cause) {
-                if (choice.fail()) {
-                    events.send(errorBody(generationError(cause)));
-                    finishOne();
+            return choice.listener(piece -> events.send(chunk(id, created, index, piece)), failure -> {
+                if (failure != null) {
+                    events.send(errorBody(generationError(failure)));
                 }
-            }
-
-            private void send(CompletionChoice.Piece piece) {
-                if (piece == null) {
-                    return;
-                }
-                events.send(chunk(id, created, index, piece));
-                if (piece.finishReason() != null) {
-                    finishOne();
-                }
-            }
-
-            private void finishOne() {
                 if (open.decrementAndGet() == 0) {
                     if (request.options().includeUsage()) {
                         ObjectNode usage = header(id, created);
@@ -401,7 +359,7 @@ public final class OpenAiServer extends AllDirectives {
                     }
                     events.choiceEnded();
                 }
-            }
+            });
         }, Optional.empty());
         synchronized (started) {
             started.addAll(submitted);
@@ -446,16 +404,12 @@ public final class OpenAiServer extends AllDirectives {
         }
     }
 
-    private interface ListenerFactory {
+    /** The listener of choice {@code choiceIndex}, made as its generation is submitted. */
+    interface ListenerFactory {
         GenerationListener listenerFor(int choiceIndex);
     }
 
-    /** Submits one generation to the generator, its tokens, timings and outcome recorded in the metrics. */
-    Generation submit(GenerationRequest request, GenerationListener listener) {
-        return submit(metrics.request(request), request, listener);
-    }
-
-    /** {@link #submit(GenerationRequest, GenerationListener)} recorded on {@code observed}, made by the caller beforehand. */
+    /** Submits one generation to the generator, its tokens, timings and outcome recorded on {@code observed}. */
     private Generation submit(ServerMetrics.Request observed, GenerationRequest request, GenerationListener listener) {
         try {
             return observed.started(generator.submit(request, observed.listener(listener)));
@@ -466,17 +420,16 @@ public final class OpenAiServer extends AllDirectives {
     }
 
     /**
-     * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed), each with {@code timeout};
-     * if one is refused, those already started are cancelled.
+     * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed, at most {@code maxTokens}),
+     * each with {@code timeout}; if one is refused, those already started are cancelled.
      */
-    private List<Generation> submitAll(CompletionRequest request, List<CompletionChoice> choices, ListenerFactory listeners,
-                                       Optional<Duration> timeout) {
+    List<Generation> submitAll(List<List<Integer>> prompts, int maxTokens, GenerationOptions generationOptions,
+                               List<CompletionChoice> choices, ListenerFactory listeners, Optional<Duration> timeout) {
         List<Generation> started = new ArrayList<>();
-        int n = request.options().n();
+        int n = generationOptions.n();
         try {
             for (int i = 0; i < choices.size(); i++) {
-                GenerationRequest g = new GenerationRequest(request.prompts().get(i / n), request.maxTokens(),
-                        request.options().samplingFor(i % n), timeout);
+                GenerationRequest g = new GenerationRequest(prompts.get(i / n), maxTokens, generationOptions.samplingFor(i % n), timeout);
                 ServerMetrics.Request observed = metrics.request(g);
                 choices.get(i).observe(observed);
                 Generation generation = submit(observed, g, listeners.listenerFor(i));
