@@ -1,7 +1,6 @@
 package io.graphlane.server;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
@@ -15,11 +14,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.Route;
 
@@ -35,14 +31,12 @@ import org.apache.pekko.http.javadsl.server.Route;
  */
 final class ChatCompletions extends AllDirectives {
     private final OpenAiServer server;
-    private final ActorSystem<?> system;
     private final TextGenerator generator;
     private final ObjectMapper json;
     private final AtomicLong ids = new AtomicLong();
 
-    ChatCompletions(OpenAiServer server, ActorSystem<?> system, TextGenerator generator, ObjectMapper json) {
+    ChatCompletions(OpenAiServer server, TextGenerator generator, ObjectMapper json) {
         this.server = server;
-        this.system = system;
         this.generator = generator;
         this.json = json;
     }
@@ -119,77 +113,41 @@ final class ChatCompletions extends AllDirectives {
             ended.add(done);
             return choices.get(index).listener(done);
         }, Optional.of(server.requestTimeout()));
-        CompletableFuture<HttpResponse> response = CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new))
-                .handle((ignored, failure) -> {
-                    if (failure != null) {
-                        started.forEach(Generation::cancel);
-                        return server.errorResponse(OpenAiServer.generationError(OpenAiServer.unwrap(failure)));
-                    }
-                    ObjectNode out = header(id, created, "chat.completion");
-                    ArrayNode array = out.putArray("choices");
-                    int completionTokens = 0;
-                    for (int i = 0; i < choices.size(); i++) {
-                        CompletionChoice c = choices.get(i);
-                        ObjectNode choice = array.addObject();
-                        choice.put("index", i);
-                        choice.putObject("message").put("role", "assistant").put("content", c.text());
-                        // As in /v1/completions, the choice also carries the generated ids (the end-of-sequence one included).
-                        c.tokenIds().forEach(choice.putArray("token_ids")::add);
-                        putLogprobs(choice, c.logprobs());
-                        choice.put("finish_reason", c.finishReason());
-                        completionTokens += c.generatedTokens();
-                    }
-                    OpenAiServer.putUsage(out, prompt.size(), completionTokens);
-                    return server.jsonResponse(StatusCodes.OK, out);
-                });
+        // As in /v1/completions, each choice also carries the generated ids (the end-of-sequence one included).
+        CompletableFuture<HttpResponse> response = server.wholeResponse(choices, ended, started, header(id, created, "chat.completion"),
+                prompt.size(), (choice, content) -> choice.putObject("message").put("role", "assistant").put("content", content),
+                this::putLogprobs);
         return server.answerWhole(response, () -> started.forEach(Generation::cancel), ticket);
     }
 
     private Route streamed(ChatCompletionRequest request, List<Integer> prompt, int maxTokens, String id, long created,
                            Drain.Ticket ticket) {
-        List<CompletionChoice> choices = choices(request, prompt);
-        // Per choice: the role chunk, at most one content chunk per token, the flushed rest, the final chunk; then the
-        // usage chunk and [DONE] (the stream's one "choice" ends when the last of them did).
-        EventStream events = new EventStream(system, 1, choices.size() * (maxTokens + 4L) + 1);
-        AtomicInteger open = new AtomicInteger(choices.size());
-        List<Generation> started = new ArrayList<>();
-        List<Generation> submitted = server.submitAll(List.of(prompt), maxTokens, request.options(), choices, index -> {
-            events.send(chunk(id, created, index, json.createObjectNode().put("role", "assistant").put("content", ""), null, null));
-            return choices.get(index).listener(piece -> send(events, id, created, index, piece), failure -> {
-                if (failure != null) {
-                    events.send(server.errorBody(OpenAiServer.generationError(failure)));
-                }
-                if (open.decrementAndGet() == 0) {
-                    if (request.options().includeUsage()) {
-                        ObjectNode usage = header(id, created, "chat.completion.chunk");
-                        usage.putArray("choices");
-                        OpenAiServer.putUsage(usage, prompt.size(), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
-                        events.send(usage);
+        // Per choice: the role chunk, at most one content chunk per token, the flushed rest and the final chunk.
+        return server.streamChoices(List.of(prompt), maxTokens, request.options(), choices(request, prompt), maxTokens + 4L, prompt.size(),
+                new OpenAiServer.StreamShape() {
+                    @Override
+                    public List<ObjectNode> opening(int index, CompletionChoice choice) {
+                        return List.of(chunk(id, created, index, json.createObjectNode().put("role", "assistant").put("content", ""), null, null));
                     }
-                    events.choiceEnded();
-                }
-            });
-        }, Optional.empty());
-        synchronized (started) {
-            started.addAll(submitted);
-        }
-        // A client that goes away cancels the generations; finished ones ignore it. The stream's end closes the ticket.
-        return complete(events.response(() -> {
-            synchronized (started) {
-                started.forEach(Generation::cancel);
-            }
-            ticket.close();
-        }));
-    }
 
-    /** A piece of choice {@code index}: its content (and log-probabilities) if any, then, on its last, an empty delta with the finish reason. */
-    private void send(EventStream events, String id, long created, int index, CompletionChoice.Piece piece) {
-        if (!piece.text().isEmpty() || !piece.logprobs().isEmpty()) {
-            events.send(chunk(id, created, index, json.createObjectNode().put("content", piece.text()), piece.logprobs(), null));
-        }
-        if (piece.finishReason() != null) {
-            events.send(chunk(id, created, index, json.createObjectNode(), null, piece.finishReason()));
-        }
+                    @Override
+                    public List<ObjectNode> events(int index, CompletionChoice.Piece piece) {
+                        // Its content (and log-probabilities) if any, then, on its last, an empty delta with the finish reason.
+                        List<ObjectNode> out = new ArrayList<>(2);
+                        if (!piece.text().isEmpty() || !piece.logprobs().isEmpty()) {
+                            out.add(chunk(id, created, index, json.createObjectNode().put("content", piece.text()), piece.logprobs(), null));
+                        }
+                        if (piece.finishReason() != null) {
+                            out.add(chunk(id, created, index, json.createObjectNode(), null, piece.finishReason()));
+                        }
+                        return out;
+                    }
+
+                    @Override
+                    public ObjectNode usageHeader() {
+                        return header(id, created, "chat.completion.chunk");
+                    }
+                }, ticket);
     }
 
     private void putLogprobs(ObjectNode choice, List<LogprobsBuilder.Entry> entries) {

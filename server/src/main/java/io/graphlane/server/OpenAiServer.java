@@ -19,6 +19,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
@@ -97,7 +98,7 @@ public final class OpenAiServer extends AllDirectives {
         this.generator = Objects.requireNonNull(generator, "generator");
         this.metrics = Objects.requireNonNull(metrics, "metrics");
         this.options = Objects.requireNonNull(options, "options");
-        this.chat = new ChatCompletions(this, system, generator, json);
+        this.chat = new ChatCompletions(this, generator, json);
     }
 
     /**
@@ -275,7 +276,8 @@ public final class OpenAiServer extends AllDirectives {
             choice.start();
             return choice.listener(done);
         }, Optional.of(options.requestTimeout()));
-        return answerWhole(wholeResponse(request, choices, ended, started, id, created),
+        return answerWhole(wholeResponse(choices, ended, started, header(id, created), promptTokens(request),
+                        (choice, text) -> choice.put("text", text), this::putLogprobs),
                 () -> started.forEach(Generation::cancel), ticket);
     }
 
@@ -304,57 +306,94 @@ public final class OpenAiServer extends AllDirectives {
         });
     }
 
-    private CompletableFuture<HttpResponse> wholeResponse(CompletionRequest request, List<CompletionChoice> choices,
-                                                          List<CompletableFuture<Void>> ended, List<Generation> started,
-                                                          String id, long created) {
+    /**
+     * The whole response once every choice {@code ended}: {@code head} with the choices (each its {@code index},
+     * {@code text} written by {@code text}, {@code token_ids}, {@code logprobs} written by {@code logprobs},
+     * {@code finish_reason}) and the usage; or, once one failed, its error, the other generations cancelled.
+     */
+    CompletableFuture<HttpResponse> wholeResponse(List<CompletionChoice> choices, List<CompletableFuture<Void>> ended, List<Generation> started,
+                                                  ObjectNode head, int promptTokens, BiConsumer<ObjectNode, String> text,
+                                                  BiConsumer<ObjectNode, List<LogprobsBuilder.Entry>> logprobs) {
         return CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new))
                 .handle((ignored, failure) -> {
                     if (failure != null) {
                         started.forEach(Generation::cancel);
                         return errorResponse(generationError(unwrap(failure)));
                     }
-                    ObjectNode out = header(id, created);
-                    ArrayNode array = out.putArray("choices");
+                    ArrayNode array = head.putArray("choices");
                     int completionTokens = 0;
                     for (int i = 0; i < choices.size(); i++) {
                         CompletionChoice c = choices.get(i);
                         ObjectNode choice = array.addObject();
                         choice.put("index", i);
-                        choice.put("text", c.text());
+                        text.accept(choice, c.text());
                         ArrayNode tokenIds = choice.putArray("token_ids");
                         c.tokenIds().forEach(tokenIds::add);
-                        putLogprobs(choice, c.logprobs());
+                        logprobs.accept(choice, c.logprobs());
                         choice.put("finish_reason", c.finishReason());
                         completionTokens += c.generatedTokens();
                     }
-                    putUsage(out, promptTokens(request), completionTokens);
-                    return jsonResponse(StatusCodes.OK, out);
+                    putUsage(head, promptTokens, completionTokens);
+                    return jsonResponse(StatusCodes.OK, head);
                 });
     }
 
     private Route streamed(CompletionRequest request, String id, long created, Drain.Ticket ticket) {
-        List<CompletionChoice> choices = choicesOf(request);
-        // Each choice sends its echo, at most max_tokens chunks and its final chunk; then the usage chunk and [DONE]
-        // (the stream's one "choice" ends when the last of them did). When the stream ends (sent, or cancelled by a
-        // client that went away) the generations still running are cancelled.
-        EventStream events = new EventStream(system, 1, choices.size() * (request.maxTokens() + 3L) + 1);
+        // Each choice sends its echo, at most max_tokens chunks and its final chunk.
+        return streamChoices(request.prompts(), request.maxTokens(), request.options(), choicesOf(request), request.maxTokens() + 3L,
+                promptTokens(request), new StreamShape() {
+                    @Override
+                    public List<ObjectNode> opening(int index, CompletionChoice choice) {
+                        CompletionChoice.Piece echo = choice.start();
+                        return echo == null ? List.of() : List.of(chunk(id, created, index, echo));
+                    }
+
+                    @Override
+                    public List<ObjectNode> events(int index, CompletionChoice.Piece piece) {
+                        return List.of(chunk(id, created, index, piece));
+                    }
+
+                    @Override
+                    public ObjectNode usageHeader() {
+                        return header(id, created);
+                    }
+                }, ticket);
+    }
+
+    /** How a streamed route writes its choices' events (text completions and chat differ). */
+    interface StreamShape {
+        /** What choice {@code index} sends before its tokens (its echo, its role). */
+        List<ObjectNode> opening(int index, CompletionChoice choice);
+
+        /** The events of one piece of choice {@code index}. */
+        List<ObjectNode> events(int index, CompletionChoice.Piece piece);
+
+        /** The head of the usage chunk ({@code stream_options.include_usage}), without choices. */
+        ObjectNode usageHeader();
+    }
+
+    /**
+     * Streams {@code choices} (at most {@code eventsPerChoice} events each, written by {@code shape}), then the usage
+     * chunk when asked and [DONE]: the stream's one "choice" ends when the last of them did. When the stream ends (sent,
+     * or cancelled by a client that went away) the generations still running are cancelled and the ticket is closed.
+     */
+    Route streamChoices(List<List<Integer>> prompts, int maxTokens, GenerationOptions generationOptions, List<CompletionChoice> choices,
+                        long eventsPerChoice, int promptTokens, StreamShape shape, Drain.Ticket ticket) {
+        EventStream events = new EventStream(system, 1, choices.size() * eventsPerChoice + 1);
         AtomicInteger open = new AtomicInteger(choices.size());
         List<Generation> started = new ArrayList<>();
-        List<Generation> submitted = submitAll(request.prompts(), request.maxTokens(), request.options(), choices, index -> {
+        List<Generation> submitted = submitAll(prompts, maxTokens, generationOptions, choices, index -> {
             CompletionChoice choice = choices.get(index);
-            CompletionChoice.Piece echo = choice.start();
-            if (echo != null) {
-                events.send(chunk(id, created, index, echo));
-            }
-            return choice.listener(piece -> events.send(chunk(id, created, index, piece)), failure -> {
+            shape.opening(index, choice).forEach(events::send);
+            return choice.listener(piece -> shape.events(index, piece).forEach(events::send), failure -> {
                 if (failure != null) {
                     events.send(errorBody(generationError(failure)));
                 }
                 if (open.decrementAndGet() == 0) {
-                    if (request.options().includeUsage()) {
-                        ObjectNode usage = header(id, created);
+                    if (generationOptions.includeUsage()) {
+                        ObjectNode usage = shape.usageHeader();
                         usage.putArray("choices");
-                        putUsage(usage, promptTokens(request), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
+                        putUsage(usage, promptTokens, choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
                         events.send(usage);
                     }
                     events.choiceEnded();

@@ -6,13 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.inference.chat.ChatTemplate;
-import java.io.OutputStream;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -45,11 +43,27 @@ class ChatDrainTest {
         testKit.shutdownTestKit();
     }
 
-    private static ScriptedGenerator gated(CountDownLatch gate) {
-        ScriptedGenerator g = new ScriptedGenerator(8);
-        g.chatTemplate = new ChatTemplate(TEMPLATE, "", "");
-        g.gate = gate;
-        return g;
+    /** A server over a scripted generator with the template, whose generations wait for {@code gate}. */
+    private record Gated(CountDownLatch gate, ScriptedGenerator generator, OpenAiServer server, ServerBinding binding) implements AutoCloseable {
+        static Gated start() throws Exception {
+            CountDownLatch gate = new CountDownLatch(1);
+            ScriptedGenerator g = new ScriptedGenerator(8);
+            g.chatTemplate = new ChatTemplate(TEMPLATE, "", "");
+            g.gate = gate;
+            OpenAiServer server = new OpenAiServer(testKit.system(), g);
+            return new Gated(gate, g, server, server.bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS));
+        }
+
+        int port() {
+            return binding.localAddress().getPort();
+        }
+
+        @Override
+        public void close() throws Exception {
+            gate.countDown();
+            binding.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            generator.close();
+        }
     }
 
     private static HttpRequest chat(String at, String body) {
@@ -59,12 +73,9 @@ class ChatDrainTest {
 
     @Test
     void aChatRequestDuringTheDrainIs503AndAStreamInFlightHoldsTheDrainUntilItsDone() throws Exception {
-        CountDownLatch gate = new CountDownLatch(1);
-        ScriptedGenerator held = gated(gate);
-        OpenAiServer server = new OpenAiServer(testKit.system(), held);
-        ServerBinding b = server.bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
-        String at = "http://127.0.0.1:" + b.localAddress().getPort();
-        try {
+        try (Gated g = Gated.start()) {
+            OpenAiServer server = g.server();
+            String at = "http://127.0.0.1:" + g.port();
             CompletableFuture<HttpResponse<String>> stream = http.sendAsync(chat(at,
                     "{\"messages\":[{\"role\":\"user\",\"content\":\"F\"}],\"max_tokens\":4,\"stream\":true}"),
                     HttpResponse.BodyHandlers.ofString());
@@ -76,27 +87,21 @@ class ChatDrainTest {
             assertEquals(503, refused.statusCode(), refused.body());
             assertEquals("draining", JSON.readTree(refused.body()).get("error").get("code").asText(), refused.body());
             assertEquals("5", refused.headers().firstValue("Retry-After").orElse(""));
-            gate.countDown();
+            g.gate().countDown();
             HttpResponse<String> r = stream.get(30, TimeUnit.SECONDS);
             assertEquals(200, r.statusCode(), r.body());
             assertTrue(r.body().strip().endsWith("data: [DONE]"), r.body());
             assertTrue(drained.get(20, TimeUnit.SECONDS), "the drain ends once the chat stream ended");
             assertEquals(0, server.inFlight());
-        } finally {
-            gate.countDown();
-            b.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            held.close();
         }
     }
 
     @Test
     void aNonStreamedChatWhoseClientWentAwayIsCancelled() throws Exception {
-        CountDownLatch gate = new CountDownLatch(1);
-        ScriptedGenerator held = gated(gate);
-        OpenAiServer server = new OpenAiServer(testKit.system(), held);
-        ServerBinding b = server.bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
-        try {
-            Socket client = send(b.localAddress().getPort(), "{\"messages\":[{\"role\":\"user\",\"content\":\"F\"}],\"max_tokens\":8}");
+        try (Gated g = Gated.start()) {
+            ScriptedGenerator held = g.generator();
+            OpenAiServer server = g.server();
+            Socket client = send(g.port(), "{\"messages\":[{\"role\":\"user\",\"content\":\"F\"}],\"max_tokens\":8}");
             try {
                 // The generation waits at the gate, holding its slot, while its client is still there.
                 assertTrue(eventually(() -> held.held() == 1 && server.inFlight() == 1),
@@ -108,24 +113,12 @@ class ChatDrainTest {
             assertTrue(eventually(() -> held.cancelled.get() == 1), "the abandoned chat completion is cancelled");
             assertEquals(0, held.held(), "its slot is free");
             assertTrue(eventually(() -> server.inFlight() == 0), "and it no longer holds the drain: " + server.inFlight());
-        } finally {
-            gate.countDown();
-            b.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            held.close();
         }
     }
 
-    /** Opens a raw HTTP/1.1 connection and sends a chat request on it; the caller closes it when it goes away. */
+    /** Sends {@code body} to /v1/chat/completions on a raw connection; the caller closes it when its client goes away. */
     private static Socket send(int port, String body) throws Exception {
-        Socket socket = new Socket("127.0.0.1", port);
-        socket.setSoTimeout(30_000);
-        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-        OutputStream out = socket.getOutputStream();
-        out.write(("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
-                + bytes.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-        out.write(bytes);
-        out.flush();
-        return socket;
+        return TestServer.rawPost(port, "/v1/chat/completions", body);
     }
 
     /** Polls {@code condition} (external state) until it holds or 20 s passed. */
