@@ -8,26 +8,25 @@ import static io.graphlane.server.JsonFields.optionalText;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.inference.chat.ChatMessage;
-import io.graphlane.inference.sampling.SamplingParams;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
- * A parsed and validated {@code POST /v1/chat/completions} body: the conversation, the sampling options it shares with
- * {@code /v1/completions} ({@link GenerationOptions}), and whether to stream. Every refusal names the field, the expected and the found value.
+ * A parsed and validated {@code POST /v1/chat/completions} body: the conversation, the options it shares with
+ * {@code /v1/completions} ({@link GenerationOptions}: sampling, {@code n}, {@code stop}, {@code stop_token_ids},
+ * {@code logprobs} with {@code top_logprobs}, {@code stream_options}), and whether to stream. Every refusal names the
+ * field, the expected and the found value.
  *
- * @param maxTokens    {@code max_completion_tokens} or {@code max_tokens}; empty: as many as the context leaves
- * @param includeUsage {@code stream_options.include_usage}: a streamed response ends with a chunk carrying the usage
+ * @param maxTokens {@code max_completion_tokens} or {@code max_tokens}; empty: as many as the context leaves
  */
 record ChatCompletionRequest(
         Optional<String> model,
         List<ChatMessage> messages,
         OptionalInt maxTokens,
-        SamplingParams sampling,
-        boolean stream,
-        boolean includeUsage) {
+        GenerationOptions options,
+        boolean stream) {
 
     static ChatCompletionRequest parse(ObjectMapper json, String body) {
         JsonNode root = CompletionRequest.jsonObject(json, body);
@@ -36,28 +35,13 @@ record ChatCompletionRequest(
         OptionalInt maxTokens = maxTokens(root);
         boolean stream = bool(root, "stream", false);
         GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.CHAT, stream);
-        // Parsed and range-checked with completions' options; the chat reply does not assemble these yet.
-        if (options.n() != 1) {
-            throw ApiError.invalid("n", "chat completions give one choice (n = 1), found n " + options.n());
-        }
-        if (!options.stop().isEmpty()) {
-            throw ApiError.invalid("stop", "stop sequences are not supported for chat; generation ends at the token limit or an end-of-sequence token");
-        }
-        if (!options.stopTokenIds().isEmpty()) {
-            throw ApiError.invalid("stop_token_ids", "stop_token_ids are not supported for chat");
-        }
-        if (options.wantsLogprobs()) {
-            throw ApiError.invalid("logprobs", "logprobs are not supported for chat");
-        }
-        SamplingParams sampling = options.sampling();
-        boolean includeUsage = options.includeUsage();
         for (String field : List.of("tools", "functions")) {
             JsonNode v = root.get(field);
             if (v != null && !v.isNull() && !(v.isArray() && v.isEmpty())) {
                 throw ApiError.invalid(field, field + " are not supported: the chat template is rendered from messages only");
             }
         }
-        return new ChatCompletionRequest(model, messages, maxTokens, sampling, stream, includeUsage);
+        return new ChatCompletionRequest(model, messages, maxTokens, options, stream);
     }
 
     /** OpenAI's newer {@code max_completion_tokens} or the older {@code max_tokens}; both only if they agree. */

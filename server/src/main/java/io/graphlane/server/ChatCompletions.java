@@ -4,24 +4,18 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
-import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
-import io.graphlane.inference.api.GenerationListener;
-import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.TextGenerator;
+import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.chat.ChatTemplate;
 import io.graphlane.inference.chat.ChatTemplateException;
-import io.graphlane.inference.tokenizer.StreamingDecoder;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.Route;
 
@@ -29,18 +23,20 @@ import org.apache.pekko.http.javadsl.server.Route;
  * {@code POST /v1/chat/completions}: the messages are rendered with the model's chat template, the rendered prompt
  * is tokenized as written (special-token text becomes its token, nothing is prepended), and the assistant's reply is
  * generated until an end-of-sequence id or the token limit. The reply's content leaves special tokens out; its
- * usage counts every generated id, the end-of-sequence one included, as {@code /v1/completions} does.
+ * usage counts every generated id, the end-of-sequence one included, as {@code /v1/completions} does. Each of the
+ * {@code n} choices is a {@link CompletionChoice} decoding with the content decoder, so {@code stop},
+ * {@code stop_token_ids} and log-probabilities (rendered in chat's shape) work as for completions; a non-streamed
+ * reply is cancelled with its connection or its request timeout, as a text completion is, and every reply holds a
+ * drain ticket until it ended.
  */
 final class ChatCompletions extends AllDirectives {
     private final OpenAiServer server;
-    private final ActorSystem<?> system;
     private final TextGenerator generator;
     private final ObjectMapper json;
     private final AtomicLong ids = new AtomicLong();
 
-    ChatCompletions(OpenAiServer server, ActorSystem<?> system, TextGenerator generator, ObjectMapper json) {
+    ChatCompletions(OpenAiServer server, TextGenerator generator, ObjectMapper json) {
         this.server = server;
-        this.system = system;
         this.generator = generator;
         this.json = json;
     }
@@ -49,7 +45,7 @@ final class ChatCompletions extends AllDirectives {
     Route answer(String body) {
         ChatCompletionRequest request = ChatCompletionRequest.parse(json, body);
         CompletionRequest.checkModel(request.model(), generator.modelName());
-        generator.vocabularySize().ifPresent(size -> GenerationOptions.checkLogitBias(request.sampling(), size));
+        generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         ChatTemplate template = generator.chatTemplate().orElseThrow(() -> ApiError.invalid("messages",
                 "the model '" + generator.modelName() + "' has no chat template (no chat_template in its tokenizer_config.json); "
                         + "send a prompt to /v1/completions instead"));
@@ -67,96 +63,99 @@ final class ChatCompletions extends AllDirectives {
             throw ApiError.invalid("messages", "the chat template rendered these messages to no tokens");
         }
         int maxTokens = maxTokens(request, prompt.size());
-        GenerationRequest generation = new GenerationRequest(prompt, maxTokens, request.sampling(), Optional.empty());
+        server.checkHeld(request.options().n(), "n", "n " + request.options().n(), "a smaller n");
         String id = "chatcmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
         long created = Instant.now().getEpochSecond();
-        return request.stream() ? streamed(request, generation, id, created) : whole(generation, id, created);
+        Drain.Ticket ticket = server.admit();
+        try {
+            return request.stream() ? streamed(request, prompt, maxTokens, id, created, ticket)
+                    : whole(request, prompt, maxTokens, id, created, ticket);
+        } catch (RuntimeException e) {
+            ticket.close();
+            throw e;
+        }
     }
 
-    /** The requested limit, or all the context leaves; refused if the prompt and the limit do not fit. */
-    private int maxTokens(ChatCompletionRequest request, int promptTokens) {
-        int limit = generator.maxSequenceLength();
-        int left = limit - promptTokens;
+    /** The requested limit, or all the context leaves; refused if the prompt and the limit do not fit (lengths in long). */
+    private int maxTokens(ChatCompletionRequest request, long promptTokens) {
+        long limit = generator.maxSequenceLength();
+        long left = limit - promptTokens;
         if (request.maxTokens().isEmpty()) {
             if (left < 1) {
                 throw ApiError.invalid("messages", "the rendered conversation is " + promptTokens
                         + " tokens, which leaves no room to generate within the model's maximum sequence length " + limit);
             }
-            return left;
+            return (int) left;
         }
-        int max = request.maxTokens().getAsInt();
+        long max = request.maxTokens().getAsInt();
         if (max > left) {
             throw ApiError.invalid("max_tokens", "the rendered conversation (" + promptTokens + " tokens) plus max_tokens (" + max
                     + ") is " + (promptTokens + max) + ", more than the model's maximum sequence length " + limit);
         }
-        return max;
+        return (int) max;
     }
 
-    private Route whole(GenerationRequest request, String id, long created) {
-        Generation generation = server.submit(request, new GenerationListener() { });
-        CompletableFuture<HttpResponse> response = generation.result().toCompletableFuture().handle((result, failure) -> {
-            if (failure != null) {
-                return server.errorResponse(OpenAiServer.generationError(OpenAiServer.unwrap(failure)));
-            }
-            ObjectNode out = header(id, created, "chat.completion");
-            ObjectNode choice = out.putArray("choices").addObject();
-            choice.put("index", 0);
-            choice.putObject("message")
-                    .put("role", "assistant")
-                    .put("content", generator.tokenizer().decodeContent(result.generatedIds()));
-            // As in /v1/completions, the choice also carries the generated ids (the end-of-sequence one included).
-            result.generatedIds().forEach(choice.putArray("token_ids")::add);
+    /** The request's n choices, each decoding its tokens as content (special tokens left out). */
+    private List<CompletionChoice> choices(ChatCompletionRequest request, List<Integer> prompt) {
+        TokenCodec codec = generator.tokenizer();
+        List<CompletionChoice> choices = new ArrayList<>();
+        for (int j = 0; j < request.options().n(); j++) {
+            choices.add(new CompletionChoice(codec, codec.contentStreamingDecoder(), request.options(), prompt, false));
+        }
+        return choices;
+    }
+
+    private Route whole(ChatCompletionRequest request, List<Integer> prompt, int maxTokens, String id, long created, Drain.Ticket ticket) {
+        List<CompletionChoice> choices = choices(request, prompt);
+        List<CompletableFuture<Void>> ended = new ArrayList<>();
+        List<Generation> started = server.submitAll(List.of(prompt), maxTokens, request.options(), choices, index -> {
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            ended.add(done);
+            return choices.get(index).listener(done);
+        }, Optional.of(server.requestTimeout()));
+        // As in /v1/completions, each choice also carries the generated ids (the end-of-sequence one included).
+        CompletableFuture<HttpResponse> response = server.wholeResponse(choices, ended, started, header(id, created, "chat.completion"),
+                prompt.size(), (choice, content) -> choice.putObject("message").put("role", "assistant").put("content", content),
+                this::putLogprobs);
+        return server.answerWhole(response, () -> started.forEach(Generation::cancel), ticket);
+    }
+
+    private Route streamed(ChatCompletionRequest request, List<Integer> prompt, int maxTokens, String id, long created,
+                           Drain.Ticket ticket) {
+        // Per choice: the role chunk, at most one content chunk per token, the flushed rest and the final chunk.
+        return server.streamChoices(List.of(prompt), maxTokens, request.options(), choices(request, prompt), maxTokens + 4L, prompt.size(),
+                new OpenAiServer.StreamShape() {
+                    @Override
+                    public List<ObjectNode> opening(int index, CompletionChoice choice) {
+                        return List.of(chunk(id, created, index, json.createObjectNode().put("role", "assistant").put("content", ""), null, null));
+                    }
+
+                    @Override
+                    public List<ObjectNode> events(int index, CompletionChoice.Piece piece) {
+                        // Its content (and log-probabilities) if any, then, on its last, an empty delta with the finish reason.
+                        List<ObjectNode> out = new ArrayList<>(2);
+                        if (!piece.text().isEmpty() || !piece.logprobs().isEmpty()) {
+                            out.add(chunk(id, created, index, json.createObjectNode().put("content", piece.text()), piece.logprobs(), null));
+                        }
+                        if (piece.finishReason() != null) {
+                            out.add(chunk(id, created, index, json.createObjectNode(), null, piece.finishReason()));
+                        }
+                        return out;
+                    }
+
+                    @Override
+                    public ObjectNode usageHeader() {
+                        return header(id, created, "chat.completion.chunk");
+                    }
+                }, ticket);
+    }
+
+    private void putLogprobs(ObjectNode choice, List<LogprobsBuilder.Entry> entries) {
+        if (entries == null || entries.isEmpty() && choice.has("delta")) {
             choice.putNull("logprobs");
-            choice.put("finish_reason", result.finishReason().openAiName());
-            OpenAiServer.putUsage(out, result.promptIds().size(), result.generatedIds().size());
-            return server.jsonResponse(StatusCodes.OK, out);
-        });
-        return completeWithFuture(response);
-    }
-
-    private Route streamed(ChatCompletionRequest chat, GenerationRequest request, String id, long created) {
-        // The role chunk, at most one content chunk per token, the flushed rest, the final chunk, usage, [DONE].
-        EventStream events = new EventStream(system, 1, request.maxNewTokens() + 4L);
-        ObjectNode role = json.createObjectNode().put("role", "assistant").put("content", "");
-        events.send(chunk(id, created, role, null));
-        int promptTokens = request.promptIds().size();
-        Generation generation = server.submit(request, new GenerationListener() {
-            private final StreamingDecoder decoder = generator.tokenizer().contentStreamingDecoder();
-            private final AtomicInteger generated = new AtomicInteger();
-
-            @Override
-            public void onToken(int tokenId) {
-                generated.incrementAndGet();
-                sendContent(decoder.next(tokenId));
-            }
-
-            @Override
-            public void onFinished(FinishReason reason) {
-                sendContent(decoder.flush());
-                events.send(chunk(id, created, json.createObjectNode(), reason.openAiName()));
-                if (chat.includeUsage()) {
-                    ObjectNode usage = header(id, created, "chat.completion.chunk");
-                    usage.putArray("choices");
-                    OpenAiServer.putUsage(usage, promptTokens, generated.get());
-                    events.send(usage);
-                }
-                events.choiceEnded();
-            }
-
-            @Override
-            public void onFailed(Throwable cause) {
-                events.send(server.errorBody(OpenAiServer.generationError(cause)));
-                events.choiceEnded();
-            }
-
-            private void sendContent(String text) {
-                if (!text.isEmpty()) {
-                    events.send(chunk(id, created, json.createObjectNode().put("content", text), null));
-                }
-            }
-        });
-        // A client that goes away cancels the generation; a finished one ignores it.
-        return complete(events.response(generation::cancel));
+        } else {
+            choice.set("logprobs", LogprobsBuilder.chatShape(json, entries));
+        }
     }
 
     private ObjectNode header(String id, long created, String object) {
@@ -168,12 +167,12 @@ final class ChatCompletions extends AllDirectives {
         return out;
     }
 
-    private ObjectNode chunk(String id, long created, ObjectNode delta, String finishReason) {
+    private ObjectNode chunk(String id, long created, int index, ObjectNode delta, List<LogprobsBuilder.Entry> logprobs, String finishReason) {
         ObjectNode out = header(id, created, "chat.completion.chunk");
         ObjectNode choice = out.putArray("choices").addObject();
-        choice.put("index", 0);
+        choice.put("index", index);
         choice.set("delta", delta);
-        choice.putNull("logprobs");
+        putLogprobs(choice, logprobs);
         choice.set("finish_reason", finishReason == null ? NullNode.getInstance() : TextNode.valueOf(finishReason));
         return out;
     }

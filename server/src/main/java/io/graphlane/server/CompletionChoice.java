@@ -2,12 +2,15 @@ package io.graphlane.server;
 
 import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
+import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.tokenizer.StreamingDecoder;
 import io.graphlane.scheduler.pipeline.SampledToken;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 /**
  * One choice being generated: turns its generation's tokens into the text a client may see, applying the stop
@@ -49,11 +52,20 @@ final class CompletionChoice {
     private ServerMetrics.Request metered;
     private Generation generation;
 
+    /** A choice whose text is {@code codec}'s plain decoding of its tokens (special tokens included), as completions show it. */
     CompletionChoice(TokenCodec codec, GenerationOptions options, List<Integer> promptIds, boolean echo) {
+        this(codec, codec.streamingDecoder(), options, promptIds, echo);
+    }
+
+    /**
+     * A choice whose generated text comes from {@code decoder} (chat gives the content decoder, which leaves special
+     * tokens out); the echoed prompt and the log-probabilities' token texts are {@code codec}'s plain decoding.
+     */
+    CompletionChoice(TokenCodec codec, StreamingDecoder decoder, GenerationOptions options, List<Integer> promptIds, boolean echo) {
         this.codec = codec;
         this.promptIds = List.copyOf(promptIds);
         this.echo = echo;
-        this.decoder = codec.streamingDecoder();
+        this.decoder = decoder;
         this.matcher = new StopMatcher(options.stop());
         this.stopTokenIds = options.stopTokenIds();
         this.logprobs = options.wantsLogprobs() ? new LogprobsBuilder(codec) : null;
@@ -150,6 +162,53 @@ final class CompletionChoice {
     /** The log-probability entries of the generated tokens, or null when not asked for. */
     synchronized List<LogprobsBuilder.Entry> logprobs() {
         return logprobs == null ? null : logprobs.entries();
+    }
+
+    /**
+     * The listener of this choice's generation: each piece it makes goes to {@code send} (null pieces are dropped), and
+     * {@code ended} runs once, when the choice ended: with null after its last piece, or with the generation's failure.
+     * The echo ({@link #start()}) is the caller's to send before.
+     */
+    GenerationListener listener(Consumer<Piece> send, Consumer<Throwable> ended) {
+        return new GenerationListener() {
+            @Override
+            public void onToken(SampledToken token) {
+                deliver(token(token));
+            }
+
+            @Override
+            public void onFinished(FinishReason reason) {
+                deliver(finish(reason));
+            }
+
+            @Override
+            public void onFailed(Throwable cause) {
+                if (fail()) {
+                    ended.accept(cause);
+                }
+            }
+
+            private void deliver(Piece piece) {
+                if (piece == null) {
+                    return;
+                }
+                send.accept(piece);
+                if (piece.finishReason() != null) {
+                    ended.accept(null);
+                }
+            }
+        };
+    }
+
+    /** The listener of a choice answered whole: {@code done} completes when the choice ended, exceptionally if it failed. */
+    GenerationListener listener(CompletableFuture<Void> done) {
+        return listener(piece -> { }, failure -> {
+            if (failure == null) {
+                done.complete(null);
+            } else {
+                done.completeExceptionally(failure);
+            }
+        });
     }
 
     /** What the decoder and the matcher still hold, as far as no stop string ends it. */

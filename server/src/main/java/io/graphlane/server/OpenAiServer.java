@@ -3,13 +3,11 @@ package io.graphlane.server;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.TextGenerator;
-import io.graphlane.scheduler.pipeline.SampledToken;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -21,6 +19,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
@@ -55,7 +54,7 @@ import org.slf4j.LoggerFactory;
  * {@link #bind}, the connection of a non-streamed completion closed) cancels its generations at once; what the
  * generations' listeners do for a response never throws into the engine. {@code /health} answers 200 only while the
  * generator serves ({@link TextGenerator#unavailableReason()} is empty) and the server is not draining;
- * {@link #drain} stops admitting and waits for the text completions in flight.
+ * {@link #drain} stops admitting and waits for the completions (text and chat) in flight.
  */
 public final class OpenAiServer extends AllDirectives {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
@@ -99,7 +98,7 @@ public final class OpenAiServer extends AllDirectives {
         this.generator = Objects.requireNonNull(generator, "generator");
         this.metrics = Objects.requireNonNull(metrics, "metrics");
         this.options = Objects.requireNonNull(options, "options");
-        this.chat = new ChatCompletions(this, system, generator, json);
+        this.chat = new ChatCompletions(this, generator, json);
     }
 
     /**
@@ -208,11 +207,7 @@ public final class OpenAiServer extends AllDirectives {
         request.checkModel(generator.modelName());
         generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         checkFits(request);
-        Drain.Ticket ticket = drain.tryEnter();
-        if (ticket == null) {
-            throw new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "draining",
-                    "the server is shutting down and admits no new requests; retry on another instance");
-        }
+        Drain.Ticket ticket = admit();
         try {
             String id = "cmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
             long created = Instant.now().getEpochSecond();
@@ -223,15 +218,25 @@ public final class OpenAiServer extends AllDirectives {
         }
     }
 
+    /** Counts one completion (chat or text) in flight until its ticket is closed; refused with a 503 while draining. */
+    Drain.Ticket admit() {
+        Drain.Ticket ticket = drain.tryEnter();
+        if (ticket == null) {
+            throw new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "draining",
+                    "the server is shutting down and admits no new requests; retry on another instance");
+        }
+        return ticket;
+    }
+
+    /** The deadline each generation of a non-streamed completion is given. */
+    Duration requestTimeout() {
+        return options.requestTimeout();
+    }
+
     /** Refuses, naming the field and the numbers, a request that could never run: lengths in long, so nothing overflows. */
     private void checkFits(CompletionRequest request) {
-        int held = generator.maxHeldRequests();
         long generations = (long) request.prompts().size() * request.options().n();
-        if (generations > held) {
-            throw ApiError.invalid("prompt", "the request asks for " + generations + " generations (" + request.prompts().size()
-                    + " prompt(s) x n " + request.options().n() + "), but this server holds at most " + held
-                    + " generations at once (generating plus queued); send fewer prompts or a smaller n");
-        }
+        checkHeld(generations, "prompt", request.prompts().size() + " prompt(s) x n " + request.options().n(), "fewer prompts or a smaller n");
         long max = generator.maxSequenceLength();
         for (int i = 0; i < request.prompts().size(); i++) {
             long promptLength = request.prompts().get(i).size();
@@ -249,136 +254,151 @@ public final class OpenAiServer extends AllDirectives {
         }
     }
 
+    /**
+     * Refuses a request of more {@code generations} than the generator holds at once (generating plus queued), naming
+     * {@code param}, what was {@code asked} and what to {@code send} instead.
+     */
+    void checkHeld(long generations, String param, String asked, String send) {
+        int held = generator.maxHeldRequests();
+        if (generations > held) {
+            throw ApiError.invalid(param, "the request asks for " + generations + " generations (" + asked + "), but this server holds at most "
+                    + held + " generations at once (generating plus queued); send " + send);
+        }
+    }
+
     private Route whole(CompletionRequest request, String id, long created, Drain.Ticket ticket) {
         List<CompletionChoice> choices = choicesOf(request);
         List<CompletableFuture<Void>> ended = new ArrayList<>();
-        List<Generation> started = submitAll(request, choices, index -> {
+        List<Generation> started = submitAll(request.prompts(), request.maxTokens(), request.options(), choices, index -> {
             CompletionChoice choice = choices.get(index);
             CompletableFuture<Void> done = new CompletableFuture<>();
             ended.add(done);
             choice.start();
-            return new GenerationListener() {
-                @Override
-                public void onToken(SampledToken token) {
-                    CompletionChoice.Piece piece = choice.token(token);
-                    if (piece != null && piece.finishReason() != null) {
-                        done.complete(null);
-                    }
-                }
-
-                @Override
-                public void onFinished(FinishReason reason) {
-                    choice.finish(reason);
-                    done.complete(null);
-                }
-
-                @Override
-                public void onFailed(Throwable cause) {
-                    if (choice.fail()) {
-                        done.completeExceptionally(cause);
-                    }
-                }
-            };
+            return choice.listener(done);
         }, Optional.of(options.requestTimeout()));
-        Runnable cancelAll = () -> started.forEach(Generation::cancel);
+        return answerWhole(wholeResponse(choices, ended, started, header(id, created), promptTokens(request),
+                        (choice, text) -> choice.put("text", text), this::putLogprobs),
+                () -> started.forEach(Generation::cancel), ticket);
+    }
+
+    /**
+     * Completes a non-streamed completion with {@code response}. A client that goes away before the answer (its
+     * watched connection closed) runs {@code cancelAll} at once, so the generations' slots free as soon as the steps
+     * in flight return; without a watched connection they run to their end or deadline. Past the request timeout plus
+     * the slack the client gets a 503 and {@code cancelAll} runs too. The ticket is closed once the response is done,
+     * or once it was given up (cancelled, timed out): nothing is sent for it after that.
+     */
+    Route answerWhole(CompletableFuture<HttpResponse> response, Runnable cancelAll, Drain.Ticket ticket) {
+        Runnable giveUp = () -> {
+            cancelAll.run();
+            ticket.close();
+        };
         return optionalAttribute(ConnectionScope.KEY, connection -> {
-            // A client that goes away before the answer cancels the generations at once (their slots free as soon as
-            // the steps in flight return); without a watched connection they run to their end or deadline.
-            ConnectionScope.Registration registration = connection.map(c -> c.onClose(cancelAll)).orElse(() -> { });
-            CompletableFuture<HttpResponse> response = wholeResponse(request, choices, ended, started, id, created);
+            ConnectionScope.Registration registration = connection.map(c -> c.onClose(giveUp)).orElse(() -> { });
             response.whenComplete((r, e) -> {
                 registration.close();
                 ticket.close();
             });
             return withRequestTimeout(options.requestTimeout().plus(TIMEOUT_SLACK), timedOutRequest -> {
-                cancelAll.run();
+                giveUp.run();
                 return timedOut(timedOutRequest);
             }, () -> completeWithFuture(response));
         });
     }
 
-    private CompletableFuture<HttpResponse> wholeResponse(CompletionRequest request, List<CompletionChoice> choices,
-                                                          List<CompletableFuture<Void>> ended, List<Generation> started,
-                                                          String id, long created) {
+    /**
+     * The whole response once every choice {@code ended}: {@code head} with the choices (each its {@code index},
+     * {@code text} written by {@code text}, {@code token_ids}, {@code logprobs} written by {@code logprobs},
+     * {@code finish_reason}) and the usage; or, once one failed, its error, the other generations cancelled.
+     */
+    CompletableFuture<HttpResponse> wholeResponse(List<CompletionChoice> choices, List<CompletableFuture<Void>> ended, List<Generation> started,
+                                                  ObjectNode head, int promptTokens, BiConsumer<ObjectNode, String> text,
+                                                  BiConsumer<ObjectNode, List<LogprobsBuilder.Entry>> logprobs) {
         return CompletableFuture.allOf(ended.toArray(CompletableFuture[]::new))
                 .handle((ignored, failure) -> {
                     if (failure != null) {
                         started.forEach(Generation::cancel);
                         return errorResponse(generationError(unwrap(failure)));
                     }
-                    ObjectNode out = header(id, created);
-                    ArrayNode array = out.putArray("choices");
+                    ArrayNode array = head.putArray("choices");
                     int completionTokens = 0;
                     for (int i = 0; i < choices.size(); i++) {
                         CompletionChoice c = choices.get(i);
                         ObjectNode choice = array.addObject();
                         choice.put("index", i);
-                        choice.put("text", c.text());
+                        text.accept(choice, c.text());
                         ArrayNode tokenIds = choice.putArray("token_ids");
                         c.tokenIds().forEach(tokenIds::add);
-                        putLogprobs(choice, c.logprobs());
+                        logprobs.accept(choice, c.logprobs());
                         choice.put("finish_reason", c.finishReason());
                         completionTokens += c.generatedTokens();
                     }
-                    putUsage(out, promptTokens(request), completionTokens);
-                    return jsonResponse(StatusCodes.OK, out);
+                    putUsage(head, promptTokens, completionTokens);
+                    return jsonResponse(StatusCodes.OK, head);
                 });
     }
 
     private Route streamed(CompletionRequest request, String id, long created, Drain.Ticket ticket) {
-        List<CompletionChoice> choices = choicesOf(request);
-        // Each choice sends its echo, at most max_tokens chunks and its final chunk; then the usage chunk and [DONE]
-        // (the stream's one "choice" ends when the last of them did). When the stream ends (sent, or cancelled by a
-        // client that went away) the generations still running are cancelled.
-        EventStream events = new EventStream(system, 1, choices.size() * (request.maxTokens() + 3L) + 1);
+        // Each choice sends its echo, at most max_tokens chunks and its final chunk.
+        return streamChoices(request.prompts(), request.maxTokens(), request.options(), choicesOf(request), request.maxTokens() + 3L,
+                promptTokens(request), new StreamShape() {
+                    @Override
+                    public List<ObjectNode> opening(int index, CompletionChoice choice) {
+                        CompletionChoice.Piece echo = choice.start();
+                        return echo == null ? List.of() : List.of(chunk(id, created, index, echo));
+                    }
+
+                    @Override
+                    public List<ObjectNode> events(int index, CompletionChoice.Piece piece) {
+                        return List.of(chunk(id, created, index, piece));
+                    }
+
+                    @Override
+                    public ObjectNode usageHeader() {
+                        return header(id, created);
+                    }
+                }, ticket);
+    }
+
+    /** How a streamed route writes its choices' events (text completions and chat differ). */
+    interface StreamShape {
+        /** What choice {@code index} sends before its tokens (its echo, its role). */
+        List<ObjectNode> opening(int index, CompletionChoice choice);
+
+        /** The events of one piece of choice {@code index}. */
+        List<ObjectNode> events(int index, CompletionChoice.Piece piece);
+
+        /** The head of the usage chunk ({@code stream_options.include_usage}), without choices. */
+        ObjectNode usageHeader();
+    }
+
+    /**
+     * Streams {@code choices} (at most {@code eventsPerChoice} events each, written by {@code shape}), then the usage
+     * chunk when asked and [DONE]: the stream's one "choice" ends when the last of them did. When the stream ends (sent,
+     * or cancelled by a client that went away) the generations still running are cancelled and the ticket is closed.
+     */
+    Route streamChoices(List<List<Integer>> prompts, int maxTokens, GenerationOptions generationOptions, List<CompletionChoice> choices,
+                        long eventsPerChoice, int promptTokens, StreamShape shape, Drain.Ticket ticket) {
+        EventStream events = new EventStream(system, 1, choices.size() * eventsPerChoice + 1);
         AtomicInteger open = new AtomicInteger(choices.size());
         List<Generation> started = new ArrayList<>();
-        List<Generation> submitted = submitAll(request, choices, index -> new GenerationListener() {
-            private final CompletionChoice choice = choices.get(index);
-
-            {
-                send(choice.start());
-            }
-
-            @Override
-            public void onToken(SampledToken token) {
-                send(choice.token(token));
-            }
-
-            @Override
-            public void onFinished(FinishReason reason) {
-                send(choice.finish(reason));
-            }
-
-            @Override
-            public void onFailed(Throwable cause) {
-                if (choice.fail()) {
-                    events.send(errorBody(generationError(cause)));
-                    finishOne();
+        List<Generation> submitted = submitAll(prompts, maxTokens, generationOptions, choices, index -> {
+            CompletionChoice choice = choices.get(index);
+            shape.opening(index, choice).forEach(events::send);
+            return choice.listener(piece -> shape.events(index, piece).forEach(events::send), failure -> {
+                if (failure != null) {
+                    events.send(errorBody(generationError(failure)));
                 }
-            }
-
-            private void send(CompletionChoice.Piece piece) {
-                if (piece == null) {
-                    return;
-                }
-                events.send(chunk(id, created, index, piece));
-                if (piece.finishReason() != null) {
-                    finishOne();
-                }
-            }
-
-            private void finishOne() {
                 if (open.decrementAndGet() == 0) {
-                    if (request.options().includeUsage()) {
-                        ObjectNode usage = header(id, created);
+                    if (generationOptions.includeUsage()) {
+                        ObjectNode usage = shape.usageHeader();
                         usage.putArray("choices");
-                        putUsage(usage, promptTokens(request), choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
+                        putUsage(usage, promptTokens, choices.stream().mapToInt(CompletionChoice::generatedTokens).sum());
                         events.send(usage);
                     }
                     events.choiceEnded();
                 }
-            }
+            });
         }, Optional.empty());
         synchronized (started) {
             started.addAll(submitted);
@@ -423,16 +443,12 @@ public final class OpenAiServer extends AllDirectives {
         }
     }
 
-    private interface ListenerFactory {
+    /** The listener of choice {@code choiceIndex}, made as its generation is submitted. */
+    interface ListenerFactory {
         GenerationListener listenerFor(int choiceIndex);
     }
 
-    /** Submits one generation to the generator, its tokens, timings and outcome recorded in the metrics. */
-    Generation submit(GenerationRequest request, GenerationListener listener) {
-        return submit(metrics.request(request), request, listener);
-    }
-
-    /** {@link #submit(GenerationRequest, GenerationListener)} recorded on {@code observed}, made by the caller beforehand. */
+    /** Submits one generation to the generator, its tokens, timings and outcome recorded on {@code observed}. */
     private Generation submit(ServerMetrics.Request observed, GenerationRequest request, GenerationListener listener) {
         try {
             return observed.started(generator.submit(request, observed.listener(listener)));
@@ -443,17 +459,16 @@ public final class OpenAiServer extends AllDirectives {
     }
 
     /**
-     * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed), each with {@code timeout};
-     * if one is refused, those already started are cancelled.
+     * Submits one generation per choice (choice p·n + j: prompt p with choice j's seed, at most {@code maxTokens}),
+     * each with {@code timeout}; if one is refused, those already started are cancelled.
      */
-    private List<Generation> submitAll(CompletionRequest request, List<CompletionChoice> choices, ListenerFactory listeners,
-                                       Optional<Duration> timeout) {
+    List<Generation> submitAll(List<List<Integer>> prompts, int maxTokens, GenerationOptions generationOptions,
+                               List<CompletionChoice> choices, ListenerFactory listeners, Optional<Duration> timeout) {
         List<Generation> started = new ArrayList<>();
-        int n = request.options().n();
+        int n = generationOptions.n();
         try {
             for (int i = 0; i < choices.size(); i++) {
-                GenerationRequest g = new GenerationRequest(request.prompts().get(i / n), request.maxTokens(),
-                        request.options().samplingFor(i % n), timeout);
+                GenerationRequest g = new GenerationRequest(prompts.get(i / n), maxTokens, generationOptions.samplingFor(i % n), timeout);
                 ServerMetrics.Request observed = metrics.request(g);
                 choices.get(i).observe(observed);
                 Generation generation = submit(observed, g, listeners.listenerFor(i));

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@code POST /v1/chat/completions} over HTTP on the tiny-chat fixture, through the real pipeline (2 stages): every
  * conversation of its reference.json gives the reference's greedy continuation, finish reason and text, whole and
- * streamed; a conversation the template refuses is a 400 naming why.
+ * streamed; a stop string and log-probabilities work on it; a conversation the template refuses is a 400 naming why.
  */
 class ChatCompletionsTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -186,6 +186,61 @@ class ChatCompletionsTest {
                 text.append(choice.get("delta").path("content").asText(""));
             }
             assertEquals(c.get("greedy_text").asText(), text.toString(), name);
+        }
+    }
+
+    @Test
+    void aStopStringEndsTheReplyBeforeItWholeAndStreamed() throws Exception {
+        JsonNode c = cases(true).get(0);
+        String reply = c.get("greedy_text").asText();
+        List<Integer> greedy = ints(c.get("greedy"));
+        int slash = greedy.indexOf((int) '/');
+        assertTrue(slash > 0 && reply.indexOf('/') > 0, "the fixture's first reply has a '/' after its start: " + reply);
+        ObjectNode body = (ObjectNode) JSON.readTree(request(c, false));
+        body.putArray("stop").add("/");
+        JsonNode choice = JSON.readTree(post(body.toString()).body()).get("choices").get(0);
+        assertEquals(reply.substring(0, reply.indexOf('/')), choice.get("message").get("content").asText());
+        assertEquals(greedy.subList(0, slash + 1), ints(choice.get("token_ids")), "up to the token that completed the stop string");
+        assertEquals("stop", choice.get("finish_reason").asText());
+
+        body.put("stream", true);
+        HttpResponse<String> r = post(body.toString());
+        StringBuilder streamed = new StringBuilder();
+        String finish = null;
+        for (String event : r.body().lines().filter(l -> l.startsWith("data: {")).map(l -> l.substring(6)).toList()) {
+            JsonNode ch = JSON.readTree(event).get("choices").get(0);
+            streamed.append(ch.get("delta").path("content").asText(""));
+            if (!ch.get("finish_reason").isNull()) {
+                finish = ch.get("finish_reason").asText();
+            }
+        }
+        assertEquals(reply.substring(0, reply.indexOf('/')), streamed.toString(), r.body());
+        assertEquals("stop", finish, r.body());
+    }
+
+    @Test
+    void logprobsListEveryGeneratedTokenWithItsMostLikelyAlternatives() throws Exception {
+        JsonNode c = cases(true).get(0);
+        List<Integer> greedy = ints(c.get("greedy"));
+        ObjectNode body = (ObjectNode) JSON.readTree(request(c, false));
+        body.put("logprobs", true);
+        body.put("top_logprobs", 3);
+        JsonNode choice = JSON.readTree(post(body.toString()).body()).get("choices").get(0);
+        assertEquals(greedy, ints(choice.get("token_ids")), "log-probabilities do not change the greedy reply");
+        JsonNode content = choice.get("logprobs").get("content");
+        assertEquals(greedy.size(), content.size(), choice.toString());
+        for (int i = 0; i < greedy.size(); i++) {
+            JsonNode entry = content.get(i);
+            assertEquals(model.tokenizer().decode(List.of(greedy.get(i))), entry.get("token").asText(), "token " + i);
+            double logprob = entry.get("logprob").asDouble();
+            assertTrue(logprob <= 0, "token " + i + ": " + entry);
+            JsonNode top = entry.get("top_logprobs");
+            assertEquals(3, top.size(), "token " + i + ": " + entry);
+            // Greedy: the chosen token is the most likely one.
+            assertEquals(entry.get("token").asText(), top.get(0).get("token").asText(), "token " + i + ": " + entry);
+            assertEquals(logprob, top.get(0).get("logprob").asDouble(), 1e-6, "token " + i + ": " + entry);
+            assertTrue(top.get(0).get("logprob").asDouble() >= top.get(1).get("logprob").asDouble()
+                    && top.get(1).get("logprob").asDouble() >= top.get(2).get("logprob").asDouble(), "most likely first: " + entry);
         }
     }
 

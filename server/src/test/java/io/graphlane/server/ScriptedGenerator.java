@@ -44,6 +44,9 @@ final class ScriptedGenerator implements TextGenerator {
     /** What {@link #maxHeldRequests()} reports. */
     volatile int maxHeld = Integer.MAX_VALUE;
 
+    /** What {@link #chatTemplate()} reports; none unless a test sets one. */
+    volatile io.graphlane.inference.chat.ChatTemplate chatTemplate;
+
     ScriptedGenerator(int capacity) {
         this.capacity = capacity;
     }
@@ -98,6 +101,11 @@ final class ScriptedGenerator implements TextGenerator {
                 return EOS;
             }
         };
+    }
+
+    @Override
+    public java.util.Optional<io.graphlane.inference.chat.ChatTemplate> chatTemplate() {
+        return java.util.Optional.ofNullable(chatTemplate);
     }
 
     @Override

@@ -15,7 +15,6 @@ import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.net.Socket;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -119,17 +118,9 @@ class ServerRobustnessTest {
         return out;
     }
 
-    /** Opens a raw HTTP/1.1 connection and sends a completion request on it; the caller closes it when it goes away. */
+    /** Sends {@code body} to /v1/completions on a raw connection; the caller closes it when its client goes away. */
     private static Socket send(int port, String body) throws Exception {
-        Socket socket = new Socket("127.0.0.1", port);
-        socket.setSoTimeout(60_000);
-        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-        OutputStream out = socket.getOutputStream();
-        out.write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
-                + bytes.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-        out.write(bytes);
-        out.flush();
-        return socket;
+        return TestServer.rawPost(port, "/v1/completions", body);
     }
 
     @Test
