@@ -9,6 +9,7 @@ import io.graphlane.actors.lane.LaneProtocol.Submit;
 import io.graphlane.actors.lane.LaneProtocol.SubmitBatch;
 import io.graphlane.actors.lane.LaneProtocol.Submitted;
 import io.graphlane.actors.lane.LaneRegistry;
+import io.graphlane.actors.lane.Retained;
 import io.graphlane.actors.lane.WorkCancelledException;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
@@ -237,12 +238,20 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
         }
     }
 
+    /**
+     * Ends every node not yet sent to its lane. Its retained values were handed to this run and no
+     * lane ever saw them, so they are released here (nothing of them was ever in flight).
+     */
     private void abandonUnsent(java.util.function.IntFunction<Throwable> cause, WorkState as) {
         for (int i = 0; i < n; i++) {
             if (states[i] == WorkState.QUEUED) {
                 states[i] = as;
                 causes[i] = cause.apply(i);
                 terminal++;
+                List<Object> retained = graph.node(i).retain();
+                for (int k = 0, m = retained.size(); k < m; k++) {
+                    Retained.release(retained.get(k));
+                }
             }
         }
     }
