@@ -9,6 +9,7 @@ import io.graphlane.actors.lane.LaneProtocol.Submit;
 import io.graphlane.actors.lane.LaneProtocol.SubmitBatch;
 import io.graphlane.actors.lane.LaneProtocol.Submitted;
 import io.graphlane.actors.lane.LaneRegistry;
+import io.graphlane.actors.lane.LaneStoppedException;
 import io.graphlane.actors.lane.Retained;
 import io.graphlane.actors.lane.WorkCancelledException;
 import io.graphlane.core.completion.Outcome;
@@ -21,6 +22,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -90,7 +92,10 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
         this.laneIds = lanes.toArray(LaneId[]::new);
         this.laneRefs = new ArrayList<>(lanes.size());
         for (LaneId l : lanes) {
-            laneRefs.add(registry.lane(l));
+            ActorRef<LaneProtocol.Command> ref = registry.lane(l);
+            laneRefs.add(ref);
+            // A lane that stops for good answers nothing sent to it afterwards: learn of it, or the run would wait forever.
+            context.watch(ref);
         }
         this.states = new WorkState[n];
         Arrays.fill(states, WorkState.QUEUED);
@@ -118,6 +123,7 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
         return newReceiveBuilder()
                 .onMessage(FromLane.class, this::onFromLane)
                 .onMessageEquals(CancelRun.INSTANCE, this::onCancel)
+                .onSignal(Terminated.class, this::onLaneTerminated)
                 .build();
     }
 
@@ -138,6 +144,33 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
         if (!cancelled && terminal < n) {
             cancelled = true;
             abandonUnsent(i -> new WorkCancelledException(handle(i), requestId, false), WorkState.ABANDONED);
+            cancelOnLanes();
+        }
+        return finishIfDone();
+    }
+
+    /**
+     * A lane actor stopped. Everything it answered arrived before this signal, so the nodes it still
+     * owes an answer were never taken in (their Submit reached a stopped actor): they fail, their
+     * retained values are released here, and, as for a refusal, nothing more of the run is sent.
+     */
+    private Behavior<Command> onLaneTerminated(Terminated t) {
+        int l = laneRefs.indexOf(t.getRef());
+        if (l < 0) {
+            return this;
+        }
+        for (int i = 0; i < n; i++) {
+            if (graph.laneOf[i] == l && (states[i] == WorkState.PREPARED || states[i] == WorkState.SUBMITTED)) {
+                outstanding[l]--;
+                causes[i] = new LaneStoppedException(laneIds[l], "work " + graph.node(i).id());
+                states[i] = WorkState.FAILED;
+                terminal++;
+                releaseRetained(i);
+            }
+        }
+        if (!refused && !cancelled) {
+            refused = true;
+            abandonUnsent(j -> new LaneStoppedException(laneIds[l], "work " + graph.node(j).id()), WorkState.FAILED);
             cancelOnLanes();
         }
         return finishIfDone();
@@ -248,11 +281,15 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
                 states[i] = as;
                 causes[i] = cause.apply(i);
                 terminal++;
-                List<Object> retained = graph.node(i).retain();
-                for (int k = 0, m = retained.size(); k < m; k++) {
-                    Retained.release(retained.get(k));
-                }
+                releaseRetained(i);
             }
+        }
+    }
+
+    private void releaseRetained(int i) {
+        List<Object> retained = graph.node(i).retain();
+        for (int k = 0, m = retained.size(); k < m; k++) {
+            Retained.release(retained.get(k));
         }
     }
 
