@@ -231,6 +231,7 @@ final class PipelineScenario {
             if (input != null) {
                 input.reader = hold;
             }
+            run.note("plan " + id + " for " + batch.entries().stream().map(MicroBatch.Entry::requestId).toList() + ": " + work);
             return new StageStep<>(work, new Output(run.ledger().acquire(id), hold));
         }
 
@@ -251,6 +252,7 @@ final class PipelineScenario {
                     run.earlyRelease("stage output " + output.entry.name() + " freed while work " + h + " runs");
                 }
             }
+            run.note("release " + output.entry.name());
             output.entry.close();
         }
 

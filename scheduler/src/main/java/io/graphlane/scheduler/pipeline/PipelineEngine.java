@@ -2,6 +2,7 @@ package io.graphlane.scheduler.pipeline;
 
 import io.graphlane.actors.lane.LaneProtocol;
 import io.graphlane.actors.lane.LaneRegistry;
+import io.graphlane.actors.lane.LaneStoppedException;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
@@ -14,6 +15,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -90,6 +92,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     /** Every stage handle of every step in flight, to its step. */
     private final Map<CompletionHandle, InFlight<A>> stepOfHandle = new HashMap<>();
     private final Map<Long, InFlight<A>> inFlight = new LinkedHashMap<>();
+    /** Set once a stage lane stopped for good: why every request fails from then on. */
+    private LaneStoppedException laneGone;
     private long steps;
     private long tokens;
 
@@ -103,7 +107,10 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         this.requests = new RequestLedger<>(timers, DeadlineReached::new, admitted, this::ended);
         List<ActorRef<LaneProtocol.Command>> refs = new ArrayList<>();
         for (LaneId lane : stageLanes) {
-            refs.add(registry.lane(lane));
+            ActorRef<LaneProtocol.Command> ref = registry.lane(lane);
+            refs.add(ref);
+            // A stage lane that stops for good answers nothing sent to it afterwards: learn of it, or requests would wait forever.
+            context.watch(ref);
         }
         this.lanes = List.copyOf(refs);
         this.replies = context.messageAdapter(LaneProtocol.LaneReply.class, LaneAnswer::new);
@@ -133,15 +140,39 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 .onMessage(DeadlineReached.class, this::onDeadline)
                 .onMessage(GetStats.class, this::onGetStats)
                 .onMessage(Stop.class, this::onStop)
+                .onSignal(Terminated.class, this::onLaneTerminated)
                 .build();
     }
 
     private Behavior<Command> onAdmit(Admit admit) {
-        if (requests.admit(admit.requestId(), admit.request(), admit.listener()) != null) {
-            waiting.add(admit.requestId());
-            pump();
+        RequestLedger.Entry a = requests.admit(admit.requestId(), admit.request(), admit.listener());
+        if (a != null) {
+            if (laneGone != null) {
+                requests.fail(a, laneGone);
+            } else {
+                waiting.add(admit.requestId());
+                pump();
+            }
         }
         return this;
+    }
+
+    /** A stage lane stopped: no step can run any more, so every request fails now, and every later one at once. */
+    private Behavior<Command> onLaneTerminated(Terminated t) {
+        int k = lanes.indexOf(t.getRef());
+        if (k >= 0) {
+            laneStopped(stageLanes.get(k));
+        }
+        return this;
+    }
+
+    private void laneStopped(LaneId lane) {
+        if (laneGone == null) {
+            laneGone = new LaneStoppedException(lane, "stage " + stageLanes.indexOf(lane) + " of the pipeline");
+            LaneStoppedException cause = laneGone;
+            requests.failAll(id -> cause);
+            abandonInFlight();
+        }
     }
 
     private Behavior<Command> onCancel(Cancel cancel) {
@@ -161,13 +192,27 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
 
     private Behavior<Command> onStop(Stop stop) {
         requests.failAll(id -> stop.cause());
+        abandonInFlight();
+        stop.replyTo().tell(new Stopped());
+        return Behaviors.stopped();
+    }
+
+    /**
+     * Gives up every step in flight: its queued stage work is dropped by the lanes, and the engine lets
+     * go of each step's last output (its reader), which is then freed once the last stage's work has
+     * ended (that work still holds it). The steps' replies are never read.
+     */
+    private void abandonInFlight() {
         for (InFlight<A> f : inFlight.values()) {
             for (ActorRef<LaneProtocol.Command> lane : lanes) {
                 lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
             }
+            if (f.lastOutput() != null) {
+                f.lastOutput().release();
+            }
         }
-        stop.replyTo().tell(new Stopped());
-        return Behaviors.stopped();
+        inFlight.clear();
+        stepOfHandle.clear();
     }
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {
@@ -179,6 +224,10 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                     stepEnded(f, finished.outcome());
                 }
             } else if (reply instanceof LaneProtocol.Rejected rejected) {
+                if (rejected.reason() instanceof LaneProtocol.LaneStopped stopped) {
+                    // The lane is going away: send it nothing more (what reaches it after it stopped would be lost).
+                    laneStopped(stopped.lane());
+                }
                 InFlight<A> f = stepOfHandle.get(rejected.handle());
                 if (f != null) {
                     // Nothing after the refused stage can run: drop the step's queued work everywhere.
