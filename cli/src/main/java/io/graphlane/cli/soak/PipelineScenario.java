@@ -232,7 +232,9 @@ final class PipelineScenario {
                 input.reader = hold;
             }
             run.note("plan " + id + " for " + batch.entries().stream().map(MicroBatch.Entry::requestId).toList() + ": " + work);
-            return new StageStep<>(work, new Output(run.ledger().acquire(id), hold));
+            RetentionLedger.Entry entry = run.ledger().acquire(id);
+            run.sharedOutput(entry);
+            return new StageStep<>(work, new Output(entry, hold));
         }
 
         @Override

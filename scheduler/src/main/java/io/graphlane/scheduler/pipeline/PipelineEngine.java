@@ -92,6 +92,12 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     /** Every stage handle of every step in flight, to its step. */
     private final Map<CompletionHandle, InFlight<A>> stepOfHandle = new HashMap<>();
     private final Map<Long, InFlight<A>> inFlight = new LinkedHashMap<>();
+    /**
+     * Stage submissions sent and not yet answered by their lane, with the outputs each holds. A lane
+     * answers every submission it receives before it stops; one still unanswered when the lane has
+     * stopped reached it too late and was lost, so the engine lets go of what it held.
+     */
+    private final Map<CompletionHandle, List<SharedRelease<A>>> unanswered = new HashMap<>();
     /** Set once a stage lane stopped for good: why every request fails from then on. */
     private LaneStoppedException laneGone;
     private long steps;
@@ -161,9 +167,28 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private Behavior<Command> onLaneTerminated(Terminated t) {
         int k = lanes.indexOf(t.getRef());
         if (k >= 0) {
-            laneStopped(stageLanes.get(k));
+            LaneId lane = stageLanes.get(k);
+            unanswered.entrySet().removeIf(e -> {
+                if (!e.getKey().lane().equals(lane)) {
+                    return false;
+                }
+                e.getValue().forEach(SharedRelease::release);
+                return true;
+            });
+            laneStopped(lane);
         }
         return this;
+    }
+
+    private static CompletionHandle handleOf(LaneProtocol.LaneReply reply) {
+        if (reply instanceof LaneProtocol.Finished f) {
+            return f.handle();
+        } else if (reply instanceof LaneProtocol.Submitted s) {
+            return s.handle();
+        } else if (reply instanceof LaneProtocol.Rejected r) {
+            return r.handle();
+        }
+        return null;
     }
 
     private void laneStopped(LaneId lane) {
@@ -217,6 +242,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {
         answer.reply().forEach(reply -> {
+            unanswered.remove(handleOf(reply));
             if (reply instanceof LaneProtocol.Finished finished) {
                 InFlight<A> f = stepOfHandle.get(finished.handle());
                 if (f != null && f.last().equals(finished.handle())) {
@@ -366,6 +392,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             List<CompletionHandle> after = handles.isEmpty() ? List.of() : List.of(handles.get(handles.size() - 1));
             lanes.get(k).tell(new LaneProtocol.Submit<>(handle, step.work(), after, retain, laneRequestId, LaneProtocol.NO_DEADLINE,
                     k < stages - 1 ? 1 : 0, replies));
+            unanswered.put(handle, previousOutput == null ? List.of(output) : List.of(output, previousOutput));
             handles.add(handle);
             previousOutput = output;
         }
