@@ -22,7 +22,7 @@ public final class SoakCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print one JSON object instead of a text summary.")
     boolean json;
 
-    @Option(names = "--verbose", description = "Print every failing scenario's seed and what it broke, to stderr, as it fails.")
+    @Option(names = "--verbose", description = "Print every failing scenario's seed and what it broke, and progress every 5,000 scenarios, to stderr.")
     boolean verbose;
 
     @Override
@@ -35,7 +35,12 @@ public final class SoakCommand implements Callable<Integer> {
                 .setLevel(ch.qos.logback.classic.Level.ERROR);
         SoakReport report;
         try (SoakEngine engine = new SoakEngine(SoakEngine.Options.defaults())) {
+            long start = System.nanoTime();
+            int[] done = {0};
             report = engine.run(scenarios, seed, r -> {
+                if (verbose && ++done[0] % 5_000 == 0) {
+                    System.err.printf(java.util.Locale.ROOT, "%d scenarios, %.1f s%n", done[0], (System.nanoTime() - start) / 1e9);
+                }
                 if (verbose && r.failed()) {
                     System.err.println("scenario seed " + r.seed() + " (" + r.kind() + ") failed:");
                     r.problems().forEach(p -> System.err.println("  " + p));

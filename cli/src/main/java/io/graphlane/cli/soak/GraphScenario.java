@@ -148,6 +148,7 @@ final class GraphScenario {
         RunOptions options = RunOptions.defaults();
         if (rnd.nextInt(100) < 12) {
             options = options.withDeadline(Duration.ofNanos(rnd.nextInt(300_000)));
+            run.note("graph " + g + " deadline " + options.deadline().toNanos() / 1_000 + " µs after its start");
         }
         int startRound = rnd.nextInt(100) < 70 ? 0 : rnd.nextInt(5);
         int cancel = rnd.nextInt(100);

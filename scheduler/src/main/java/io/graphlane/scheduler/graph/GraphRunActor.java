@@ -227,6 +227,9 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
                 if (late >= 0) {
                     deadlineExceeded = true;
                     abandonUnsent(j -> new DeadlineExceededException(graph.node(j).id(), late), WorkState.FAILED);
+                    // Nodes already sent may wait on producers that now never will be: the lanes must drop them
+                    // (and answer their subscriptions) or the run would wait forever.
+                    cancelOnLanes();
                     return;
                 }
             }

@@ -204,6 +204,37 @@ class PipelineEngineTest {
     }
 
     @Test
+    void stoppingWhileAStepIsInFlightFreesItsOutputsOnceItsWorkEnded() throws Exception {
+        // Found by graphlane soak (seed -5682654265596692091): the last output of a step in flight at stop was never freed.
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
+        program.override = (stage, batch) -> stage == 1 ? SimWork.held("last") : null;
+        RecordingListener l = new RecordingListener();
+        p.submit(request(new int[] {9}, 4), l);
+        backend.whenStarted("last").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        p.stop(new IllegalStateException("stopping")).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        assertThrows(ExecutionException.class, () -> l.ended.get(30, TimeUnit.SECONDS));
+        ScriptedProgram.Slot last = program.outputs.get(program.outputs.size() - 1);
+        assertEquals(0, last.releases.get(), "the last output is freed only after the work that writes it ended");
+        backend.release("last");
+        awaitAllOutputsReleasedOnce();
+    }
+
+    @Test
+    void aStageLaneThatStoppedFailsEveryRequestInsteadOfLeavingItWaiting() throws Exception {
+        // Found by graphlane soak: steps sent to a stopped stage lane were lost and their requests never ended.
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
+        lanes.stop().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        lanes = null;
+        RecordingListener l = new RecordingListener();
+        p.submit(request(new int[] {9}, 4), l);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> l.ended.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(io.graphlane.actors.lane.LaneStoppedException.class, e.getCause());
+        assertEquals(1, l.ends.get());
+        awaitAllOutputsReleasedOnce();
+        awaitHeld(p, 0);
+    }
+
+    @Test
     void aRequestPastItsDeadlineIsNeverSubmitted() throws Exception {
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
         RecordingListener l = new RecordingListener();
