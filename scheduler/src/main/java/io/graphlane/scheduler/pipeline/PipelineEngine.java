@@ -98,6 +98,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
      * stopped reached it too late and was lost, so the engine lets go of what it held.
      */
     private final Map<CompletionHandle, List<SharedRelease<A>>> unanswered = new HashMap<>();
+    /** Set once the engine was told to stop: why every later request fails at once. */
+    private Throwable stopping;
     /** Set once a stage lane stopped for good: why every request fails from then on. */
     private LaneStoppedException laneGone;
     private long steps;
@@ -153,8 +155,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private Behavior<Command> onAdmit(Admit admit) {
         RequestLedger.Entry a = requests.admit(admit.requestId(), admit.request(), admit.listener());
         if (a != null) {
-            if (laneGone != null) {
-                requests.fail(a, laneGone);
+            if (stopping != null || laneGone != null) {
+                requests.fail(a, stopping != null ? stopping : laneGone);
             } else {
                 waiting.add(admit.requestId());
                 pump();
@@ -175,9 +177,11 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 e.getValue().forEach(SharedRelease::release);
                 return true;
             });
-            laneStopped(lane);
+            if (stopping == null) {
+                laneStopped(lane);
+            }
         }
-        return this;
+        return stopOnceAnswered();
     }
 
     private static CompletionHandle handleOf(LaneProtocol.LaneReply reply) {
@@ -219,7 +223,17 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         requests.failAll(id -> stop.cause());
         abandonInFlight();
         stop.replyTo().tell(new Stopped());
-        return Behaviors.stopped();
+        if (unanswered.isEmpty()) {
+            return Behaviors.stopped();
+        }
+        // Some stage submissions are not answered yet: stay until each is, or its lane has stopped (then
+        // what it held is let go here), so none is lost with the outputs it holds. Nothing new is started.
+        stopping = stop.cause();
+        return this;
+    }
+
+    private Behavior<Command> stopOnceAnswered() {
+        return stopping != null && unanswered.isEmpty() ? Behaviors.stopped() : this;
     }
 
     /**
@@ -241,6 +255,10 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {
+        if (stopping != null) {
+            answer.reply().forEach(reply -> unanswered.remove(handleOf(reply)));
+            return stopOnceAnswered();
+        }
         answer.reply().forEach(reply -> {
             unanswered.remove(handleOf(reply));
             if (reply instanceof LaneProtocol.Finished finished) {
