@@ -13,6 +13,9 @@
  * after both the work that fills it and the work that reads it have completed; a cancelled request's step in flight
  * finishes unobserved; deadlines are checked before a step is submitted, never after; a failure local to one request fails only
  * that request: when a micro-batch of several requests fails, the stages that ran are rewound for each of them and
- * each runs its next step alone, so only the request whose own step fails again fails.
+ * each runs its next step alone, so only the request whose own step fails again fails. A stage lane that stops for
+ * good fails every request (and every later one) with a {@link io.graphlane.actors.lane.LaneStoppedException} instead
+ * of leaving it waiting; a stopped engine lets go of its steps' outputs and stays until every stage submission is
+ * answered, or its lane stopped, so no output held by a submission a lane never received is lost.
  */
 package io.graphlane.scheduler.pipeline;
