@@ -1,5 +1,7 @@
 package io.graphlane.cli.soak;
 
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -25,19 +27,20 @@ public record SoakReport(int scenarios, int failures, long leaks, long earlyRele
 
     /** The report as one JSON object. */
     public String toJson() {
-        StringBuilder b = new StringBuilder("{");
-        b.append("\"scenarios\":").append(scenarios)
-                .append(",\"failures\":").append(failures)
-                .append(",\"leaks\":").append(leaks)
-                .append(",\"early_releases\":").append(earlyReleases)
-                .append(",\"hangs\":").append(hangs)
-                .append(",\"seconds\":").append(String.format(java.util.Locale.ROOT, "%.3f", seconds))
-                .append(",\"first_failing_seed\":").append(firstFailingSeed == null ? "null" : Long.toString(firstFailingSeed))
-                .append(",\"first_problems\":[");
-        for (int i = 0; i < firstProblems.size(); i++) {
-            b.append(i == 0 ? "" : ",").append(quote(firstProblems.get(i)));
+        ObjectNode o = JsonNodeFactory.instance.objectNode();
+        o.put("scenarios", scenarios);
+        o.put("failures", failures);
+        o.put("leaks", leaks);
+        o.put("early_releases", earlyReleases);
+        o.put("hangs", hangs);
+        o.put("seconds", Math.round(seconds * 1000) / 1000.0);
+        if (firstFailingSeed == null) {
+            o.putNull("first_failing_seed");
+        } else {
+            o.put("first_failing_seed", firstFailingSeed);
         }
-        return b.append("]}").toString();
+        firstProblems.forEach(o.putArray("first_problems")::add);
+        return o.toString();
     }
 
     /** A short text summary. */
@@ -51,27 +54,6 @@ public record SoakReport(int scenarios, int failures, long leaks, long earlyRele
             firstProblems.forEach(p -> b.append("  ").append(p).append('\n'));
         }
         return b.toString();
-    }
-
-    private static String quote(String s) {
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                case '\r' -> b.append("\\r");
-                case '\t' -> b.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        b.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-                }
-            }
-        }
-        return b.append('"').toString();
     }
 
     /** Adds scenario results up. */
