@@ -48,7 +48,11 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     public record Cancel(long requestId) implements Command {
     }
 
-    /** Fails every request with {@code cause} and stops the engine (the lanes are stopped by their owner). */
+    /**
+     * Fails every request with {@code cause} and stops the engine (the lanes are stopped by their owner).
+     * {@link Stopped} is told once every stage submission was answered by its lane, or its lane stopped and
+     * the engine let go of what the submission held.
+     */
     public record Stop(Throwable cause, ActorRef<Stopped> replyTo) implements Command {
     }
 
@@ -100,6 +104,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final Map<CompletionHandle, List<SharedRelease<A>>> unanswered = new HashMap<>();
     /** Set once the engine was told to stop: why every later request fails at once. */
     private Throwable stopping;
+    /** Who asked the engine to stop: told once it has let go of every stage output it held. */
+    private final List<ActorRef<Stopped>> stopReplies = new ArrayList<>(1);
     /** Set once a stage lane stopped for good: why every request fails from then on. */
     private LaneStoppedException laneGone;
     private long steps;
@@ -222,18 +228,24 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private Behavior<Command> onStop(Stop stop) {
         requests.failAll(id -> stop.cause());
         abandonInFlight();
-        stop.replyTo().tell(new Stopped());
-        if (unanswered.isEmpty()) {
-            return Behaviors.stopped();
+        stopReplies.add(stop.replyTo());
+        if (stopping == null) {
+            stopping = stop.cause();
         }
-        // Some stage submissions are not answered yet: stay until each is, or its lane has stopped (then
-        // what it held is let go here), so none is lost with the outputs it holds. Nothing new is started.
-        stopping = stop.cause();
-        return this;
+        // Some stage submissions may not be answered yet: stay until each is, or its lane has stopped (then
+        // what it held is let go here), so none is lost with the outputs it holds. Nothing new is started,
+        // and Stopped is told only then: whoever frees what the stage program holds once the engine stopped
+        // finds every output the engine held already let go.
+        return stopOnceAnswered();
     }
 
     private Behavior<Command> stopOnceAnswered() {
-        return stopping != null && unanswered.isEmpty() ? Behaviors.stopped() : this;
+        if (stopping == null || !unanswered.isEmpty()) {
+            return this;
+        }
+        Stopped stopped = new Stopped();
+        stopReplies.forEach(r -> r.tell(stopped));
+        return Behaviors.stopped();
     }
 
     /**
