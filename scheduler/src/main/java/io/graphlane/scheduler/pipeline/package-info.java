@@ -16,6 +16,8 @@
  * each runs its next step alone, so only the request whose own step fails again fails. A stage lane that stops for
  * good fails every request (and every later one) with a {@link io.graphlane.actors.lane.LaneStoppedException} instead
  * of leaving it waiting; a stopped engine lets go of its steps' outputs and stays until every stage submission is
- * answered, or its lane stopped, so no output held by a submission a lane never received is lost.
+ * answered, or its lane stopped, so no output held by a submission a lane never received is lost; its stop completes
+ * only then, so a caller that frees the stage program after the engine and its lanes stopped finds nothing still held
+ * by the engine (keep the lanes running, or stopping, until the engine's stop completes).
  */
 package io.graphlane.scheduler.pipeline;
