@@ -22,6 +22,7 @@ import picocli.CommandLine.Option;
             InspectCommand.class,
             NodeCommand.class,
             TraceHtmlCommand.class,
+            SoakCommand.class,
             CommandLine.HelpCommand.class,
         })
 public final class GraphlaneCli implements Runnable {

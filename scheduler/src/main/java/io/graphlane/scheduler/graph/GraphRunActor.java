@@ -9,6 +9,8 @@ import io.graphlane.actors.lane.LaneProtocol.Submit;
 import io.graphlane.actors.lane.LaneProtocol.SubmitBatch;
 import io.graphlane.actors.lane.LaneProtocol.Submitted;
 import io.graphlane.actors.lane.LaneRegistry;
+import io.graphlane.actors.lane.LaneStoppedException;
+import io.graphlane.actors.lane.Retained;
 import io.graphlane.actors.lane.WorkCancelledException;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
@@ -20,6 +22,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -89,7 +92,10 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
         this.laneIds = lanes.toArray(LaneId[]::new);
         this.laneRefs = new ArrayList<>(lanes.size());
         for (LaneId l : lanes) {
-            laneRefs.add(registry.lane(l));
+            ActorRef<LaneProtocol.Command> ref = registry.lane(l);
+            laneRefs.add(ref);
+            // A lane that stops for good answers nothing sent to it afterwards: learn of it, or the run would wait forever.
+            context.watch(ref);
         }
         this.states = new WorkState[n];
         Arrays.fill(states, WorkState.QUEUED);
@@ -117,6 +123,7 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
         return newReceiveBuilder()
                 .onMessage(FromLane.class, this::onFromLane)
                 .onMessageEquals(CancelRun.INSTANCE, this::onCancel)
+                .onSignal(Terminated.class, this::onLaneTerminated)
                 .build();
     }
 
@@ -137,6 +144,33 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
         if (!cancelled && terminal < n) {
             cancelled = true;
             abandonUnsent(i -> new WorkCancelledException(handle(i), requestId, false), WorkState.ABANDONED);
+            cancelOnLanes();
+        }
+        return finishIfDone();
+    }
+
+    /**
+     * A lane actor stopped. Everything it answered arrived before this signal, so the nodes it still
+     * owes an answer were never taken in (their Submit reached a stopped actor): they fail, their
+     * retained values are released here, and, as for a refusal, nothing more of the run is sent.
+     */
+    private Behavior<Command> onLaneTerminated(Terminated t) {
+        int l = laneRefs.indexOf(t.getRef());
+        if (l < 0) {
+            return this;
+        }
+        for (int i = 0; i < n; i++) {
+            if (graph.laneOf[i] == l && (states[i] == WorkState.PREPARED || states[i] == WorkState.SUBMITTED)) {
+                outstanding[l]--;
+                causes[i] = new LaneStoppedException(laneIds[l], "work " + graph.node(i).id());
+                states[i] = WorkState.FAILED;
+                terminal++;
+                releaseRetained(i);
+            }
+        }
+        if (!refused && !cancelled) {
+            refused = true;
+            abandonUnsent(j -> new LaneStoppedException(laneIds[l], "work " + graph.node(j).id()), WorkState.FAILED);
             cancelOnLanes();
         }
         return finishIfDone();
@@ -193,6 +227,9 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
                 if (late >= 0) {
                     deadlineExceeded = true;
                     abandonUnsent(j -> new DeadlineExceededException(graph.node(j).id(), late), WorkState.FAILED);
+                    // Nodes already sent may wait on producers that now never will be: the lanes must drop them
+                    // (and answer their subscriptions) or the run would wait forever.
+                    cancelOnLanes();
                     return;
                 }
             }
@@ -237,13 +274,25 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
         }
     }
 
+    /**
+     * Ends every node not yet sent to its lane. Its retained values were handed to this run and no
+     * lane ever saw them, so they are released here (nothing of them was ever in flight).
+     */
     private void abandonUnsent(java.util.function.IntFunction<Throwable> cause, WorkState as) {
         for (int i = 0; i < n; i++) {
             if (states[i] == WorkState.QUEUED) {
                 states[i] = as;
                 causes[i] = cause.apply(i);
                 terminal++;
+                releaseRetained(i);
             }
+        }
+    }
+
+    private void releaseRetained(int i) {
+        List<Object> retained = graph.node(i).retain();
+        for (int k = 0, m = retained.size(); k < m; k++) {
+            Retained.release(retained.get(k));
         }
     }
 

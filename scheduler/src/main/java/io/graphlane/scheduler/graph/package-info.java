@@ -14,7 +14,10 @@
  * before submission (by the runner before sending and by the lane before handing work to the backend),
  * never after. Cancel drops what was not submitted and abandons what was; the result completes only
  * after the exact completion of everything submitted. A lane's refusal (overload) fails the request and
- * cancels the rest of it.
+ * cancels the rest of it; so does a lane actor that stopped for good (the run watches its lanes, and the
+ * nodes the lane never took in fail with a {@code LaneStoppedException}). A passed deadline also cancels
+ * the run on its lanes, so nodes already sent never wait on producers that will not be sent. The
+ * retained values of nodes never sent to a lane are released by the run, exactly once.
  *
  * <p>Work states: queued → prepared → submitted → committed | abandoned | failed. A lane reports a
  * submission's exact completion and its outcome in one message, so "completing" is not a separately

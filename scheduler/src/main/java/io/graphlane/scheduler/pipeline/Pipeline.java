@@ -114,7 +114,12 @@ public final class Pipeline<W, A> {
         return AskPattern.ask(engine, PipelineEngine.GetStats::new, Duration.ofSeconds(10), system.scheduler());
     }
 
-    /** Fails every request still held with {@code cause} and stops the engine; the lanes belong to the caller. */
+    /**
+     * Fails every request still held with {@code cause} and stops the engine; the lanes belong to the caller.
+     * Completes once the engine let go of every stage output it held: each stage submission it sent was answered
+     * by its lane, or the lane stopped (the engine then frees what the submission held), so the lanes should be
+     * left running, or stopping, until it completes.
+     */
     public CompletionStage<PipelineEngine.Stopped> stop(Throwable cause) {
         stopRequested = true;
         return AskPattern.ask(engine, replyTo -> new PipelineEngine.Stop(cause, replyTo), Duration.ofSeconds(30), system.scheduler());

@@ -2,6 +2,7 @@ package io.graphlane.scheduler.pipeline;
 
 import io.graphlane.actors.lane.LaneProtocol;
 import io.graphlane.actors.lane.LaneRegistry;
+import io.graphlane.actors.lane.LaneStoppedException;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
@@ -17,6 +18,7 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
+import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -54,7 +56,11 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     public record Cancel(long requestId) implements Command {
     }
 
-    /** Fails every request with {@code cause} and stops the engine (the lanes are stopped by their owner). */
+    /**
+     * Fails every request with {@code cause} and stops the engine (the lanes are stopped by their owner).
+     * {@link Stopped} is told once every stage submission was answered by its lane, or its lane stopped and
+     * the engine let go of what the submission held.
+     */
     public record Stop(Throwable cause, ActorRef<Stopped> replyTo) implements Command {
     }
 
@@ -100,6 +106,18 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final Map<CompletionHandle, InFlight<A>> stepOfHandle = new HashMap<>();
     private final Map<Long, InFlight<A>> inFlight = new LinkedHashMap<>();
     private final CompletableFuture<Void> stopping;
+    /**
+     * Stage submissions sent and not yet answered by their lane, with the outputs each holds. A lane
+     * answers every submission it receives before it stops; one still unanswered when the lane has
+     * stopped reached it too late and was lost, so the engine lets go of what it held.
+     */
+    private final Map<CompletionHandle, List<SharedRelease<A>>> unanswered = new HashMap<>();
+    /** Set once the engine was told to stop: why every later request fails at once. */
+    private Throwable stopCause;
+    /** Who asked the engine to stop: told once it has let go of every stage output it held. */
+    private final List<ActorRef<Stopped>> stopReplies = new ArrayList<>(1);
+    /** Set once a stage lane stopped for good: why every request fails from then on. */
+    private LaneStoppedException laneGone;
     private long steps;
     private long tokens;
 
@@ -116,7 +134,10 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         this.requests = new RequestLedger<>(timers, DeadlineReached::new, admitted, this::ended);
         List<ActorRef<LaneProtocol.Command>> refs = new ArrayList<>();
         for (LaneId lane : stageLanes) {
-            refs.add(registry.lane(lane));
+            ActorRef<LaneProtocol.Command> ref = registry.lane(lane);
+            refs.add(ref);
+            // A stage lane that stops for good answers nothing sent to it afterwards: learn of it, or requests would wait forever.
+            context.watch(ref);
         }
         this.lanes = List.copyOf(refs);
         this.replies = context.messageAdapter(LaneProtocol.LaneReply.class, LaneAnswer::new);
@@ -166,16 +187,61 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 .onMessage(GetStats.class, this::onGetStats)
                 .onMessage(Stop.class, this::onStop)
                 .onSignal(PostStop.class, signal -> onPostStop())
+                .onSignal(Terminated.class, this::onLaneTerminated)
                 .build();
     }
 
     private Behavior<Command> onAdmit(Admit admit) {
-        if (requests.admit(admit.requestId(), admit.request(), admit.listener()) != null) {
-            waiting.add(admit.requestId());
-            pump();
+        RequestLedger.Entry a = requests.admit(admit.requestId(), admit.request(), admit.listener());
+        if (a != null) {
+            if (stopCause != null || laneGone != null) {
+                requests.fail(a, stopCause != null ? stopCause : laneGone);
+            } else {
+                waiting.add(admit.requestId());
+                pump();
+            }
         }
         publishLoad();
         return this;
+    }
+
+    /** A stage lane stopped: no step can run any more, so every request fails now, and every later one at once. */
+    private Behavior<Command> onLaneTerminated(Terminated t) {
+        int k = lanes.indexOf(t.getRef());
+        if (k >= 0) {
+            LaneId lane = stageLanes.get(k);
+            unanswered.entrySet().removeIf(e -> {
+                if (!e.getKey().lane().equals(lane)) {
+                    return false;
+                }
+                e.getValue().forEach(SharedRelease::release);
+                return true;
+            });
+            if (stopCause == null) {
+                laneStopped(lane);
+            }
+        }
+        return stopOnceAnswered();
+    }
+
+    private static CompletionHandle handleOf(LaneProtocol.LaneReply reply) {
+        if (reply instanceof LaneProtocol.Finished f) {
+            return f.handle();
+        } else if (reply instanceof LaneProtocol.Submitted s) {
+            return s.handle();
+        } else if (reply instanceof LaneProtocol.Rejected r) {
+            return r.handle();
+        }
+        return null;
+    }
+
+    private void laneStopped(LaneId lane) {
+        if (laneGone == null) {
+            laneGone = new LaneStoppedException(lane, "stage " + stageLanes.indexOf(lane) + " of the pipeline");
+            LaneStoppedException cause = laneGone;
+            requests.failAll(id -> cause);
+            abandonInFlight();
+        }
     }
 
     private Behavior<Command> onCancel(Cancel cancel) {
@@ -197,14 +263,44 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
 
     private Behavior<Command> onStop(Stop stop) {
         requests.failAll(id -> stop.cause());
+        abandonInFlight();
+        stopReplies.add(stop.replyTo());
+        if (stopCause == null) {
+            stopCause = stop.cause();
+        }
+        // Some stage submissions may not be answered yet: stay until each is, or its lane has stopped (then
+        // what it held is let go here), so none is lost with the outputs it holds. Nothing new is started,
+        // and Stopped is told only then: whoever frees what the stage program holds once the engine stopped
+        // finds every output the engine held already let go.
+        return stopOnceAnswered();
+    }
+
+    private Behavior<Command> stopOnceAnswered() {
+        if (stopCause == null || !unanswered.isEmpty()) {
+            return this;
+        }
+        publishLoad();
+        Stopped stopped = new Stopped();
+        stopReplies.forEach(r -> r.tell(stopped));
+        return Behaviors.stopped();
+    }
+
+    /**
+     * Gives up every step in flight: its queued stage work is dropped by the lanes, and the engine lets
+     * go of each step's last output (its reader), which is then freed once the last stage's work has
+     * ended (that work still holds it). The steps' replies are never read.
+     */
+    private void abandonInFlight() {
         for (InFlight<A> f : inFlight.values()) {
             for (ActorRef<LaneProtocol.Command> lane : lanes) {
                 lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
             }
+            if (f.lastOutput() != null) {
+                f.lastOutput().release();
+            }
         }
-        publishLoad();
-        stop.replyTo().tell(new Stopped());
-        return Behaviors.stopped();
+        inFlight.clear();
+        stepOfHandle.clear();
     }
 
     /** Runs whenever the engine stops: after a {@link Stop} nothing is held any more; after a failure, every request fails here. */
@@ -215,18 +311,19 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                     getContext().getSelf().path().name(), requests.size());
             String why = "the pipeline engine " + getContext().getSelf().path().name() + " stopped after an internal failure";
             requests.failAll(id -> new PipelineStoppedException(why));
-            for (InFlight<A> f : inFlight.values()) {
-                for (ActorRef<LaneProtocol.Command> lane : lanes) {
-                    lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
-                }
-            }
+            abandonInFlight();
             publishLoad();
         }
         return this;
     }
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {
+        if (stopCause != null) {
+            answer.reply().forEach(reply -> unanswered.remove(handleOf(reply)));
+            return stopOnceAnswered();
+        }
         answer.reply().forEach(reply -> {
+            unanswered.remove(handleOf(reply));
             if (reply instanceof LaneProtocol.Finished finished) {
                 InFlight<A> f = stepOfHandle.get(finished.handle());
                 if (f != null && f.last().equals(finished.handle())) {
@@ -234,6 +331,10 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                     stepEnded(f, finished.outcome());
                 }
             } else if (reply instanceof LaneProtocol.Rejected rejected) {
+                if (rejected.reason() instanceof LaneProtocol.LaneStopped stopped) {
+                    // The lane is going away: send it nothing more (what reaches it after it stopped would be lost).
+                    laneStopped(stopped.lane());
+                }
                 InFlight<A> f = stepOfHandle.get(rejected.handle());
                 if (f != null) {
                     // Nothing after the refused stage can run: drop the step's queued work everywhere.
@@ -377,6 +478,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             List<CompletionHandle> after = handles.isEmpty() ? List.of() : List.of(handles.get(handles.size() - 1));
             lanes.get(k).tell(new LaneProtocol.Submit<>(handle, step.work(), after, retain, laneRequestId, LaneProtocol.NO_DEADLINE,
                     k < stages - 1 ? 1 : 0, replies));
+            unanswered.put(handle, previousOutput == null ? List.of(output) : List.of(output, previousOutput));
             handles.add(handle);
             previousOutput = output;
         }

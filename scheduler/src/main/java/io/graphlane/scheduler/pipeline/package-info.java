@@ -22,6 +22,12 @@
  * request it holds with {@link io.graphlane.scheduler.pipeline.PipelineStoppedException}, freeing their admission slots;
  * {@link io.graphlane.scheduler.pipeline.Pipeline} then refuses every submission ({@code isStopped()}), so no caller
  * waits on a dead engine.
+ * A stage lane that stops for
+ * good fails every request (and every later one) with a {@link io.graphlane.actors.lane.LaneStoppedException} instead
+ * of leaving it waiting; a stopped engine lets go of its steps' outputs and stays until every stage submission is
+ * answered, or its lane stopped, so no output held by a submission a lane never received is lost; its stop completes
+ * only then, so a caller that frees the stage program after the engine and its lanes stopped finds nothing still held
+ * by the engine (keep the lanes running, or stopping, until the engine's stop completes).
  *
  * <p>Observable without a message: after every message it handles, the engine publishes its running and waiting
  * requests, steps and tokens to a {@link io.graphlane.scheduler.pipeline.PipelineLoad} ({@code Pipeline.load()}),

@@ -143,6 +143,44 @@ class GraphRunnerTest {
     }
 
     @Test
+    void nodesDroppedBeforeTheyWereSentReleaseTheirRetainedValues() throws Exception {
+        // Found by graphlane soak (seed -2691343689449507776): a cancel dropped unsent nodes without releasing their values.
+        backend.close();
+        backend = new CpuBackend();
+        lanes = LaneGroup.builder(KIT.system(), backend).lanes("a").spawn();
+        GraphRunner<CpuWork> oneAtATime = new GraphRunner<>(KIT.system(), lanes.registry(),
+                GraphRunnerSettings.fromConfig(KIT.system().settings().config()).withMaxInFlightPerLane(1));
+        Gate first = new Gate("first");
+        Tracked unsentValue = new Tracked(() -> true);
+        LaneGraph<CpuWork> graph = LaneGraph.<CpuWork>builder().lane("a")
+                .node(node("first", "a", first))
+                .node(new GraphNode<>("unsent", LaneId.of("a"), Gate.open("unsent"), List.of(), List.of(unsentValue)))
+                .build();
+        GraphRun run = oneAtATime.start(graph, RunOptions.defaults());
+        assertTrue(first.awaitStarted());
+        run.cancel(); // "unsent" waits in the runner: its lane's window holds only "first"
+        first.open();
+        GraphResult r = await(run.result());
+        assertEquals(RequestState.CANCELLED, r.state());
+        assertEquals(WorkState.ABANDONED, r.node("unsent").state());
+        assertEquals(1, unsentValue.closes(), "the value of a node never sent must be released exactly once");
+    }
+
+    @Test
+    void aLaneThatStoppedFailsTheRunInsteadOfLeavingItWaiting() throws Exception {
+        // Found by graphlane soak: nodes sent to a lane actor that had already stopped were lost and the run never ended.
+        lanes.stop().toCompletableFuture().get(20, TimeUnit.SECONDS);
+        Tracked value = new Tracked(() -> true);
+        LaneGraph<CpuWork> graph = LaneGraph.<CpuWork>builder().lane("a")
+                .node(new GraphNode<>("late", LaneId.of("a"), Gate.open("late"), List.of(), List.of(value)))
+                .build();
+        GraphResult r = await(runner.start(graph, RunOptions.defaults()).result());
+        assertEquals(RequestState.FAILED, r.state());
+        assertInstanceOf(io.graphlane.actors.lane.LaneStoppedException.class, r.node("late").failure().orElseThrow());
+        assertEquals(1, value.closes(), "the value of a node its stopped lane never took in must be released");
+    }
+
+    @Test
     void deadlineIsCheckedBeforeSubmissionAndNothingRunsAfterIt() throws Exception {
         Gate g = Gate.open("g");
         LaneGraph<CpuWork> graph = LaneGraph.<CpuWork>builder().lane("a").node(node("g", "a", g)).build();

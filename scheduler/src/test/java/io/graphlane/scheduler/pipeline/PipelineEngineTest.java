@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.graphlane.actors.lane.LaneGroup;
+import io.graphlane.actors.lane.LaneProtocol;
+import io.graphlane.actors.lane.LaneRegistry;
+import io.graphlane.actors.lane.Retained;
+import io.graphlane.core.graph.LaneId;
 import io.graphlane.core.completion.PoisonedPreconditionException;
 import io.graphlane.testkit.sim.SimBackend;
 import io.graphlane.testkit.sim.SimCompletion;
@@ -14,11 +18,17 @@ import io.graphlane.testkit.sim.SimExecutor;
 import io.graphlane.testkit.sim.SimWork;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -204,6 +214,37 @@ class PipelineEngineTest {
     }
 
     @Test
+    void stoppingWhileAStepIsInFlightFreesItsOutputsOnceItsWorkEnded() throws Exception {
+        // Found by graphlane soak (seed -5682654265596692091): the last output of a step in flight at stop was never freed.
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
+        program.override = (stage, batch) -> stage == 1 ? SimWork.held("last") : null;
+        RecordingListener l = new RecordingListener();
+        p.submit(request(new int[] {9}, 4), l);
+        backend.whenStarted("last").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        p.stop(new IllegalStateException("stopping")).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        assertThrows(ExecutionException.class, () -> l.ended.get(30, TimeUnit.SECONDS));
+        ScriptedProgram.Slot last = program.outputs.get(program.outputs.size() - 1);
+        assertEquals(0, last.releases.get(), "the last output is freed only after the work that writes it ended");
+        backend.release("last");
+        awaitAllOutputsReleasedOnce();
+    }
+
+    @Test
+    void aStageLaneThatStoppedFailsEveryRequestInsteadOfLeavingItWaiting() throws Exception {
+        // Found by graphlane soak: steps sent to a stopped stage lane were lost and their requests never ended.
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
+        lanes.stop().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        lanes = null;
+        RecordingListener l = new RecordingListener();
+        p.submit(request(new int[] {9}, 4), l);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> l.ended.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(io.graphlane.actors.lane.LaneStoppedException.class, e.getCause());
+        assertEquals(1, l.ends.get());
+        awaitAllOutputsReleasedOnce();
+        awaitHeld(p, 0);
+    }
+
+    @Test
     void aRequestPastItsDeadlineIsNeverSubmitted() throws Exception {
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2, PipelineSettings.defaults(2));
         RecordingListener l = new RecordingListener();
@@ -298,6 +339,64 @@ class PipelineEngineTest {
             Thread.onSpinWait();
         }
         assertTrue(done.getAsBoolean(), state);
+    }
+
+    @Test
+    void aSubmissionThatReachedAStoppedLaneIsFreedBeforeTheEngineSaysItStopped() throws Exception {
+        // Found by graphlane soak (seed -4767256482042055818): the lanes were stopped while the engine still
+        // submitted a step; stage 0's lane, stopping, refused its submission, but stage 1's lane had already
+        // stopped, so its submission (holding stage 1's output and stage 0's as reader) went nowhere. The
+        // engine stopped at once and never learnt that lane was gone: both outputs were never freed.
+        TestProbe<LaneProtocol.Command> first = TESTKIT.createTestProbe();
+        TestProbe<LaneProtocol.Command> second = TESTKIT.createTestProbe();
+        List<LaneId> ids = List.of(LaneId.of("probe-0"), LaneId.of("probe-1"));
+        program = new ScriptedProgram(2);
+        Pipeline<SimWork, ScriptedProgram.Slot> p = Pipeline.start(TESTKIT.system(),
+                new ProbeRegistry(Map.of(ids.get(0), first.ref(), ids.get(1), second.ref())), ids, program,
+                PipelineSettings.defaults(2), "engine-" + NAMES.incrementAndGet());
+        RecordingListener l = new RecordingListener();
+        p.submit(request(new int[] {9}, 4), l);
+        LaneProtocol.Submit<?> s0 = first.expectMessageClass(LaneProtocol.Submit.class);
+        second.expectMessageClass(LaneProtocol.Submit.class);
+        CompletableFuture<PipelineEngine.Stopped> stopped = p.stop(new IllegalStateException("stopping")).toCompletableFuture();
+        assertThrows(ExecutionException.class, () -> l.ended.get(30, TimeUnit.SECONDS));
+        // Stage 0's lane was stopping: it refuses the submission and lets go of what it retains, as a lane does.
+        s0.retain().forEach(Retained::release);
+        s0.replyTo().tell(new LaneProtocol.Rejected(s0.handle(), new LaneProtocol.LaneStopped(ids.get(0))));
+        // Stage 1's lane had stopped before its submission arrived: nothing there answers or releases it.
+        second.stop();
+        stopped.get(30, TimeUnit.SECONDS);
+        assertEquals(2, program.outputs.size());
+        for (ScriptedProgram.Slot o : program.outputs) {
+            assertEquals(1, o.releases.get(), "output of stage " + o.stage + " freed exactly once before the engine said it stopped");
+        }
+    }
+
+    /** Stage lanes played by test probes, so a test decides what each lane does with what it receives. */
+    private record ProbeRegistry(Map<LaneId, ActorRef<LaneProtocol.Command>> refs, AtomicLong next) implements LaneRegistry {
+        ProbeRegistry(Map<LaneId, ActorRef<LaneProtocol.Command>> refs) {
+            this(refs, new AtomicLong(1));
+        }
+
+        @Override
+        public ActorRef<LaneProtocol.Command> lane(LaneId lane) {
+            return refs.get(lane);
+        }
+
+        @Override
+        public Set<LaneId> lanes() {
+            return refs.keySet();
+        }
+
+        @Override
+        public long reserveSequences(int count) {
+            return next.getAndAdd(count);
+        }
+
+        @Override
+        public long newRequestId() {
+            return next.getAndIncrement();
+        }
     }
 
     private void awaitAllOutputsReleasedOnce() throws Exception {

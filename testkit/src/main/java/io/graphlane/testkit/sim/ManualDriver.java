@@ -2,6 +2,7 @@ package io.graphlane.testkit.sim;
 
 import java.util.PriorityQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Device time is virtual and moves only when the test says so ({@link #advance}, {@link #runUntilIdle}):
@@ -18,6 +19,8 @@ final class ManualDriver implements DeviceDriver {
     private long seq;
     private Thread driving;
     private Runnable settle = () -> { };
+    /** A thread parked in {@link #awaitPosted}, woken by the next post. */
+    private volatile Thread waiter;
 
     @Override
     public void settleWith(Runnable engineStep) {
@@ -27,6 +30,29 @@ final class ManualDriver implements DeviceDriver {
     @Override
     public void post(Runnable command) {
         commands.add(command);
+        Thread w = waiter;
+        if (w != null) {
+            LockSupport.unpark(w);
+        }
+    }
+
+    /**
+     * Parks the caller until a command is posted (work submitted, a hold decided) or {@code nanos}
+     * pass, or the thread is unparked; true if commands are waiting to be driven.
+     */
+    boolean awaitPosted(long nanos) {
+        if (!commands.isEmpty()) {
+            return true;
+        }
+        waiter = Thread.currentThread();
+        try {
+            if (commands.isEmpty()) {
+                LockSupport.parkNanos(this, nanos);
+            }
+            return !commands.isEmpty();
+        } finally {
+            waiter = null;
+        }
     }
 
     @Override

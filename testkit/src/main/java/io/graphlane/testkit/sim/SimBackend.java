@@ -296,6 +296,18 @@ public final class SimBackend extends AbstractSubmissionBackend<SimExecutor, Sim
     }
 
     /**
+     * Manual time: parks the calling thread until something is posted to the device (a submission,
+     * a hold decided, a lane stopped) or {@code max} passes, or the thread is unparked; true if there
+     * is something to drive. Lets a test that drives the device for actors wait for their next
+     * submission without polling.
+     *
+     * @throws IllegalStateException with wall-clock time
+     */
+    public boolean awaitActivity(Duration max) {
+        return manual("awaitActivity").awaitPosted(max.toNanos());
+    }
+
+    /**
      * The START and END events of every submission so far, in device order; empty unless the
      * backend was built with {@link Builder#recordTimeline()}.
      */
