@@ -26,6 +26,7 @@ import java.util.OptionalInt;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.http.javadsl.ServerBinding;
@@ -164,8 +165,15 @@ public final class NodeCommand implements Callable<Integer> {
                 out.flush();
             }
         });
+        // SIGTERM or Ctrl-C runs coordinated shutdown (drain, unbind, leave the cluster) on the command's own thread
+        // instead of the JVM's shutdown, so a requested stop exits 0 rather than the JVM's 128 + signal.
+        AtomicBoolean stopRequested = new AtomicBoolean();
+        ShutdownSignals.handle(() -> {
+            stopRequested.set(true);
+            CoordinatedShutdown.get(node.system()).runAll(CoordinatedShutdown.jvmExitReason());
+        });
         node.system().getWhenTerminated().toCompletableFuture().join();
-        return node.readiness().isAlive() ? 0 : 1;
+        return stopRequested.get() || node.readiness().isAlive() ? 0 : 1;
     }
 
     private NodeSettings settings(Config base) {

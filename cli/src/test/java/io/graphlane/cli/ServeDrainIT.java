@@ -113,6 +113,47 @@ class ServeDrainIT {
         }
     }
 
+    @Test
+    void sigtermStopsAServingNodeThroughItsDrainAndExitsZero() throws Exception {
+        Files.createDirectories(RUN_DIR);
+        int port = freePort();
+        int artery = freePort();
+        String base = "http://127.0.0.1:" + port;
+        Path log = RUN_DIR.resolve("node.log");
+        Path fixture = MODULE.resolve("../checkpoint/src/test/resources/tiny-llama").normalize();
+        Process node = new ProcessBuilder("java", "-Xmx1g", "-jar", MODULE.resolve("target/graphlane.jar").toString(), "node",
+                "--profile", "static", "--host", "127.0.0.1", "--artery-port", Integer.toString(artery), "--seed",
+                "127.0.0.1:" + artery, "--management-port", Integer.toString(freePort()), "--rank", "0", "--nodes", "1",
+                "--model", fixture.toString(), "--serve", "--port", Integer.toString(port), "--drain-seconds", "60")
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+            int health = -1;
+            while (health != 200 && System.nanoTime() - deadline < 0 && node.isAlive()) {
+                try {
+                    health = get(base + "/health").statusCode();
+                } catch (java.io.IOException notYetBound) {
+                    health = -1;
+                }
+                if (health != 200) {
+                    TimeUnit.MILLISECONDS.sleep(250); // paces the polling only
+                }
+            }
+            assertEquals(200, health, "the node came up serving; see " + log);
+            HttpResponse<String> done = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                    .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[250],\"max_tokens\":4,\"temperature\":0}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, done.statusCode(), done.body());
+
+            node.destroy(); // SIGTERM
+            assertTrue(node.waitFor(2, TimeUnit.MINUTES), "the node stopped after its drain; see " + log);
+            assertEquals(0, node.exitValue(), "exit status after a requested stop; see " + log);
+        } finally {
+            node.destroyForcibly();
+        }
+    }
+
     /** The {@code data:} payloads of one stream; counts {@code started} down at its first token. */
     private static List<String> readEvents(HttpResponse<InputStream> response, CountDownLatch started) {
         List<String> events = new ArrayList<>();
