@@ -48,6 +48,23 @@ class ServeDrainIT {
                 HttpResponse.BodyHandlers.ofString());
     }
 
+    /** Polls {@code base}/health until it answers 200, the process ends, or 3 minutes pass; the last status (-1: not bound). */
+    private int awaitHealth(String base, Process process) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        int health = -1;
+        while (health != 200 && System.nanoTime() - deadline < 0 && process.isAlive()) {
+            try {
+                health = get(base + "/health").statusCode();
+            } catch (java.io.IOException notYetBound) {
+                health = -1;
+            }
+            if (health != 200) {
+                TimeUnit.MILLISECONDS.sleep(250); // paces the polling only
+            }
+        }
+        return health;
+    }
+
     @Test
     void sigtermDrainsStreamsInFlightThenExitsZero() throws Exception {
         Files.createDirectories(RUN_DIR);
@@ -58,19 +75,7 @@ class ServeDrainIT {
                 "--stages", "2", "--port", Integer.toString(port), "--drain-seconds", "120")
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
         try {
-            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
-            int health = -1;
-            while (health != 200 && System.nanoTime() - deadline < 0 && serve.isAlive()) {
-                try {
-                    health = get(base + "/health").statusCode();
-                } catch (java.io.IOException notYetBound) {
-                    health = -1;
-                }
-                if (health != 200) {
-                    TimeUnit.MILLISECONDS.sleep(250); // paces the polling only
-                }
-            }
-            assertEquals(200, health, "the server came up; see " + log);
+            assertEquals(200, awaitHealth(base, serve), "the server came up; see " + log);
 
             // Four streams, each read on its own thread; the test goes on once every one has sent its first token.
             CountDownLatch started = new CountDownLatch(4);
@@ -127,19 +132,7 @@ class ServeDrainIT {
                 "--model", fixture.toString(), "--serve", "--port", Integer.toString(port), "--drain-seconds", "60")
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
         try {
-            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
-            int health = -1;
-            while (health != 200 && System.nanoTime() - deadline < 0 && node.isAlive()) {
-                try {
-                    health = get(base + "/health").statusCode();
-                } catch (java.io.IOException notYetBound) {
-                    health = -1;
-                }
-                if (health != 200) {
-                    TimeUnit.MILLISECONDS.sleep(250); // paces the polling only
-                }
-            }
-            assertEquals(200, health, "the node came up serving; see " + log);
+            assertEquals(200, awaitHealth(base, node), "the node came up serving; see " + log);
             HttpResponse<String> done = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
                     .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
                     .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[250],\"max_tokens\":4,\"temperature\":0}")).build(),
