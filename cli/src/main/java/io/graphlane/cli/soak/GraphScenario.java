@@ -1,6 +1,5 @@
 package io.graphlane.cli.soak;
 
-import io.graphlane.actors.lane.LaneGroup;
 import io.graphlane.actors.lane.LaneSettings;
 import io.graphlane.core.graph.GraphNode;
 import io.graphlane.core.graph.LaneGraph;
@@ -13,8 +12,6 @@ import io.graphlane.scheduler.graph.GraphRunnerSettings;
 import io.graphlane.scheduler.graph.NodeResult;
 import io.graphlane.scheduler.graph.RunOptions;
 import io.graphlane.testkit.ledger.RetentionLedger;
-import io.graphlane.testkit.sim.SimCompletion;
-import io.graphlane.testkit.sim.SimExecutor;
 import io.graphlane.testkit.sim.SimWork;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,8 +31,7 @@ final class GraphScenario {
     private final ActorSystem<?> system;
     private final LaneSettings laneDefaults;
     private final List<CompletableFuture<GraphResult>> results = new ArrayList<>();
-    private LaneGroup<SimExecutor, SimCompletion, SimWork> lanes;
-    private CompletableFuture<Void> lanesStopped;
+    private ScenarioLanes lanes;
 
     GraphScenario(ScenarioRun run, ActorSystem<?> system, LaneSettings laneDefaults) {
         this.run = run;
@@ -47,39 +43,19 @@ final class GraphScenario {
     void play(FaultInjector injector) {
         SplittableRandom rnd = run.random();
         int laneCount = 1 + rnd.nextInt(3);
-        String[] names = new String[laneCount];
-        for (int i = 0; i < laneCount; i++) {
-            names[i] = "l" + i;
-        }
-        lanes = LaneGroup.builder(system, run.sim()).lanes(names)
-                .settings(laneDefaults.withLimits(1 + rnd.nextInt(4), 4 + rnd.nextInt(40))).spawn();
-        GraphRunner<SimWork> runner = new GraphRunner<>(system, lanes.registry(), new GraphRunnerSettings(8, 64, 1 + rnd.nextInt(8)));
+        lanes = new ScenarioLanes(run, system, "l", laneCount, laneDefaults.withLimits(1 + rnd.nextInt(4), 4 + rnd.nextInt(40)));
+        String[] names = lanes.names();
+        GraphRunner<SimWork> runner = new GraphRunner<>(system, lanes.group().registry(), new GraphRunnerSettings(8, 64, 1 + rnd.nextInt(8)));
 
         int graphs = 1 + rnd.nextInt(3);
         for (int g = 0; g < graphs; g++) {
             planGraph(g, names, runner, rnd);
         }
-        if (rnd.nextInt(100) < 8) {
-            String reason = "device lost (soak fault)";
-            run.atRound(rnd.nextInt(6), () -> {
-                run.note("device lost at round " + run.round());
-                run.sim().loseDevice(reason);
-            });
-        }
-        if (rnd.nextInt(100) < 6) {
-            run.atRound(rnd.nextInt(6), () -> {
-                run.note("lanes stopped at round " + run.round());
-                stopLanes();
-            });
-        }
+        lanes.scheduleDeviceAndLaneFaults(rnd);
         injector.inject(run);
 
         run.driveUntil(() -> allEnded() && run.extraEnded(), "graph run");
-        stopLanes();
-        run.driveUntil(lanesStopped::isDone, "lane stop");
-        if (lanesStopped.isCompletedExceptionally()) {
-            run.problem("lane stop failed: " + lanesStopped.handle((v, e) -> String.valueOf(e)).join());
-        }
+        lanes.stopAndCheck();
         for (CompletableFuture<GraphResult> r : results) {
             if (!r.isDone()) {
                 run.problem("a graph run never ended");
@@ -94,13 +70,6 @@ final class GraphScenario {
             }
         }
         return true;
-    }
-
-    private void stopLanes() {
-        if (lanesStopped == null) {
-            lanesStopped = lanes.stop().toCompletableFuture();
-            lanesStopped.whenComplete((v, e) -> run.wake());
-        }
     }
 
     private void planGraph(int g, String[] laneNames, GraphRunner<SimWork> runner, SplittableRandom rnd) {

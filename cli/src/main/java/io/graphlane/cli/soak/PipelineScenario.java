@@ -1,6 +1,5 @@
 package io.graphlane.cli.soak;
 
-import io.graphlane.actors.lane.LaneGroup;
 import io.graphlane.actors.lane.LaneSettings;
 import io.graphlane.scheduler.pipeline.MicroBatch;
 import io.graphlane.scheduler.pipeline.SampledToken;
@@ -12,8 +11,6 @@ import io.graphlane.scheduler.pipeline.StageProgram;
 import io.graphlane.scheduler.pipeline.StageStep;
 import io.graphlane.scheduler.pipeline.TokenListener;
 import io.graphlane.testkit.ledger.RetentionLedger;
-import io.graphlane.testkit.sim.SimCompletion;
-import io.graphlane.testkit.sim.SimExecutor;
 import io.graphlane.testkit.sim.SimWork;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,8 +35,7 @@ final class PipelineScenario {
     private final ActorSystem<?> system;
     private final LaneSettings laneDefaults;
     private final List<CompletableFuture<Void>> ends = new ArrayList<>();
-    private LaneGroup<SimExecutor, SimCompletion, SimWork> lanes;
-    private CompletableFuture<Void> lanesStopped;
+    private ScenarioLanes lanes;
 
     PipelineScenario(ScenarioRun run, ActorSystem<?> system, LaneSettings laneDefaults) {
         this.run = run;
@@ -50,43 +46,24 @@ final class PipelineScenario {
     void play(FaultInjector injector) {
         SplittableRandom rnd = run.random();
         int stages = 1 + rnd.nextInt(3);
-        String[] names = new String[stages];
-        for (int i = 0; i < stages; i++) {
-            names[i] = "s" + i;
-        }
-        lanes = LaneGroup.builder(system, run.sim()).lanes(names).settings(laneDefaults.withLimits(1 + rnd.nextInt(3), 8)).spawn();
+        lanes = new ScenarioLanes(run, system, "s", stages, laneDefaults.withLimits(1 + rnd.nextInt(3), 8));
         PipelineSettings settings = new PipelineSettings(1 + rnd.nextInt(4), 1 + rnd.nextInt(4), 1 + rnd.nextInt(3), 1 + rnd.nextInt(3));
         SoakProgram program = new SoakProgram(stages, rnd.nextLong());
-        Pipeline<SimWork, Output> pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings,
+        Pipeline<SimWork, Output> pipeline = Pipeline.start(system, lanes.group().registry(), lanes.group().laneIds(), program, settings,
                 "soak-pipeline-" + NAMES.incrementAndGet());
 
         int requests = 1 + rnd.nextInt(6);
         for (int q = 0; q < requests; q++) {
             planRequest(q, pipeline, rnd);
         }
-        if (rnd.nextInt(100) < 8) {
-            run.atRound(rnd.nextInt(6), () -> {
-                run.note("device lost at round " + run.round());
-                run.sim().loseDevice("device lost (soak fault)");
-            });
-        }
-        if (rnd.nextInt(100) < 6) {
-            run.atRound(rnd.nextInt(6), () -> {
-                run.note("lanes stopped at round " + run.round());
-                stopLanes();
-            });
-        }
+        lanes.scheduleDeviceAndLaneFaults(rnd);
         injector.inject(run);
 
         run.driveUntil(() -> allEnded() && run.extraEnded(), "pipeline requests");
         CompletableFuture<?> engineStopped = pipeline.stop(new IllegalStateException("soak scenario over")).toCompletableFuture();
         engineStopped.whenComplete((v, e) -> run.wake());
         run.driveUntil(engineStopped::isDone, "pipeline stop");
-        stopLanes();
-        run.driveUntil(lanesStopped::isDone, "lane stop");
-        if (lanesStopped.isCompletedExceptionally()) {
-            run.problem("lane stop failed: " + lanesStopped.handle((v, e) -> String.valueOf(e)).join());
-        }
+        lanes.stopAndCheck();
     }
 
     private boolean allEnded() {
@@ -96,13 +73,6 @@ final class PipelineScenario {
             }
         }
         return true;
-    }
-
-    private void stopLanes() {
-        if (lanesStopped == null) {
-            lanesStopped = lanes.stop().toCompletableFuture();
-            lanesStopped.whenComplete((v, e) -> run.wake());
-        }
     }
 
     private void planRequest(int q, Pipeline<SimWork, Output> pipeline, SplittableRandom rnd) {
