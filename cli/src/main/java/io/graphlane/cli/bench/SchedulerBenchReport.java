@@ -18,8 +18,9 @@ public record SchedulerBenchReport(int lanes, int ops, Workload independent, Wor
      *
      * @param graphlaneOpsPerSec ops completed per second through the lane actors
      * @param baselineOpsPerSec ops completed per second by one thread on the bare backend
-     * @param graphlaneCpuNanosPerOp process CPU time per op through the lane actors (every thread), best round
-     * @param baselineCpuNanosPerOp process CPU time per op on the bare backend, best round
+     * @param graphlaneCpuNanosPerOp process CPU time per op through the lane actors (every thread) over all rounds, NaN
+     *                               when the rounds took less CPU than the clock's tick (10 ms)
+     * @param baselineCpuNanosPerOp process CPU time per op on the bare backend over all rounds, NaN likewise
      * @param handoffP50Micros median time from the end of op i-1 to the start of op i (graphlane), NaN if not measured
      * @param handoffP99Micros 99th percentile of that time (graphlane), NaN if not measured
      * @param baselineHandoffP50Micros median handoff of the baseline, NaN if not measured
@@ -80,8 +81,14 @@ public record SchedulerBenchReport(int lanes, int ops, Workload independent, Wor
     }
 
     private static String cpu(Workload w) {
-        return ",\"graphlane_cpu_ns_per_op\":" + num(w.graphlaneCpuNanosPerOp()) + ",\"baseline_cpu_ns_per_op\":"
-                + num(w.baselineCpuNanosPerOp()) + ",\"cpu_ratio\":" + ratio(w.cpuRatio());
+        double ratio = w.cpuRatio();
+        return ",\"graphlane_cpu_ns_per_op\":" + numOrNull(w.graphlaneCpuNanosPerOp()) + ",\"baseline_cpu_ns_per_op\":"
+                + numOrNull(w.baselineCpuNanosPerOp()) + ",\"cpu_ratio\":" + (Double.isFinite(ratio) ? ratio(ratio) : "null");
+    }
+
+    /** A CPU figure, or null when the run was too short for the process CPU clock to measure it. */
+    private static String numOrNull(double v) {
+        return Double.isFinite(v) ? num(v) : "null";
     }
 
     private static String micros(double v) {

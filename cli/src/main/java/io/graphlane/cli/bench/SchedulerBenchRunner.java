@@ -114,10 +114,10 @@ public final class SchedulerBenchRunner {
             }
             group.stop().toCompletableFuture().get(60, TimeUnit.SECONDS);
             return new SchedulerBenchReport(lanes, ops,
-                    new SchedulerBenchReport.Workload(glIndependent.opsPerSecond, baseIndependent.opsPerSecond, glIndependent.cpuNanosPerOp,
-                            baseIndependent.cpuNanosPerOp, Double.NaN, Double.NaN, Double.NaN, Double.NaN),
-                    new SchedulerBenchReport.Workload(glChain.opsPerSecond, baseChain.opsPerSecond, glChain.cpuNanosPerOp,
-                            baseChain.cpuNanosPerOp, percentile(glHandoff, 0.50), percentile(glHandoff, 0.99),
+                    new SchedulerBenchReport.Workload(glIndependent.opsPerSecond, baseIndependent.opsPerSecond, glIndependent.cpuNanosPerOp(),
+                            baseIndependent.cpuNanosPerOp(), Double.NaN, Double.NaN, Double.NaN, Double.NaN),
+                    new SchedulerBenchReport.Workload(glChain.opsPerSecond, baseChain.opsPerSecond, glChain.cpuNanosPerOp(),
+                            baseChain.cpuNanosPerOp(), percentile(glHandoff, 0.50), percentile(glHandoff, 0.99),
                             percentile(baseHandoff, 0.50), percentile(baseHandoff, 0.99)));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -236,20 +236,34 @@ public final class SchedulerBenchRunner {
         }
     }
 
-    /** The best rate and the lowest CPU per op over the rounds of one path (each best on its own). */
+    /**
+     * One path over its rounds: the best rate, and the CPU per op over all rounds together. The process CPU clock
+     * advances in scheduler ticks (10 ms on Linux), so one short round may read 0; summing the rounds gives the
+     * finest figure the clock allows, and a total still below one tick is reported as not measured (NaN).
+     */
     static final class Best {
-        double opsPerSecond;
-        double cpuNanosPerOp = Double.MAX_VALUE;
+        /** The process CPU clock's resolution on Linux; below it a reading is noise. */
+        private static final long CPU_CLOCK_TICK_NANOS = 10_000_000L;
 
-        /** Takes one round of {@code ops} ops; true when its rate is the best so far. */
-        boolean add(Timing t, long ops) {
-            cpuNanosPerOp = Math.min(cpuNanosPerOp, (double) t.cpuNanos() / ops);
-            double rate = ops / (t.wallNanos() / 1e9);
+        double opsPerSecond;
+        private long cpuNanos;
+        private long ops;
+
+        /** Takes one round of {@code roundOps} ops; true when its rate is the best so far. */
+        boolean add(Timing t, long roundOps) {
+            cpuNanos += t.cpuNanos();
+            ops += roundOps;
+            double rate = roundOps / (t.wallNanos() / 1e9);
             if (rate > opsPerSecond) {
                 opsPerSecond = rate;
                 return true;
             }
             return false;
+        }
+
+        /** Process CPU time per op over every round, or NaN when the rounds took less CPU than one clock tick. */
+        double cpuNanosPerOp() {
+            return cpuNanos < CPU_CLOCK_TICK_NANOS ? Double.NaN : (double) cpuNanos / ops;
         }
     }
 
