@@ -143,11 +143,12 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
     }
 
     /**
-     * How long stage {@code stage}'s work bodies have run on its lane so far. On the CPU that is the stage's
-     * compute; on a device whose work only enqueues, it is the time spent enqueueing (and sampling).
+     * How long stage {@code stage}'s work bodies have run on its lane so far (for a tensor-parallel stage, the mean
+     * over its shard lanes, so that it stays a share of wall time). On the CPU that is the stage's compute; on a device
+     * whose work only enqueues, it is the time spent enqueueing (and sampling).
      */
     public long busyNanos(int stage) {
-        return busyNanos.get(stage);
+        return busyNanos.get(stage) / laneCount(stage);
     }
 
     /** Positions stage {@code stage} holds in its KV caches now; safe to read from any thread. */
