@@ -65,6 +65,8 @@ class MultiLaneStageTest {
         final int stages;
         /** When a prompt starts with this token, the partial work of stage 0, lane 1 fails. */
         volatile int failingPrompt = -1;
+        /** When a prompt starts with this token, stage 1 plans a work on a lane it does not have. */
+        volatile int strayLanePrompt = -1;
 
         ShardedProgram(int stages) {
             this.stages = stages;
@@ -99,6 +101,9 @@ class MultiLaneStageTest {
                 String name = stage + "/" + r + "/reduce/" + batch.id();
                 subs.add(new StageStep.Submission<>(r, SimWork.calling(() -> ran.add(name)), List.of(0, 1),
                         List.of(ledger.acquire("buffers read by " + name))));
+            }
+            if (stage == 1 && batch.entries().get(0).tokens()[0] == strayLanePrompt) {
+                subs.add(new StageStep.Submission<>(LANES, SimWork.instant(), List.of(), List.of(ledger.acquire("stray " + batch.id()))));
             }
             return new StageStep<>(subs, out);
         }
@@ -233,6 +238,30 @@ class MultiLaneStageTest {
         assertTrue(ledger.awaitSettled(Duration.ofSeconds(30)), ledger.toString());
         ledger.assertReleasedExactlyOnce();
         program.outputs.forEach(o -> assertEquals(1, o.releases.get(), "output of stage " + o.stage + " of batch " + o.batch));
+    }
+
+    @Test
+    void aPlanNamingALaneItsStageLacksFailsItsStepBeforeAnythingIsSent() throws Exception {
+        Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(2);
+        program.strayLanePrompt = 777;
+        RecordingListener bad = new RecordingListener();
+        p.submit(request(new int[] {777}, 2), bad);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> bad.ended.get(30, TimeUnit.SECONDS));
+        assertTrue(e.getCause().getMessage().contains("lane 2 of stage 1, which has 2 lane(s)"), e.getCause().getMessage());
+        assertTrue(program.ran.isEmpty(), "nothing of the step was sent: " + program.ran);
+        assertTrue(ledger.awaitSettled(Duration.ofSeconds(30)), ledger.toString());
+        ledger.assertReleasedExactlyOnce();
+        program.outputs.forEach(o -> assertEquals(1, o.releases.get(), "output of stage " + o.stage + " of batch " + o.batch));
+    }
+
+    @Test
+    void lanesThatDoNotMatchTheProgramsLaneCountsAreRefusedAtStart() {
+        lanes = LaneGroup.builder(TESTKIT.system(), backend).lanes("a", "b", "c").spawn();
+        ShardedProgram twoStages = new ShardedProgram(2);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Pipeline.startMultiLane(TESTKIT.system(),
+                lanes.registry(), List.of(lanes.laneIds().subList(0, 2), lanes.laneIds().subList(2, 3)), twoStages,
+                PipelineSettings.defaults(2), "multi-lane-" + NAMES.incrementAndGet()));
+        assertEquals("stage 1 of the stage program runs on 2 lane(s) but 1 were given", e.getMessage());
     }
 
     private static void awaitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
