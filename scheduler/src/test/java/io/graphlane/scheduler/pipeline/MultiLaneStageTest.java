@@ -108,14 +108,10 @@ class MultiLaneStageTest {
             return new StageStep<>(subs, out);
         }
 
+        /** The scripted tokens: {@link ScriptedProgram#next} of each request's last input token. */
         @Override
         public SampledToken[] sampledTokens(MicroBatch batch, ScriptedProgram.Slot lastOutput) {
-            SampledToken[] tokens = new SampledToken[batch.entries().size()];
-            for (int i = 0; i < tokens.length; i++) {
-                int[] in = batch.entries().get(i).tokens();
-                tokens[i] = SampledToken.of(ScriptedProgram.next(in[in.length - 1]));
-            }
-            return tokens;
+            return new ScriptedProgram(stages).sampledTokens(batch, lastOutput);
         }
 
         @Override
@@ -191,9 +187,7 @@ class MultiLaneStageTest {
         long crossLaneWaits = trace.events().stream().filter(e -> e.kind() == TraceEvent.Kind.WAIT)
                 .filter(e -> e.lane().endsWith("shard-0") && e.related().contains("shard-1")).count();
         assertTrue(crossLaneWaits > 0, "reduce works on shard 0 ordered after shard 1's handles: " + trace.events());
-        assertTrue(ledger.awaitSettled(Duration.ofSeconds(30)), ledger.toString());
-        ledger.assertReleasedExactlyOnce();
-        program.outputs.forEach(o -> assertEquals(1, o.releases.get(), "output of stage " + o.stage + " of batch " + o.batch));
+        assertEverythingReleasedOnce();
     }
 
     @Test
@@ -212,11 +206,9 @@ class MultiLaneStageTest {
                 "no reduce ran on the failed partial: " + program.ran);
         assertEquals(TokenListener.StopReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
         assertEquals(ScriptedProgram.expected(new int[] {5}, 3), good.tokens);
-        assertTrue(ledger.awaitSettled(Duration.ofSeconds(30)), ledger.toString());
-        ledger.assertReleasedExactlyOnce();
+        assertEverythingReleasedOnce();
         assertFalse(ledger.entries().isEmpty());
         awaitUntil(() -> p.heldRequests() == 0);
-        program.outputs.forEach(o -> assertEquals(1, o.releases.get(), "output of stage " + o.stage + " of batch " + o.batch));
     }
 
     @Test
@@ -235,9 +227,7 @@ class MultiLaneStageTest {
         }
         lanes.stop().toCompletableFuture().get(30, TimeUnit.SECONDS);
         lanes = null;
-        assertTrue(ledger.awaitSettled(Duration.ofSeconds(30)), ledger.toString());
-        ledger.assertReleasedExactlyOnce();
-        program.outputs.forEach(o -> assertEquals(1, o.releases.get(), "output of stage " + o.stage + " of batch " + o.batch));
+        assertEverythingReleasedOnce();
     }
 
     @Test
@@ -249,9 +239,7 @@ class MultiLaneStageTest {
         ExecutionException e = assertThrows(ExecutionException.class, () -> bad.ended.get(30, TimeUnit.SECONDS));
         assertTrue(e.getCause().getMessage().contains("lane 2 of stage 1, which has 2 lane(s)"), e.getCause().getMessage());
         assertTrue(program.ran.isEmpty(), "nothing of the step was sent: " + program.ran);
-        assertTrue(ledger.awaitSettled(Duration.ofSeconds(30)), ledger.toString());
-        ledger.assertReleasedExactlyOnce();
-        program.outputs.forEach(o -> assertEquals(1, o.releases.get(), "output of stage " + o.stage + " of batch " + o.batch));
+        assertEverythingReleasedOnce();
     }
 
     @Test
@@ -262,6 +250,13 @@ class MultiLaneStageTest {
                 lanes.registry(), List.of(lanes.laneIds().subList(0, 2), lanes.laneIds().subList(2, 3)), twoStages,
                 PipelineSettings.defaults(2), "multi-lane-" + NAMES.incrementAndGet()));
         assertEquals("stage 1 of the stage program runs on 2 lane(s) but 1 were given", e.getMessage());
+    }
+
+    /** Every value a submission retained, and every stage output, was released exactly once. */
+    private void assertEverythingReleasedOnce() throws InterruptedException {
+        assertTrue(ledger.awaitSettled(Duration.ofSeconds(30)), ledger.toString());
+        ledger.assertReleasedExactlyOnce();
+        program.outputs.forEach(o -> assertEquals(1, o.releases.get(), "output of stage " + o.stage + " of batch " + o.batch));
     }
 
     private static void awaitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
