@@ -55,6 +55,20 @@ public final class DecoderLayers<T> {
     /** The attention block of stage-local layer {@code l}, in place on {@code x}; writes each segment's keys and values to its cache. */
     public void attention(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments, List<KvCache<T>> caches,
                           Scratch<T> s) {
+        attentionPartial(l, w, x, positions, segments, caches, s, s.projected);
+        reduceProjection.accept(s.projected);
+        if (w.bo() != null) {
+            ops.addBias(s.projected, w.bo());
+        }
+        ops.add(x, s.projected, x);
+    }
+
+    /**
+     * The attention block of layer {@code l} up to its output projection, which it writes to {@code partial} (this set of
+     * heads' share of it, without the bias) instead of adding it to {@code x}; writes each segment's keys and values to its cache.
+     */
+    public void attentionPartial(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments, List<KvCache<T>> caches,
+                                 Scratch<T> s, T partial) {
         ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
         ops.linear(s.normed, w.wq(), s.q);
         ops.linear(s.normed, w.wk(), s.k);
@@ -76,23 +90,23 @@ public final class DecoderLayers<T> {
                     headCount, kvHeadCount, config.headDim(), ops.rowSlice(s.attended, row, end));
             row = end;
         }
-        ops.linear(s.attended, w.wo(), s.projected);
-        reduceProjection.accept(s.projected);
-        if (w.bo() != null) {
-            ops.addBias(s.projected, w.bo());
-        }
-        ops.add(x, s.projected, x);
+        ops.linear(s.attended, w.wo(), partial);
     }
 
     /** The SwiGLU MLP block, in place on {@code x}. */
     public void feedForward(LayerWeights<T> w, T x, Scratch<T> s) {
+        feedForwardPartial(w, x, s, s.projected);
+        reduceProjection.accept(s.projected);
+        ops.add(x, s.projected, x);
+    }
+
+    /** The SwiGLU MLP block up to its down projection, which it writes to {@code partial} (these columns' share of it) instead of adding it to {@code x}. */
+    public void feedForwardPartial(LayerWeights<T> w, T x, Scratch<T> s, T partial) {
         ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
         ops.linear(s.normed, w.wGate(), s.gate);
         ops.linear(s.normed, w.wUp(), s.up);
         ops.siluMul(s.gate, s.up, s.gate);
-        ops.linear(s.gate, w.wDown(), s.projected);
-        reduceProjection.accept(s.projected);
-        ops.add(x, s.projected, x);
+        ops.linear(s.gate, w.wDown(), partial);
     }
 
     /** The intermediate tensors of one step. */
