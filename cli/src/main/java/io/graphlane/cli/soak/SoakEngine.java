@@ -90,13 +90,14 @@ public final class SoakEngine implements AutoCloseable {
     /** Runs the one scenario of seed {@code scenarioSeed} and returns what the checks found. */
     public ScenarioResult runScenario(long scenarioSeed) {
         ScenarioRun run = new ScenarioRun(scenarioSeed, options.wallBudget(), options.virtualBudget());
-        boolean graph = run.random().nextInt(100) < 65;
-        String kind = graph ? "graph" : "pipeline";
+        int pick = run.random().nextInt(100);
+        String kind = pick < 55 ? "graph" : pick < 80 ? "pipeline" : pick < 90 ? "materialization" : "collective";
         try {
-            if (graph) {
-                new GraphScenario(run, system, laneDefaults).play(options.injector());
-            } else {
-                new PipelineScenario(run, system, laneDefaults).play(options.injector());
+            switch (kind) {
+                case "graph" -> new GraphScenario(run, system, laneDefaults).play(options.injector());
+                case "pipeline" -> new PipelineScenario(run, system, laneDefaults).play(options.injector());
+                case "materialization" -> new MaterializationScenario(run, system).play(options.injector());
+                default -> new CollectiveScenario(run).play(options.injector());
             }
         } catch (RuntimeException e) {
             run.problem("the scenario threw " + e);
