@@ -163,7 +163,7 @@ final class CollectiveScenario {
         }
         long nativeAfter = Pointer.totalBytes();
         if (nativeAfter > nativeBefore) {
-            run.problem(name + ": " + (nativeAfter - nativeBefore) + " bytes of native memory made by the collectives were never freed");
+            run.problem(name + ": " + (nativeAfter - nativeBefore) + " bytes of native memory allocated during the scenario were never freed");
         }
     }
 
