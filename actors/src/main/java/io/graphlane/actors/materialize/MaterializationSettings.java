@@ -16,10 +16,10 @@ import java.util.Objects;
  */
 public record MaterializationSettings(int maxActiveUnits, int maxQueuedUnits, Duration unitTimeout) {
 
-    /** The unit timeout when none is given: ten minutes. */
-    public static final Duration DEFAULT_UNIT_TIMEOUT = Duration.ofMinutes(10);
+    /** The unit timeout when none is given: one hour (a large stage read from slow storage takes minutes). */
+    public static final Duration DEFAULT_UNIT_TIMEOUT = Duration.ofHours(1);
 
-    /** Four active units, 64 waiting, a ten-minute unit timeout. */
+    /** Four active units, 64 waiting, a one-hour unit timeout. */
     public static final MaterializationSettings DEFAULTS = new MaterializationSettings(4, 64, DEFAULT_UNIT_TIMEOUT);
 
     public MaterializationSettings {

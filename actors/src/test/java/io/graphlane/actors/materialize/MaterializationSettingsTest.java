@@ -13,7 +13,7 @@ class MaterializationSettingsTest {
     @Test
     void referenceConfHoldsTheDefaults() {
         assertEquals(MaterializationSettings.DEFAULTS, MaterializationSettings.fromConfig(ConfigFactory.load()));
-        assertEquals(new MaterializationSettings(4, 64, java.time.Duration.ofMinutes(10)), MaterializationSettings.DEFAULTS);
+        assertEquals(new MaterializationSettings(4, 64, java.time.Duration.ofHours(1)), MaterializationSettings.DEFAULTS);
     }
 
     @Test
