@@ -29,6 +29,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     private float[] inverseFrequencies = new float[0];
     private int cachedHeadDim = -1;
     private float cachedTheta = Float.NaN;
+    private final PackedLinear packedLinear = new PackedLinear();
 
     /** Ops with their own scratch space, for one lane (one thread at a time). */
     public CpuNeuralOps() {
@@ -114,15 +115,22 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         int dim = table.cols();
         ShapeMismatchException.require("embedding", "out", "rows (one per token id)", tokenIds.length, out.rows());
         ShapeMismatchException.require("embedding", "out", "cols (embedding width)", dim, out.cols());
-        FloatBuffer source = table.data();
+        PackedMatrix packed = table.packed();
+        FloatBuffer source = packed == null ? table.data() : null;
         FloatBuffer target = out.data();
+        float[] row = packed == null ? null : new float[dim];
         for (int i = 0; i < tokenIds.length; i++) {
             int id = tokenIds[i];
             if (id < 0 || id >= table.rows()) {
                 throw new IndexOutOfBoundsException("embedding: token id " + id + " at position " + i
                         + " is outside the vocabulary [0, " + table.rows() + ")");
             }
-            target.put(i * dim, source, id * dim, dim);
+            if (packed == null) {
+                target.put(i * dim, source, id * dim, dim);
+            } else {
+                packed.widenRow(id, row, 0);
+                target.put(i * dim, row, 0, dim);
+            }
         }
     }
 
@@ -163,7 +171,9 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             out.data().put(0, new float[n * m]);
             return;
         }
-        if (n < GEMV_ROWS) {
+        if (weight.packed() != null) {
+            packedLinear.linear(x, weight.packed(), out, GEMV_ROWS);
+        } else if (n < GEMV_ROWS) {
             // OpenBLAS's sgemm packs its operands, which costs more than it saves for a few rows
             FloatBuffer w = weight.data();
             FloatBuffer in = x.data();
