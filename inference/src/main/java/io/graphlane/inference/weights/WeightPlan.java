@@ -9,7 +9,11 @@ import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.core.tensor.TensorSpec;
+import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.llama.LlamaTensors;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
+import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.inference.stage.StageSpec;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -75,6 +79,22 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
             throw new GraphlaneException("--weights " + format.optionValue() + " is not supported on this backend: it holds F32 "
                     + "weights only; use --weights f32 (or stored) or --backend cpu");
         }
+    }
+
+    /**
+     * The weight bytes one decode step of one request reads from the whole model held in {@code format} on a backend
+     * that holds narrow weights: every planned tensor once, except the embedding, of which a step reads one row (a
+     * tied embedding is also read whole, as the head).
+     */
+    public static long decodeBytesPerToken(CheckpointSource source, LlamaConfig config, WeightFormat format) {
+        StageSpec whole = StagePlan.balanced(config.layerCount(), 1).stages().get(0);
+        long bytes = 0;
+        for (Expected e : LlamaTensors.forStage(config, whole)) {
+            long size = of(source, e, format, true).realized().byteSize();
+            boolean embedding = e.name().equals(LlamaTensors.EMBEDDING);
+            bytes += embedding ? size / e.rows() + (config.tieWordEmbeddings() ? size : 0) : size;
+        }
+        return bytes;
     }
 
     /** True for the layer matrices {@link WeightFormat#Q8} quantizes. */
