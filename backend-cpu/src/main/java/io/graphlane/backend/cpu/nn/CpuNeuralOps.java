@@ -14,7 +14,9 @@ import java.util.Objects;
 /**
  * {@link NeuralOps} on the CPU: projections through OpenBLAS {@code cblas_sgemm} (one row:
  * {@code cblas_sgemv}) reading off-heap buffers in place, every other operation as a plain
- * loop over them, all in F32. Operations run synchronously on the calling thread.
+ * loop over them, all in F32; a packed weight ({@link PackedMatrix}) is widened inside the
+ * projection ({@link PackedLinear}) and the embedding. Operations run synchronously on the calling
+ * thread (a packed projection also on as many pool threads as OpenBLAS is given, as OpenBLAS does).
  *
  * <p>An instance keeps scratch space between calls, so it belongs to one lane (one thread at
  * a time); {@link CpuNeuralBackend#ops} hands out one per lane.

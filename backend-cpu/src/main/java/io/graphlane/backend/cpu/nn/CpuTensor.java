@@ -11,7 +11,8 @@ import org.bytedeco.javacpp.FloatPointer;
  * of exactly {@code rows × cols} floats, read and written in place by the CPU neural ops and
  * by OpenBLAS. A tensor either owns its storage (made by {@link CpuNeuralOps#allocate}, freed
  * once by {@link CpuNeuralOps#release}), wraps storage someone else owns (a loaded weight), or
- * is a row view of another tensor.
+ * is a row view of another tensor. A weight may instead be packed ({@link #wrapPacked}: 16-bit or
+ * 8-bit elements that only the projection and embedding ops read).
  */
 public final class CpuTensor {
     private final FloatBuffer data;
