@@ -15,7 +15,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Projections over packed weights: for every encoding, row count (one row, a few, many) and thread count,
- * {@code linear} equals the F32 product with the same weights widened, to F32 rounding.
+ * {@code linear} (SIMD and scalar kernels alike) equals the F32 product with the same weights widened, to F32
+ * rounding.
  */
 class PackedLinearTest {
 
@@ -49,14 +50,18 @@ class PackedLinearTest {
         CpuTensor input = ops.fromHost(x, n, k);
         CpuTensor expected = ops.allocate(n, m);
         CpuTensor found = ops.allocate(n, m);
+        CpuTensor scalar = ops.allocate(n, m);
         CpuTensor f32 = ops.fromHost(widened, m, k);
         try {
+            assertTrue(PackedKernels.VECTOR, "the tests run with --add-modules jdk.incubator.vector, so the SIMD kernels are checked");
             ops.linear(input, f32, expected);
             ops.linear(input, CpuTensor.wrapPacked(packed), found);
+            new PackedLinear(false).linear(input, packed, scalar, CpuNeuralOps.GEMV_ROWS);
             for (int r = 0; r < n; r++) {
                 for (int c = 0; c < m; c++) {
                     float e = expected.get(r, c);
                     assertEquals(e, found.get(r, c), 1e-4f * (1 + Math.abs(e)), encoding + " row " + r + " col " + c);
+                    assertEquals(e, scalar.get(r, c), 1e-4f * (1 + Math.abs(e)), encoding + " scalar kernel, row " + r + " col " + c);
                 }
             }
             if (encoding != PackedMatrix.Encoding.Q8_0) {
@@ -81,6 +86,7 @@ class PackedLinearTest {
             ops.release(input);
             ops.release(expected);
             ops.release(found);
+            ops.release(scalar);
             ops.release(f32);
         }
     }
