@@ -4,10 +4,8 @@ import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.backend.cpu.nn.PackedMatrix;
 import io.graphlane.checkpoint.CheckpointSource;
-import io.graphlane.checkpoint.Selection;
 import io.graphlane.checkpoint.recipe.DerivedWeight;
 import io.graphlane.core.GraphlaneException;
-import io.graphlane.core.tensor.Shape;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
 import io.graphlane.inference.llama.StageWeights;
@@ -46,11 +44,7 @@ public final class CpuFormatWeightsLoader implements StageWeightsLoader<CpuTenso
     private CpuTensor load(Expected expected) {
         String name = expected.name();
         CheckpointTensors.requirePresent(source, List.of(expected));
-        Shape found = source.spec(name, Selection.all()).shape();
-        if (!found.equals(Shape.of(expected.checkpointShape()))) {
-            throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": tensor " + name + " has shape " + found
-                    + ", expected " + Shape.of(expected.checkpointShape()));
-        }
+        CheckpointTensors.requireShape(source, expected);
         WeightPlan plan;
         try {
             plan = WeightPlan.of(source, expected, format, true);
