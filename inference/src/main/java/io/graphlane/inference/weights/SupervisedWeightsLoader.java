@@ -97,9 +97,9 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
     /**
      * Every weight {@code stage} reads, bound as one unit; the tensors stay valid until {@link #release}.
      *
-     * @throws GraphlaneException naming the checkpoint, the stage and every tensor at fault (a recipe the format
-     *         needs that cannot be built, such as 8-bit blocks of a width that is not a multiple of 32) (a missing
-     *         tensor, a wrong shape or dtype, a failed realization), with each cause attached; then
+     * @throws GraphlaneException naming the checkpoint, the stage and every tensor at fault (a missing
+     *         tensor, a wrong shape or dtype, a cast the format needs that the dtype refuses, a failed
+     *         realization), with each cause attached; then
      *         nothing of the stage is bound and no lease of it stays open
      */
     @Override
