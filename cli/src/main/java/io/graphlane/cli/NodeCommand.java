@@ -1,5 +1,6 @@
 package io.graphlane.cli;
 
+import io.graphlane.inference.weights.WeightFormat;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.graphlane.backend.cpu.CpuBackend;
@@ -68,6 +69,11 @@ public final class NodeCommand implements Callable<Integer> {
             + " rank r holds shard r mod T of stage r / T, so --nodes must be stages x T (needs --model; default: ${DEFAULT-VALUE}).")
     int tensorParallel;
 
+    @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How hosted weights are"
+            + " held: stored (default; the checkpoint's dtype), f32, bf16 or q8 (8-bit blocks for the projection and MLP matrices);"
+            + " bf16 and q8 are refused with --tensor-parallel above 1.")
+    String weights;
+
     @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory to host and serve.")
     Path model;
 
@@ -122,6 +128,11 @@ public final class NodeCommand implements Callable<Integer> {
         if (tensorParallel > 1 && model == null) {
             throw new ClusterConfigException("--tensor-parallel " + tensorParallel + " needs --model: shards split a model's weights");
         }
+        WeightFormat weightFormat = WeightFormat.parse("--weights", weights);
+        if (tensorParallel > 1 && (weightFormat == WeightFormat.BF16 || weightFormat == WeightFormat.Q8)) {
+            throw new ClusterConfigException("--weights " + weights + " is not supported with --tensor-parallel " + tensorParallel
+                    + ": tensor-parallel shards hold F32 weights; use --weights stored or f32");
+        }
         ModelDirectory directory = model == null ? null : ModelDirectory.open(model);
         if (directory != null && stageCount > directory.config().layerCount()) {
             throw new ClusterConfigException("--stages " + stageCount + " is more than the model's " + directory.config().layerCount()
@@ -135,7 +146,7 @@ public final class NodeCommand implements Callable<Integer> {
                     Thread t = new Thread(r, "stage-loader");
                     t.setDaemon(true);
                     return t;
-                }));
+                }), weightFormat);
         GraphlaneNode node = GraphlaneNode.start(settings, base, layout, hosting);
         boolean serving = model != null && (serve != null ? serve : settings.rank().orElse(-1) == 0);
         if (serving) {

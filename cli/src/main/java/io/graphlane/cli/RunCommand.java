@@ -14,6 +14,7 @@ import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.backend.InferenceBackend;
 import io.graphlane.inference.gpu.GpuInference;
 import io.graphlane.inference.pipeline.InferencePipeline;
+import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.tokenizer.StreamingDecoder;
 import java.io.PrintWriter;
@@ -82,6 +83,10 @@ public final class RunCommand implements Callable<Integer> {
 
     @Option(names = "--device", paramLabel = "N", defaultValue = "0", description = "gpu: the CUDA device, counted after CUDA_VISIBLE_DEVICES (default ${DEFAULT-VALUE}).")
     int device;
+
+    @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held: stored (default; the checkpoint's dtype, F16/BF16 stay 16-bit), f32, bf16, or q8"
+                    + " (8-bit blocks for the projection and MLP matrices). 16-bit and 8-bit are CPU only.")
+    String weights;
 
     @Option(names = "--json", description = "Print one JSON object instead of streamed text.")
     boolean json;
@@ -152,7 +157,8 @@ public final class RunCommand implements Callable<Integer> {
             out.println("graphlane: demo model (Llama architecture, random weights from a fixed seed): its tokens are not meaningful text.");
             out.println("           Use --model DIR with a Hugging Face Llama, Mistral or Qwen2 directory for real output.");
         }
-        InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).trace(recorder);
+        InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).trace(recorder)
+                .weights(WeightFormat.parse("--weights", weights));
         builder = opened == null ? builder.workTracing(TraceOptions.cpuWorkTracing()) : builder.backend(() -> opened);
         builder = demo ? builder.demoModel() : builder.model(model);
         InferencePipeline pipeline;

@@ -1,6 +1,7 @@
 package io.graphlane.cli;
 
 import io.graphlane.inference.pipeline.InferencePipeline;
+import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.server.OpenAiServer;
 import io.graphlane.server.ServerOptions;
 import java.nio.file.Path;
@@ -35,6 +36,10 @@ public final class ServeCommand implements Callable<Integer> {
             description = "Shards per stage: each stage runs on T lanes that split its heads and MLP columns and all-reduce"
                     + " (default ${DEFAULT-VALUE}).")
     int tensorParallel = 1;
+
+    @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held: stored (default; the checkpoint's dtype, F16/BF16 stay 16-bit), f32, bf16, or q8"
+                    + " (8-bit blocks for the projection and MLP matrices). 16-bit and 8-bit are CPU only.")
+    String weights = "stored";
 
     @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to bind (default ${DEFAULT-VALUE}).")
     String host;
@@ -91,7 +96,7 @@ public final class ServeCommand implements Callable<Integer> {
         InferencePipeline pipeline;
         try {
             InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel)
-                    .actorSystem(system);
+                    .weights(WeightFormat.parse("--weights", weights)).actorSystem(system);
             pipeline = (model == null ? b.demoModel() : b.model(model)).build();
         } catch (RuntimeException e) {
             system.terminate();

@@ -62,6 +62,8 @@ public final class DerivedWeight implements WeightRecipe {
             checkSizes(name, s.input());
         } else if (r instanceof Recipe.View s) {
             checkSizes(name, s.input());
+        } else if (r instanceof Recipe.QuantizeQ8 s) {
+            checkSizes(name, s.input());
         }
     }
 

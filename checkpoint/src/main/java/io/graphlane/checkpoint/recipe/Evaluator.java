@@ -48,6 +48,17 @@ final class Evaluator {
         } else if (r instanceof Recipe.Cast cast) {
             cast(cast.input().spec().dtype(), eval(cast.input(), in, null), cast.spec().dtype(), out,
                     cast.spec().shape().elementCount());
+        } else if (r instanceof Recipe.QuantizeQ8 quantize) {
+            Recipe input = quantize.input();
+            ByteBuffer src = eval(input, in, null);
+            long count = input.spec().shape().elementCount();
+            if (input.spec().dtype() != DType.F32) {
+                ByteBuffer widened = allocate(count * Float.BYTES);
+                cast(input.spec().dtype(), src, DType.F32, widened, count);
+                src = widened;
+            }
+            Shape shape = input.spec().shape();
+            BlockQ8.quantize(src, (int) shape.dim(0), (int) shape.dim(1), out);
         } else {
             throw new IllegalStateException("no evaluation for recipe step " + r);
         }

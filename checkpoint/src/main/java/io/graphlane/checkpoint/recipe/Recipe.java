@@ -20,7 +20,7 @@ import java.util.stream.Collectors;
  * only its part of the checkpoint.
  */
 public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Concat, Recipe.Stack,
-        Recipe.Reshape, Recipe.Transpose, Recipe.Cast, Recipe.View {
+        Recipe.Reshape, Recipe.Transpose, Recipe.Cast, Recipe.View, Recipe.QuantizeQ8 {
 
     /** The inferred dtype and shape of this step's result. */
     TensorSpec spec();
@@ -99,6 +99,26 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
                     + " is not supported, expected one of F32, F16, BF16, F64");
         }
         return new Cast(this, new TensorSpec(dtype, spec().shape()));
+    }
+
+    /**
+     * This matrix (any floating-point dtype) quantized to 8 bits in blocks of {@value BlockQ8#BLOCK} with one
+     * scale each, laid out as {@link BlockQ8} describes.
+     *
+     * @throws RecipeException naming the step if the input is not a floating-point matrix with a multiple of 32 columns
+     */
+    default Recipe quantizeQ8() {
+        if (!spec().dtype().isFloatingPoint()) {
+            throw new RecipeException("recipe step quantizeQ8 of " + this + ": input dtype " + spec().dtype()
+                    + " is not supported, expected one of F32, F16, BF16, F64");
+        }
+        TensorSpec out;
+        try {
+            out = BlockQ8.quantizedSpec(spec().shape());
+        } catch (RecipeException e) {
+            throw new RecipeException("recipe step quantizeQ8 of " + this + ": " + e.getMessage());
+        }
+        return new QuantizeQ8(this, out);
     }
 
     /** The same bytes reinterpreted as {@code dtype} with shape {@code dims} (equal byte count). */
@@ -347,6 +367,28 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
         @Override
         public String toString() {
             return "view(" + spec + ", " + input + ")";
+        }
+    }
+
+    /** The input matrix quantized to 8 bits in blocks of 32 ({@link BlockQ8}); row ranges push down, column ranges are refused. */
+    record QuantizeQ8(Recipe input, TensorSpec spec) implements Recipe {
+        @Override
+        public List<Source> sources() {
+            return input.sources();
+        }
+
+        @Override
+        public Recipe slice(int axis, long start, long end) {
+            Steps.checkSlice(this, axis, start, end);
+            if (axis != 0) {
+                throw new RecipeException("recipe step " + this + ": a quantized matrix is sliced by rows (axis 0) only, found axis " + axis);
+            }
+            return input.slice(axis, start, end).quantizeQ8();
+        }
+
+        @Override
+        public String toString() {
+            return "quantizeQ8(" + input + ")";
         }
     }
 }

@@ -11,6 +11,11 @@ import io.graphlane.inference.gpu.GpuInference;
 import io.graphlane.inference.pipeline.DecodeBound;
 import io.graphlane.inference.pipeline.DecodeThroughput;
 import io.graphlane.inference.pipeline.InferencePipeline;
+import io.graphlane.inference.demo.DemoModel;
+import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.weights.WeightFormat;
+import io.graphlane.inference.weights.WeightPlan;
+import io.graphlane.checkpoint.CheckpointSource;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -51,14 +56,22 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     @Option(names = "--new-tokens", paramLabel = "N", defaultValue = "64", description = "Tokens generated per request (default ${DEFAULT-VALUE}).")
     int newTokens;
 
+    @Option(names = "--weights", paramLabel = "LIST", split = ",", defaultValue = "stored",
+            description = "Weight formats to measure on each backend, in order: stored, f32, bf16, q8 (default ${DEFAULT-VALUE};"
+                    + " bf16 and q8 are CPU only). An F32 model is rounded to BF16 or quantized at load.")
+    List<String> weights;
+
     @Option(names = "--json", description = "Print one JSON object.")
     boolean json;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    /** The measured model's name, once a pipeline was built. */
+    private String modelName;
+
     /** One backend's figures; {@code limit} is null where no bound was measured (the GPU). */
-    record Rate(String backend, String device, DecodeThroughput throughput, Limit limit) {
+    record Rate(String backend, String weights, String device, DecodeThroughput throughput, Limit limit) {
         double decodePerSecond() {
             return throughput.decodeTokensPerSecond();
         }
@@ -92,42 +105,15 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 throw new GraphlaneException("--backends: '" + b + "' is not cpu or gpu");
             }
         }
+        List<WeightFormat> formats = new ArrayList<>();
+        for (String w : weights) {
+            formats.add(WeightFormat.parse("--weights", w));
+        }
         PrintWriter out = spec.commandLine().getOut();
         List<Rate> rates = new ArrayList<>();
-        String modelName = null;
         for (String b : backends) {
-            // The GPU is opened first, so an unusable one ends the run with one line before anything is measured.
-            InferenceBackend<?, ?, ?, ?, ?> opened = b.equals("gpu") ? GpuInference.open(device) : null;
-            try {
-                InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages);
-                builder = model == null ? builder.demoModel() : builder.model(model);
-                if (opened != null) {
-                    builder = builder.backend(() -> opened);
-                }
-                try (InferencePipeline pipeline = builder.build()) {
-                    modelName = pipeline.modelName();
-                    DecodeThroughput throughput = DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1));
-                    Limit limit = b.equals("cpu") ? cpuLimit(DecodeBound.of(pipeline.config(), Float.BYTES)) : null;
-                    Rate rate = new Rate(b, pipeline.backendDescription(), throughput, limit);
-                    rates.add(rate);
-                    if (!json) {
-                        out.printf(Locale.ROOT, "%-3s (%s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were prefilled); "
-                                        + "%d tokens in %.2f s overall%n", b, rate.device(), rate.decodePerSecond(),
-                                rate.throughput().decodeTokens(), rate.throughput().decodeSeconds(), requests, rate.throughput().tokens(),
-                                rate.throughput().wallSeconds());
-                        if (limit != null) {
-                            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"
-                                            + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%n",
-                                    limit.bandwidthGbPerS(), limit.threads(), limit.weightBytesPerToken(), limit.tokensPerSecond(),
-                                    requests, rate.limitRatio());
-                        }
-                        out.flush();
-                    }
-                }
-            } finally {
-                if (opened != null) {
-                    opened.close(); // idempotent
-                }
+            for (WeightFormat format : formats) {
+                rates.add(measure(b, format, out));
             }
         }
         Rate first = rates.get(0);
@@ -141,7 +127,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             ArrayNode results = root.putArray("results");
             for (Rate r : rates) {
                 DecodeThroughput t = r.throughput();
-                ObjectNode result = results.addObject().put("backend", r.backend()).put("device", r.device())
+                ObjectNode result = results.addObject().put("backend", r.backend()).put("weights", r.weights()).put("device", r.device())
                         .put("decode_tokens_per_s", r.decodePerSecond()).put("decode_tokens", t.decodeTokens()).put("decode_s", t.decodeSeconds())
                         .put("tokens", t.tokens()).put("wall_s", t.wallSeconds());
                 if (r.limit() != null) {
@@ -155,11 +141,56 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             }
             out.println(root);
         } else if (rates.size() > 1) {
-            out.printf(Locale.ROOT, "decode tokens/s %s / %s = %.2fx (%s, %d stage(s), %d requests x %d tokens)%n", first.backend(),
-                    last.backend(), first.decodePerSecond() / last.decodePerSecond(), modelName, stages, requests, newTokens);
+            out.printf(Locale.ROOT, "decode tokens/s %s %s / %s %s = %.2fx (%s, %d stage(s), %d requests x %d tokens)%n", first.backend(),
+                    first.weights(), last.backend(), last.weights(), first.decodePerSecond() / last.decodePerSecond(), modelName, stages, requests, newTokens);
         }
         out.flush();
         return 0;
+    }
+
+    /** Decode tokens/s of the model held in {@code format} on backend {@code b}, printed as text unless --json. */
+    private Rate measure(String b, WeightFormat format, PrintWriter out) throws Exception {
+        // The GPU is opened first, so an unusable one ends the run with one line before anything is measured.
+        InferenceBackend<?, ?, ?, ?, ?> opened = b.equals("gpu") ? GpuInference.open(device) : null;
+        try {
+            InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).weights(format);
+            builder = model == null ? builder.demoModel() : builder.model(model);
+            if (opened != null) {
+                builder = builder.backend(() -> opened);
+            }
+            try (InferencePipeline pipeline = builder.build()) {
+                modelName = pipeline.modelName();
+                DecodeThroughput throughput = DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1));
+                Limit limit = b.equals("cpu") ? cpuLimit(weightBytes(format)) : null;
+                Rate rate = new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, limit);
+                if (!json) {
+                    out.printf(Locale.ROOT, "%-3s (%s, weights %s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were "
+                                    + "prefilled); %d tokens in %.2f s overall%n", b, rate.device(), rate.weights(), rate.decodePerSecond(),
+                            rate.throughput().decodeTokens(), rate.throughput().decodeSeconds(), requests, rate.throughput().tokens(),
+                            rate.throughput().wallSeconds());
+                    if (limit != null) {
+                        out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"
+                                        + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%n",
+                                limit.bandwidthGbPerS(), limit.threads(), limit.weightBytesPerToken(), limit.tokensPerSecond(),
+                                requests, rate.limitRatio());
+                    }
+                    out.flush();
+                }
+                return rate;
+            }
+        } finally {
+            if (opened != null) {
+                opened.close(); // idempotent
+            }
+        }
+    }
+
+    /** The bound of the model held in {@code format}: the bytes a decode step reads from the weights as they are held. */
+    private DecodeBound weightBytes(WeightFormat format) {
+        ModelDirectory directory = ModelDirectory.open(model == null ? DemoModel.ensure() : model);
+        try (CheckpointSource source = directory.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
+            return new DecodeBound(WeightPlan.decodeBytesPerToken(source, directory.config(), format));
+        }
     }
 
     /**

@@ -18,15 +18,10 @@ class DecodeBenchTest {
 
     @Test
     void aCpuRunReportsTheWeightStreamingBoundMeasuredInTheSameRunAndTheRatioReached() throws Exception {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        CommandLine cli = GraphlaneCli.commandLine();
-        cli.setOut(new PrintWriter(out));
-        cli.setErr(new PrintWriter(err));
-        int status = cli.execute("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
+        Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
                 "--requests", "2", "--new-tokens", "4", "--json");
-        assertEquals(0, status, err.toString());
-        JsonNode result = new ObjectMapper().readTree(out.toString()).get("results").get(0);
+        assertEquals(0, run.status(), run.err());
+        JsonNode result = new ObjectMapper().readTree(run.out()).get("results").get(0);
         // tiny-llama: 4 layers of hidden 64 (q 64, k and v 32, o, MLP 172, two norms), final norm, head 256 x 64, one embedding row.
         long perLayer = 64L * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 172 + 2 * 64;
         assertEquals((perLayer * 4 + 64 + 256 * 64 + 64) * Float.BYTES, result.get("weight_bytes_per_token").asLong());
@@ -39,5 +34,41 @@ class DecodeBenchTest {
                 "the probe streams with every thread the pipeline's lanes use together");
         assertEquals(CpuNeuralBackend.blasThreadsFor(1, cores, CpuNeuralBackend.blasThreadsOverride()), CpuNeuralBackend.blasThreads(),
                 "one stage: OpenBLAS keeps every core after the probe");
+    }
+
+    @Test
+    void oneRunMeasuresEachWeightFormatWithTheBytesThatFormatReads() throws Exception {
+        Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
+                "--requests", "1", "--new-tokens", "3", "--weights", "f32,q8", "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode results = new ObjectMapper().readTree(run.out()).get("results");
+        assertEquals(2, results.size());
+        assertEquals("f32", results.get(0).get("weights").asText());
+        assertEquals("q8", results.get(1).get("weights").asText());
+        // q8: q, k, v, o, gate and up as 8-bit rows of 64 quants + 2 scales (72 bytes); down (172 wide) and the rest F32
+        long perLayer = 64L * 72 + 2 * 32 * 72 + 64 * 72 + 2 * 172 * 72 + 64 * 172 * Float.BYTES + 2 * 64 * Float.BYTES;
+        assertEquals(perLayer * 4 + (64 + 256 * 64 + 64) * Float.BYTES, results.get(1).get("weight_bytes_per_token").asLong());
+        assertTrue(results.get(1).get("decode_tokens_per_s").asDouble() > 0, results.toString());
+    }
+
+    @Test
+    void anUnknownWeightFormatIsRefusedNamingTheChoices() {
+        Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--weights", "int4");
+        assertTrue(run.status() != 0);
+        assertTrue(run.err().contains("--weights: 'int4' is not a weight format; use one of stored, f32, bf16, q8"), run.err());
+    }
+
+    /** One command's exit status and what it printed. */
+    private record Run(int status, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cli = GraphlaneCli.commandLine();
+        cli.setOut(new PrintWriter(out));
+        cli.setErr(new PrintWriter(err));
+        int status = cli.execute(args);
+        return new Run(status, out.toString(), err.toString());
     }
 }

@@ -20,6 +20,7 @@ import io.graphlane.core.graph.LaneId;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.model.CpuModels;
+import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
@@ -73,6 +74,7 @@ public final class ModelStageHosting implements StageHosting {
     private final int stageCount;
     private final int tensorParallel;
     private final Executor loader;
+    private final WeightFormat weights;
 
     /** Hosting of {@code modelDir} split into {@code stageCount} stages, loading on {@code loader}. */
     public ModelStageHosting(Path modelDir, int stageCount, Executor loader) {
@@ -84,6 +86,11 @@ public final class ModelStageHosting implements StageHosting {
      * layout of {@link io.graphlane.cluster.ParallelLayout}), loading on {@code loader}.
      */
     public ModelStageHosting(Path modelDir, int stageCount, int tensorParallel, Executor loader) {
+        this(modelDir, stageCount, tensorParallel, loader, WeightFormat.F32);
+    }
+
+    /** As above, with the weights of single-shard stages held in {@code weights} (tensor-parallel shards hold F32). */
+    public ModelStageHosting(Path modelDir, int stageCount, int tensorParallel, Executor loader, WeightFormat weights) {
         if (tensorParallel < 1) {
             throw new ClusterConfigException("--tensor-parallel must be >= 1, got " + tensorParallel);
         }
@@ -91,6 +98,7 @@ public final class ModelStageHosting implements StageHosting {
         this.stageCount = stageCount;
         this.tensorParallel = tensorParallel;
         this.loader = loader;
+        this.weights = java.util.Objects.requireNonNull(weights, "weights");
     }
 
     @Override
@@ -180,9 +188,9 @@ public final class ModelStageHosting implements StageHosting {
         CpuNeuralBackend.setBlasThreads(1);
         Map<Integer, LlamaStage<CpuTensor>> loaded = new LinkedHashMap<>();
         try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
-            StageWeightsLoader<CpuTensor> weights = CpuModels.loader(model, source, loadOps);
+            StageWeightsLoader<CpuTensor> stageWeights = CpuModels.loader(model, source, loadOps, weights);
             for (int s : stages) {
-                loaded.put(s, new LlamaStage<>(model.config(), weights.load(plan.stage(s)), new CpuNeuralOps()));
+                loaded.put(s, new LlamaStage<>(model.config(), stageWeights.load(plan.stage(s)), new CpuNeuralOps()));
                 LOG.info("stage {} of {} loaded: layers {}", s, stageCount, plan.stage(s).layers());
             }
         } catch (RuntimeException e) {

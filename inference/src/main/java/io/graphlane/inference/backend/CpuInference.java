@@ -27,7 +27,8 @@ import org.apache.pekko.actor.typed.Behavior;
 /**
  * The CPU as an {@link InferenceBackend}, the pipeline's default: one {@link CpuBackend} (a worker
  * thread per lane), {@link io.graphlane.backend.cpu.nn.CpuNeuralOps} per lane on OpenBLAS, weights
- * realized by the {@link CpuParameterBackend} (aligned F32 in place, F16/BF16 widened), and
+ * realized by the {@link CpuParameterBackend} (aligned F32 and F16/BF16 in place, kept 16-bit; the loader
+ * asks for F32 or 8-bit blocks with recipes), and
  * tensor-parallel stages. OpenBLAS's threads per call are process-wide: opening the backend sets one,
  * and {@link #computeLanes} then shares the cores among the lanes that call it at once (every core for a
  * lone stage, one thread each once the lanes are as many as the cores, so its idle threads never spin
@@ -87,7 +88,7 @@ public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecut
 
     @Override
     public Behavior<MaterializationSupervisor.Command<CpuParameter>> supervisor(CpuExecutor loadingLane, MaterializationSettings settings) {
-        return MaterializationSupervisor.create(new CpuParameterBackend(backend), loadingLane, settings);
+        return MaterializationSupervisor.create(CpuParameterBackend.keepingHalfPrecision(backend), loadingLane, settings);
     }
 
     @Override

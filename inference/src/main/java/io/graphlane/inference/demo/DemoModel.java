@@ -2,6 +2,7 @@ package io.graphlane.inference.demo;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.graphlane.checkpoint.recipe.HalfPrecision;
 import io.graphlane.checkpoint.safetensors.SafetensorsWriter;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.tensor.DType;
@@ -33,7 +34,9 @@ import org.slf4j.LoggerFactory;
  * <p>Written on first use as a Hugging Face directory ({@code config.json},
  * {@code model.safetensors}, {@code tokenizer.json}) into a cache directory: the system property
  * {@value #DIR_PROPERTY}, else the environment variable {@value #DIR_ENV}, else
- * {@code ~/.cache/graphlane/demo-model-v1}. The files are written into a temporary sibling
+ * {@code ~/.cache/graphlane/demo-model-v1}. With {@code -D}{@value #DTYPE_PROPERTY}{@code =bf16} (or
+ * {@value #DTYPE_ENV}) the weights are written in bfloat16 (the same seeded values, rounded), by default
+ * into {@code ~/.cache/graphlane/demo-model-v1-bf16}. The files are written into a temporary sibling
  * directory that is then renamed into place, so a concurrent or interrupted writer never leaves a
  * half-written model where a reader looks.
  */
@@ -42,6 +45,10 @@ public final class DemoModel {
     public static final String DIR_PROPERTY = "graphlane.demo.dir";
     /** Environment variable naming the demo model's directory (the system property wins). */
     public static final String DIR_ENV = "GRAPHLANE_DEMO_DIR";
+    /** System property choosing the demo weights' dtype: {@code f32} (default) or {@code bf16}. */
+    public static final String DTYPE_PROPERTY = "graphlane.demo.dtype";
+    /** Environment variable choosing the demo weights' dtype (the system property wins). */
+    public static final String DTYPE_ENV = "GRAPHLANE_DEMO_DTYPE";
     /** The seed every demo weight is drawn from; changing it (or the configuration) needs a new directory version. */
     public static final long SEED = 20_240_601L;
     /** The demo's architecture: 8 layers of width 768, 12 query heads over 4 key/value heads, byte vocabulary. */
@@ -63,7 +70,27 @@ public final class DemoModel {
         if (configured != null && !configured.isBlank()) {
             return Path.of(configured).toAbsolutePath();
         }
-        return Path.of(System.getProperty("user.home"), ".cache", "graphlane", VERSION);
+        return Path.of(System.getProperty("user.home"), ".cache", "graphlane", dtype() == DType.BF16 ? VERSION + "-bf16" : VERSION);
+    }
+
+    /**
+     * The dtype the demo weights are written in: {@link DType#F32} unless {@value #DTYPE_PROPERTY} (or {@value #DTYPE_ENV})
+     * says {@code bf16}.
+     *
+     * @throws GraphlaneException naming the property and the value when it is neither f32 nor bf16
+     */
+    public static DType dtype() {
+        String configured = System.getProperty(DTYPE_PROPERTY);
+        if (configured == null || configured.isBlank()) {
+            configured = System.getenv(DTYPE_ENV);
+        }
+        if (configured == null || configured.isBlank() || configured.trim().equalsIgnoreCase("f32")) {
+            return DType.F32;
+        }
+        if (configured.trim().equalsIgnoreCase("bf16")) {
+            return DType.BF16;
+        }
+        throw new GraphlaneException("-D" + DTYPE_PROPERTY + " (or " + DTYPE_ENV + ") must be f32 or bf16, found '" + configured + "'");
     }
 
     /** The demo model's directory, written first if it is not there yet. */
@@ -77,11 +104,16 @@ public final class DemoModel {
      * @throws GraphlaneException naming the directory if it exists without the model's files or cannot be written
      */
     public static Path ensure(Path dir) {
-        return ensure(dir, CONFIG, SEED);
+        return ensure(dir, CONFIG, SEED, dtype());
     }
 
-    /** {@code dir} holding a seeded model of {@code config}, written first if it is not there yet. */
+    /** {@code dir} holding a seeded F32 model of {@code config}, written first if it is not there yet. */
     static Path ensure(Path dir, LlamaConfig config, long seed) {
+        return ensure(dir, config, seed, DType.F32);
+    }
+
+    /** {@code dir} holding a seeded model of {@code config} in {@code dtype} (F32 or BF16), written first if it is not there yet. */
+    static Path ensure(Path dir, LlamaConfig config, long seed, DType dtype) {
         if (isComplete(dir)) {
             return dir;
         }
@@ -96,7 +128,7 @@ public final class DemoModel {
             staging = Files.createTempDirectory(parent, dir.getFileName() + ".partial-");
             long started = System.nanoTime();
             LOG.info("writing the demo model into {} (first use)", dir);
-            write(staging, config, seed);
+            write(staging, config, seed, dtype);
             publish(staging, dir);
             LOG.info("demo model written in {} ms", (System.nanoTime() - started) / 1_000_000);
         } catch (IOException e) {
@@ -113,28 +145,41 @@ public final class DemoModel {
     }
 
     /** Writes the three files of the model into {@code dir}. */
-    static void write(Path dir, LlamaConfig config, long seed) throws IOException {
+    static void write(Path dir, LlamaConfig config, long seed, DType dtype) throws IOException {
         SafetensorsWriter writer = new SafetensorsWriter().metadata("format", "pt").metadata("graphlane", VERSION);
         List<Expected> tensors = SeededWeights.tensors(config);
         for (int i = 0; i < tensors.size(); i++) {
             Expected expected = tensors.get(i);
             int index = i;
-            writer.add(expected.name(), TensorSpec.of(DType.F32, expected.checkpointShape()), out -> {
+            writer.add(expected.name(), TensorSpec.of(dtype, expected.checkpointShape()), out -> {
                 float[] values = SeededWeights.draw(expected, seed, index);
-                ByteBuffer bytes = ByteBuffer.allocate(values.length * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
-                bytes.asFloatBuffer().put(values);
+                ByteBuffer bytes = ByteBuffer.allocate(values.length * dtype.byteSize()).order(ByteOrder.LITTLE_ENDIAN);
+                if (dtype == DType.BF16) {
+                    for (float v : values) {
+                        bytes.putShort(HalfPrecision.f32ToBf16(v));
+                    }
+                    bytes.flip();
+                } else {
+                    bytes.asFloatBuffer().put(values);
+                }
                 while (bytes.hasRemaining()) {
                     out.write(bytes);
                 }
             });
         }
         writer.write(dir.resolve("model.safetensors"));
-        Files.writeString(dir.resolve("config.json"), configJson(config), StandardCharsets.UTF_8);
+        Files.writeString(dir.resolve("config.json"), configJson(config, dtype == DType.BF16 ? "bfloat16" : "float32"),
+                StandardCharsets.UTF_8);
         Files.writeString(dir.resolve("tokenizer.json"), ByteLevelTokenizerJson.render(), StandardCharsets.UTF_8);
     }
 
-    /** The Hugging Face {@code config.json} of a Llama configuration. */
+    /** The Hugging Face {@code config.json} of a Llama configuration with F32 weights. */
     public static String configJson(LlamaConfig c) {
+        return configJson(c, "float32");
+    }
+
+    /** The Hugging Face {@code config.json} of a Llama configuration whose weights are {@code torchDtype}. */
+    public static String configJson(LlamaConfig c, String torchDtype) {
         ObjectMapper mapper = new ObjectMapper();
         ObjectNode root = mapper.createObjectNode();
         root.putArray("architectures").add("LlamaForCausalLM");
@@ -152,7 +197,7 @@ public final class DemoModel {
         root.put("attention_bias", c.qkvBias() && c.outputBias());
         root.put("max_position_embeddings", c.maxPositions());
         root.put("hidden_act", "silu");
-        root.put("torch_dtype", "float32");
+        root.put("torch_dtype", torchDtype);
         root.putNull("bos_token_id");
         root.putNull("eos_token_id");
         return root.toPrettyString();

@@ -32,6 +32,7 @@ import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.tokenizer.TextTokenizer;
 import io.graphlane.inference.weights.SupervisedWeightsLoader;
+import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineLoad;
 import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
@@ -305,7 +306,7 @@ public final class InferencePipeline implements TextGenerator {
                     int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
                     try (CheckpointSource source = model.openSource(shards)) {
                         supervised = new SupervisedWeightsLoader<>(supervisor, system.scheduler(), source, config, b.loadTimeout,
-                                backend.weightSlots());
+                                backend.weightSlots(), b.weights);
                         for (StageSpec spec : plan.stages()) {
                             loaded.add(supervised.load(spec));
                             b.progress.accept(spec);
@@ -386,6 +387,7 @@ public final class InferencePipeline implements TextGenerator {
         private InferenceBackend.Factory backend;
         private Consumer<StageSpec> progress = s -> { };
         private Duration loadTimeout = Duration.ofMinutes(10);
+        private WeightFormat weights = WeightFormat.STORED;
 
         /** A Hugging Face model directory (config.json, tokenizer.json, safetensors). */
         public Builder model(Path dir) {
@@ -461,6 +463,15 @@ public final class InferencePipeline implements TextGenerator {
             return this;
         }
 
+        /**
+         * How the weights are held once loaded (default {@link WeightFormat#STORED}: the checkpoint's dtype, so
+         * F16/BF16 stay 16-bit on the CPU); 16-bit and 8-bit forms are CPU only and not tensor-parallel.
+         */
+        public Builder weights(WeightFormat format) {
+            this.weights = Objects.requireNonNull(format, "format");
+            return this;
+        }
+
         /** Called once each stage's weights are loaded. */
         public Builder onStageLoaded(Consumer<StageSpec> listener) {
             this.progress = Objects.requireNonNull(listener, "listener");
@@ -478,6 +489,10 @@ public final class InferencePipeline implements TextGenerator {
             }
             if (tensorParallel < 1) {
                 throw new GraphlaneException("--tensor-parallel must be >= 1, got " + tensorParallel);
+            }
+            if (tensorParallel > 1 && (weights == WeightFormat.BF16 || weights == WeightFormat.Q8)) {
+                throw new GraphlaneException("--weights " + weights.optionValue() + " is not supported with --tensor-parallel "
+                        + tensorParallel + ": tensor-parallel shards hold F32 weights; use --weights stored or f32");
             }
             Path dir = model != null ? model : DemoModel.ensure();
             ModelDirectory md = ModelDirectory.open(dir);

@@ -1,6 +1,7 @@
 package io.graphlane.inference.weights;
 
 import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.checkpoint.Selection;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
@@ -24,6 +25,19 @@ final class CheckpointTensors {
                 .collect(Collectors.toList());
         if (!absent.isEmpty()) {
             throw new GraphlaneException("checkpoint " + source.catalog().dir() + " has no tensor " + String.join(", no tensor ", absent));
+        }
+    }
+
+    /**
+     * Refuses a tensor {@code source} holds in another shape than {@code expected}'s.
+     *
+     * @throws GraphlaneException naming the checkpoint directory, the tensor and both shapes
+     */
+    static void requireShape(CheckpointSource source, Expected expected) {
+        Shape found = source.spec(expected.name(), Selection.all()).shape();
+        if (!found.equals(Shape.of(expected.checkpointShape()))) {
+            throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": tensor " + expected.name() + " has shape " + found
+                    + ", expected " + Shape.of(expected.checkpointShape()));
         }
     }
 }

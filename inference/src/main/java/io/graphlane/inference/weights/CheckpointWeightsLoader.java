@@ -7,7 +7,6 @@ import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.core.param.EncodedLease;
 import io.graphlane.core.tensor.DType;
-import io.graphlane.core.tensor.Shape;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
 import io.graphlane.inference.llama.StageWeights;
@@ -46,12 +45,8 @@ public final class CheckpointWeightsLoader<T> implements StageWeightsLoader<T> {
     private T load(Expected expected) {
         String name = expected.name();
         CheckpointTensors.requirePresent(source, List.of(expected));
+        CheckpointTensors.requireShape(source, expected);
         Recipe recipe = Recipe.source(source, name);
-        Shape found = recipe.spec().shape();
-        if (!found.equals(Shape.of(expected.checkpointShape()))) {
-            throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": tensor " + name + " has shape " + found
-                    + ", expected " + Shape.of(expected.checkpointShape()));
-        }
         DType dtype = recipe.spec().dtype();
         if (dtype != DType.F32) {
             if (dtype != DType.BF16 && dtype != DType.F16) {

@@ -1,7 +1,9 @@
 package io.graphlane.inference.weights;
 
 import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.backend.cpu.nn.PackedMatrix;
 import io.graphlane.backend.cpu.param.CpuParameter;
+import io.graphlane.backend.cpu.param.CpuWeight;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.core.tensor.TensorSpec;
@@ -10,9 +12,10 @@ import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * {@link WeightSlots} of the CPU backend: a {@link CpuParameter} of F32 and the checkpoint shape per
- * tensor (the CPU parameter backend uses aligned F32 in place and widens F16/BF16), wrapped as a
- * {@link CpuTensor} without a copy.
+ * {@link WeightSlots} of the CPU backend: a {@link CpuParameter} per tensor of the spec its
+ * {@link WeightPlan} realizes (F32, F16/BF16 of the checkpoint shape used in place where aligned, or
+ * 8-bit blocks), wrapped without a copy as a {@link CpuTensor}: F32 as a plain tensor, the others as a
+ * {@link PackedMatrix} the projection and embedding kernels widen as they read.
  */
 public final class CpuWeightSlots implements WeightSlots<CpuParameter, CpuTensor> {
     private final Function<Expected, CpuParameter> slots;
@@ -33,8 +36,29 @@ public final class CpuWeightSlots implements WeightSlots<CpuParameter, CpuTensor
     }
 
     @Override
+    public CpuParameter slot(Expected tensor, TensorSpec realized) {
+        if (realized.dtype() == DType.F32) {
+            return slot(tensor);
+        }
+        return new CpuParameter(tensor.name(), realized);
+    }
+
+    @Override
+    public boolean holdsNarrowWeights() {
+        return true;
+    }
+
+    @Override
     public CpuTensor tensor(CpuParameter slot, Expected tensor) {
-        return CpuTensor.wrap(slot.weight().floats(), tensor.rows(), tensor.cols());
+        CpuWeight weight = slot.weight();
+        return switch (weight.spec().dtype()) {
+            case F32 -> CpuTensor.wrap(weight.floats(), tensor.rows(), tensor.cols());
+            case BF16 -> CpuTensor.wrapPacked(PackedMatrix.of(PackedMatrix.Encoding.BF16, weight.bytes(), tensor.rows(), tensor.cols()));
+            case F16 -> CpuTensor.wrapPacked(PackedMatrix.of(PackedMatrix.Encoding.F16, weight.bytes(), tensor.rows(), tensor.cols()));
+            case I8 -> CpuTensor.wrapPacked(PackedMatrix.of(PackedMatrix.Encoding.Q8_0, weight.bytes(), tensor.rows(), tensor.cols()));
+            default -> throw new IllegalStateException("weight " + weight.name() + " is " + weight.spec()
+                    + ": the CPU holds weights as F32, F16, BF16 or 8-bit blocks");
+        };
     }
 
     @Override

@@ -32,10 +32,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Loads each stage's weights as one atomic unit through a {@link MaterializationSupervisor} over
- * any parameter backend: every tensor the stage reads ({@link LlamaTensors#forStage}) is leased
- * from the checkpoint and handed to the supervisor with a parameter slot of the expected F32 shape
- * ({@link WeightSlots#slot}); the supervisor realizes them on its loading lane (on the CPU aligned
- * F32 used in place, on a GPU uploaded; BF16/F16 widened), holds each lease until that
+ * any parameter backend: every tensor the stage reads ({@link LlamaTensors#forStage}) is planned in the
+ * loader's {@link WeightFormat} ({@link WeightPlan}): either leased from the checkpoint as it is, or
+ * derived by a recipe (a cast, an 8-bit quantization) whose sources the supervisor leases itself. Each
+ * goes to the supervisor with a parameter slot of the planned spec ({@link WeightSlots#slot(Expected,
+ * io.graphlane.core.tensor.TensorSpec)}); the supervisor realizes them on its loading lane (on the CPU
+ * aligned F32 and 16-bit data used in place, on a GPU uploaded and widened), holds each lease until that
  * realization's exact completion, validates the whole stage and binds all of it or none of it. The
  * bound weights are wrapped as backend tensors without a copy ({@link WeightSlots#tensor}).
  *
@@ -57,17 +59,31 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
     private final LlamaConfig config;
     private final Duration timeout;
     private final WeightSlots<P, T> slots;
+    private final WeightFormat format;
     private final Map<StageWeights<T>, List<P>> held = new IdentityHashMap<>();
     private boolean closed;
 
     /**
      * A loader of {@code config}'s stages from {@code source} through {@code supervisor}, waiting at
      * most {@code timeout} for each stage's answer ({@code scheduler} times the wait), with the slots
-     * and tensors of {@code slots}' backend (the supervisor's parameter backend).
+     * and tensors of {@code slots}' backend (the supervisor's parameter backend), every weight in F32.
      */
     public SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<P>> supervisor, Scheduler scheduler,
                                    CheckpointSource source, LlamaConfig config, Duration timeout, WeightSlots<P, T> slots) {
+        this(supervisor, scheduler, source, config, timeout, slots, WeightFormat.F32);
+    }
+
+    /**
+     * A loader as above that holds the weights in {@code format}; a format other than {@link WeightFormat#F32}
+     * needs a parameter backend that keeps 16-bit weights as they are when {@code slots} hold narrow weights
+     * (on the CPU {@code CpuParameterBackend.keepingHalfPrecision}).
+     */
+    public SupervisedWeightsLoader(ActorRef<MaterializationSupervisor.Command<P>> supervisor, Scheduler scheduler,
+                                   CheckpointSource source, LlamaConfig config, Duration timeout, WeightSlots<P, T> slots,
+                                   WeightFormat format) {
+        this.format = Objects.requireNonNull(format, "format");
         this.slots = Objects.requireNonNull(slots, "slots");
+        WeightPlan.requireHoldable(format, slots.holdsNarrowWeights());
         this.supervisor = Objects.requireNonNull(supervisor, "supervisor");
         this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
         this.source = Objects.requireNonNull(source, "source");
@@ -82,7 +98,8 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
      * Every weight {@code stage} reads, bound as one unit; the tensors stay valid until {@link #release}.
      *
      * @throws GraphlaneException naming the checkpoint, the stage and every tensor at fault (a missing
-     *         tensor, a wrong shape or dtype, a failed realization), with each cause attached; then
+     *         tensor, a wrong shape or dtype, a cast the format needs that the dtype refuses, a failed
+     *         realization), with each cause attached; then
      *         nothing of the stage is bound and no lease of it stays open
      */
     @Override
@@ -165,25 +182,36 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
         remaining.forEach(this::closeAll);
     }
 
-    /** One request per expected tensor; if a lease fails, those already taken are released and the error names the tensor. */
+    /**
+     * One request per expected tensor, a lease or a recipe as its {@link WeightPlan} says; if planning or a lease
+     * fails, the leases already taken are released and the error names the tensor.
+     */
     private List<WeightRequest<P>> leaseEvery(StageSpec stage, List<Expected> expected, List<P> parameters) {
         List<WeightRequest<P>> requests = new ArrayList<>(expected.size());
         List<EncodedLease> taken = new ArrayList<>(expected.size());
         for (Expected e : expected) {
-            EncodedLease lease;
+            WeightSource weightSource;
+            P parameter;
             try {
-                lease = source.lease(e.name());
+                WeightPlan plan = WeightPlan.of(source, e, format, slots.holdsNarrowWeights());
+                if (plan.recipe().isPresent()) {
+                    weightSource = new WeightSource.FromRecipe(plan.recipe().get());
+                } else {
+                    EncodedLease lease = source.lease(e.name());
+                    taken.add(lease);
+                    weightSource = new WeightSource.FromLease(lease);
+                }
+                parameter = slots.slot(e, plan.realized());
             } catch (RuntimeException ex) {
                 for (EncodedLease l : taken) {
                     l.release();
                 }
                 throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": " + stage + ": leasing tensor "
-                        + e.name() + " failed: " + ex.getMessage(), ex);
+                        + e.name() + (format == WeightFormat.F32 ? "" : " (--weights " + format.optionValue() + ")") + " failed: "
+                        + ex.getMessage(), ex);
             }
-            taken.add(lease);
-            P parameter = slots.slot(e);
             parameters.add(parameter);
-            requests.add(new WeightRequest<>(e.name(), parameter, new WeightSource.FromLease(lease)));
+            requests.add(new WeightRequest<>(e.name(), parameter, weightSource));
         }
         return requests;
     }

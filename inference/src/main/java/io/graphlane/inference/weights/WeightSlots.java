@@ -1,11 +1,15 @@
 package io.graphlane.inference.weights;
 
+import io.graphlane.core.tensor.DType;
+import io.graphlane.core.tensor.Shape;
+import io.graphlane.core.tensor.TensorSpec;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
 
 /**
  * How a backend's parameter slots hold a model's weights, for {@link SupervisedWeightsLoader}: the
- * slot the materialization supervisor binds each expected tensor to, the backend tensor over a bound
- * slot (no copy), and the closing of what a slot holds.
+ * slot the materialization supervisor binds each expected tensor to (F32, or on a backend that holds them,
+ * the 16-bit and 8-bit forms of {@link WeightFormat}), the backend tensor over a bound slot (no copy),
+ * and the closing of what a slot holds.
  *
  * @param <P> the backend's parameter slot
  * @param <T> the backend tensor
@@ -14,6 +18,24 @@ public interface WeightSlots<P, T> {
 
     /** A new, unbound slot that accepts {@code tensor} as F32 of its checkpoint shape on this backend. */
     P slot(Expected tensor);
+
+    /**
+     * A new, unbound slot that accepts {@code tensor} realized as {@code realized} (a {@link WeightPlan}'s spec);
+     * by default only F32 of the checkpoint shape, for a backend that holds F32 weights only.
+     *
+     * @throws IllegalArgumentException naming the tensor and the spec if this backend cannot hold it
+     */
+    default P slot(Expected tensor, TensorSpec realized) {
+        if (realized.dtype() != DType.F32 || !realized.shape().equals(Shape.of(tensor.checkpointShape()))) {
+            throw new IllegalArgumentException("tensor " + tensor.name() + ": this backend holds F32 weights only, not " + realized);
+        }
+        return slot(tensor);
+    }
+
+    /** True if {@link #slot(Expected, TensorSpec)} accepts 16-bit and 8-bit weights (the CPU), false if F32 only. */
+    default boolean holdsNarrowWeights() {
+        return false;
+    }
 
     /**
      * The {@code tensor.rows() × tensor.cols()} tensor over the weight bound to {@code slot}, sharing its

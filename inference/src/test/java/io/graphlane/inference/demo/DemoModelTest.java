@@ -1,5 +1,12 @@
 package io.graphlane.inference.demo;
 
+import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.checkpoint.Selection;
+import io.graphlane.checkpoint.recipe.HalfPrecision;
+import io.graphlane.core.tensor.DType;
+import io.graphlane.inference.llama.LlamaTensors;
+import io.graphlane.inference.weights.WeightFormat;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -47,6 +54,29 @@ class DemoModelTest {
         }
         try (TextTokenizer tokenizer = model.tokenizer()) {
             assertArrayEquals(new int[] {104, 105}, tokenizer.encode("hi"), "token id = byte");
+        }
+    }
+
+    @Test
+    void aBf16DemoHoldsTheSeededWeightsRoundedToBf16AndRunsWithThemKeptBf16(@TempDir Path root) {
+        Path dir = DemoModel.ensure(root.resolve("demo-bf16"), TINY, 77, DType.BF16);
+        ModelDirectory model = ModelDirectory.open(dir);
+        try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
+            assertEquals(DType.BF16, source.spec(LlamaTensors.EMBEDDING, Selection.all()).dtype());
+        }
+        int[] prompt = {1, 2, 3};
+        try (StagedModel<CpuTensor> widened = CpuModels.staged(model, 1, WeightFormat.F32);
+             StagedModel<CpuTensor> bf16 = CpuModels.staged(model, 1, WeightFormat.STORED)) {
+            CpuTensor embedding = widened.stages().get(0).weights().embedding();
+            float[] seeded = SeededWeights.generate(TINY, 77).get(LlamaTensors.EMBEDDING);
+            for (int i = 0; i < embedding.cols(); i++) {
+                assertEquals(HalfPrecision.bf16ToF32(HalfPrecision.f32ToBf16(seeded[5 * embedding.cols() + i])), embedding.get(5, i),
+                        "the seeded value rounded to BF16");
+            }
+            assertNotNull(bf16.stages().get(0).weights().layers().get(0).wq().packed(), "BF16 weights stay BF16");
+            // the same BF16 values, widened once at load or inside the kernel: equal up to the order of the sums
+            assertArrayEquals(widened.step(List.of(new Segment(1, 0, 3)), prompt)[0], bf16.step(List.of(new Segment(1, 0, 3)), prompt)[0],
+                    1e-4f);
         }
     }
 

@@ -43,6 +43,41 @@ public final class Fixture {
         }
     }
 
+    /** The largest |expected[i] - found[i]|. */
+    public static float maxAbsDifference(float[] expected, float[] found) {
+        if (expected.length != found.length) {
+            throw new AssertionError("vocabulary size: expected " + expected.length + " logits, found " + found.length);
+        }
+        float worst = 0;
+        for (int i = 0; i < expected.length; i++) {
+            worst = Math.max(worst, Math.abs(expected[i] - found[i]));
+        }
+        return worst;
+    }
+
+    /** The index of the largest logit. */
+    public static int argmax(float[] logits) {
+        int best = 0;
+        for (int i = 1; i < logits.length; i++) {
+            if (logits[i] > logits[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
+    /** The largest logit minus the second largest: how far greedy decoding is from picking another token. */
+    public static float margin(float[] logits) {
+        int best = argmax(logits);
+        float second = Float.NEGATIVE_INFINITY;
+        for (int i = 0; i < logits.length; i++) {
+            if (i != best) {
+                second = Math.max(second, logits[i]);
+            }
+        }
+        return logits[best] - second;
+    }
+
     private static int[] ints(JsonNode array) {
         int[] out = new int[array.size()];
         for (int i = 0; i < out.length; i++) {

@@ -21,7 +21,8 @@ public final class CpuNeuralBackend implements NeuralBackend<CpuExecutor, CpuTen
 
     /**
      * Sets the number of threads OpenBLAS uses for one call, process-wide (its default is one per
-     * core, or {@code OPENBLAS_NUM_THREADS}). With several lanes calling OpenBLAS at once, 1 avoids
+     * core, or {@code OPENBLAS_NUM_THREADS}), and the threads of one packed-weight projection
+     * ({@link PackedMatrix}) with it. With several lanes calling OpenBLAS at once, 1 avoids
      * its idle threads spinning against the other lanes' workers.
      *
      * @throws IllegalArgumentException if {@code threads} is less than 1
@@ -32,6 +33,7 @@ public final class CpuNeuralBackend implements NeuralBackend<CpuExecutor, CpuTen
         }
         Loader.load(openblas.class);
         openblas_nolapack.blas_set_num_threads(threads);
+        RowParallel.setThreads(threads);
     }
 
     /** The system property that fixes OpenBLAS's threads per call, overriding {@link #blasThreadsFor}'s choice. */

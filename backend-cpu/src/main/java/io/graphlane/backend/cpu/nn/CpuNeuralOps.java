@@ -14,7 +14,9 @@ import java.util.Objects;
 /**
  * {@link NeuralOps} on the CPU: projections through OpenBLAS {@code cblas_sgemm} (one row:
  * {@code cblas_sgemv}) reading off-heap buffers in place, every other operation as a plain
- * loop over them, all in F32. Operations run synchronously on the calling thread.
+ * loop over them, all in F32; a packed weight ({@link PackedMatrix}) is widened inside the
+ * projection ({@link PackedLinear}) and the embedding. Operations run synchronously on the calling
+ * thread (a packed projection also on as many pool threads as OpenBLAS is given, as OpenBLAS does).
  *
  * <p>An instance keeps scratch space between calls, so it belongs to one lane (one thread at
  * a time); {@link CpuNeuralBackend#ops} hands out one per lane.
@@ -29,6 +31,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     private float[] inverseFrequencies = new float[0];
     private int cachedHeadDim = -1;
     private float cachedTheta = Float.NaN;
+    private final PackedLinear packedLinear = new PackedLinear();
 
     /** Ops with their own scratch space, for one lane (one thread at a time). */
     public CpuNeuralOps() {
@@ -114,15 +117,22 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         int dim = table.cols();
         ShapeMismatchException.require("embedding", "out", "rows (one per token id)", tokenIds.length, out.rows());
         ShapeMismatchException.require("embedding", "out", "cols (embedding width)", dim, out.cols());
-        FloatBuffer source = table.data();
+        PackedMatrix packed = table.packed();
+        FloatBuffer source = packed == null ? table.data() : null;
         FloatBuffer target = out.data();
+        float[] row = packed == null ? null : new float[dim];
         for (int i = 0; i < tokenIds.length; i++) {
             int id = tokenIds[i];
             if (id < 0 || id >= table.rows()) {
                 throw new IndexOutOfBoundsException("embedding: token id " + id + " at position " + i
                         + " is outside the vocabulary [0, " + table.rows() + ")");
             }
-            target.put(i * dim, source, id * dim, dim);
+            if (packed == null) {
+                target.put(i * dim, source, id * dim, dim);
+            } else {
+                packed.widenRow(id, row, 0);
+                target.put(i * dim, row, 0, dim);
+            }
         }
     }
 
@@ -163,7 +173,9 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             out.data().put(0, new float[n * m]);
             return;
         }
-        if (n < GEMV_ROWS) {
+        if (weight.packed() != null) {
+            packedLinear.linear(x, weight.packed(), out, GEMV_ROWS);
+        } else if (n < GEMV_ROWS) {
             // OpenBLAS's sgemm packs its operands, which costs more than it saves for a few rows
             FloatBuffer w = weight.data();
             FloatBuffer in = x.data();

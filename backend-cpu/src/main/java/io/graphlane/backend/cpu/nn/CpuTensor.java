@@ -11,7 +11,8 @@ import org.bytedeco.javacpp.FloatPointer;
  * of exactly {@code rows × cols} floats, read and written in place by the CPU neural ops and
  * by OpenBLAS. A tensor either owns its storage (made by {@link CpuNeuralOps#allocate}, freed
  * once by {@link CpuNeuralOps#release}), wraps storage someone else owns (a loaded weight), or
- * is a row view of another tensor.
+ * is a row view of another tensor. A weight may instead be packed ({@link #wrapPacked}: 16-bit or
+ * 8-bit elements that only the projection and embedding ops read).
  */
 public final class CpuTensor {
     private final FloatBuffer data;
@@ -19,14 +20,23 @@ public final class CpuTensor {
     private final int cols;
     private final FloatPointer storage;
     private final CpuTensor parent;
+    private final PackedMatrix packed;
+    private final boolean ownsPacked;
     private volatile boolean released;
 
     private CpuTensor(FloatBuffer data, int rows, int cols, FloatPointer storage, CpuTensor parent) {
+        this(data, rows, cols, storage, parent, null, false);
+    }
+
+    private CpuTensor(FloatBuffer data, int rows, int cols, FloatPointer storage, CpuTensor parent, PackedMatrix packed,
+                      boolean ownsPacked) {
         this.data = data;
         this.rows = rows;
         this.cols = cols;
         this.storage = storage;
         this.parent = parent;
+        this.packed = packed;
+        this.ownsPacked = ownsPacked;
     }
 
     /** A zero-filled tensor that owns {@code rows × cols} floats of native memory. */
@@ -68,6 +78,37 @@ public final class CpuTensor {
         return new CpuTensor(data.slice(), rows, cols, null, null);
     }
 
+    /**
+     * A weight tensor over {@code matrix} (16-bit or 8-bit elements that someone else owns and keeps valid while
+     * the tensor is used): the projection and embedding ops read it, widening as they go; it has no F32
+     * {@link #data()} view.
+     */
+    public static CpuTensor wrapPacked(PackedMatrix matrix) {
+        Objects.requireNonNull(matrix, "matrix");
+        return new CpuTensor(null, matrix.rows(), matrix.cols(), null, null, matrix, false);
+    }
+
+    /**
+     * A weight tensor like {@link #wrapPacked} that owns {@code matrix}'s bytes (a buffer made for it alone, freed
+     * when unreachable): released once through {@link CpuNeuralOps#release}, and refused after.
+     */
+    public static CpuTensor ownPacked(PackedMatrix matrix) {
+        Objects.requireNonNull(matrix, "matrix");
+        return new CpuTensor(null, matrix.rows(), matrix.cols(), null, null, matrix, true);
+    }
+
+    /**
+     * The packed weight this tensor wraps, or null for an F32 tensor.
+     *
+     * @throws IllegalStateException if the tensor was released
+     */
+    public PackedMatrix packed() {
+        if (packed != null && released) {
+            throw new IllegalStateException("CPU tensor " + this + " was released and cannot be used");
+        }
+        return packed;
+    }
+
     /** Rows of this tensor. */
     public int rows() {
         return rows;
@@ -90,6 +131,9 @@ public final class CpuTensor {
      * @throws IllegalStateException if the tensor (or the tensor it views) was released
      */
     public FloatBuffer data() {
+        if (packed != null) {
+            throw new IllegalStateException("CPU tensor " + this + " holds packed weights; only a projection or an embedding reads it");
+        }
         if (released || (parent != null && parent.released)) {
             throw new IllegalStateException("CPU tensor " + this + " was released and cannot be used");
         }
@@ -110,7 +154,7 @@ public final class CpuTensor {
         if (parent != null) {
             throw new IllegalStateException("CPU tensor " + this + " is a row view: release the tensor it views instead");
         }
-        if (storage == null) {
+        if (storage == null && !ownsPacked) {
             throw new IllegalStateException("CPU tensor " + this + " wraps storage it does not own: release that storage's owner instead");
         }
         synchronized (this) {
@@ -119,7 +163,9 @@ public final class CpuTensor {
             }
             released = true;
         }
-        storage.deallocate();
+        if (storage != null) {
+            storage.deallocate();
+        }
     }
 
     /** True once this tensor (or the tensor it views) was released. */
@@ -141,6 +187,6 @@ public final class CpuTensor {
 
     @Override
     public String toString() {
-        return "F32[" + rows + ", " + cols + "]";
+        return (packed != null ? packed.encoding().name() : "F32") + "[" + rows + ", " + cols + "]";
     }
 }

@@ -3,12 +3,16 @@
  * {@link io.graphlane.backend.cpu.nn.CpuTensor} is an off-heap F32 matrix, and
  * {@link io.graphlane.backend.cpu.nn.CpuNeuralOps} runs projections on OpenBLAS through
  * JavaCPP ({@code cblas_sgemm}/{@code cblas_sgemv}, reading the buffers in place) and the other
- * operations as loops over the same buffers, in F32, with Hugging Face semantics.
+ * operations as loops over the same buffers, in F32, with Hugging Face semantics. A weight may
+ * instead be a {@link io.graphlane.backend.cpu.nn.PackedMatrix} (BF16, F16 or 8-bit blocks): the
+ * projection widens it in its own Java kernel (rows split over as many threads as OpenBLAS gets, or,
+ * for many input rows, tiles widened into F32 scratch for {@code sgemm}), the embedding widens rows.
  *
  * <p>Guarantees: operations run synchronously on the calling thread (the lane's worker), so a
  * model's forward pass is ordinary lane work; a released tensor is refused rather than read.
  * Refuses: heap buffers and non-native byte order (OpenBLAS reads memory in place), shape
  * mismatches, token ids outside the vocabulary, cache positions outside the cache.
- * OpenBLAS's own thread count follows {@code OPENBLAS_NUM_THREADS}.
+ * OpenBLAS's own thread count follows {@code OPENBLAS_NUM_THREADS} until
+ * {@link io.graphlane.backend.cpu.nn.CpuNeuralBackend#setBlasThreads} sets it (and the packed kernels' with it).
  */
 package io.graphlane.backend.cpu.nn;

@@ -26,7 +26,9 @@ import org.slf4j.LoggerFactory;
  *   <li>F32 data that is direct (memory-mapped) and 4-byte aligned is used in place: the weight's
  *       {@link CpuStorage} holds a view of the mapped bytes, which keeps the mapping alive after the
  *       lease is released (see {@link CpuStorage});</li>
- *   <li>F16 and BF16 data is widened exactly into a new off-heap F32 buffer;</li>
+ *   <li>F16 and BF16 data is widened exactly into a new off-heap F32 buffer, unless the backend keeps
+ *       16-bit weights ({@link #keepingHalfPrecision}): then it is used in place like F32 (copied when
+ *       not direct or not 2-byte aligned), and a recipe that yields F16/BF16 stays 16-bit too;</li>
  *   <li>unaligned or heap F32 data, and every other dtype that is not direct, is copied into a new
  *       aligned off-heap buffer; other direct dtypes are used in place with their own dtype;</li>
  *   <li>a recipe is evaluated into a new off-heap buffer (and widened to F32 if it yields F16/BF16).</li>
@@ -39,15 +41,33 @@ public final class CpuParameterBackend implements ParameterBackend<CpuExecutor, 
     private static final Logger LOG = LoggerFactory.getLogger(CpuParameterBackend.class);
 
     private final CpuBackend device;
+    private final boolean keepHalfPrecision;
 
-    /** A parameter backend that realizes weights on loading lanes of {@code device}. */
+    /** A parameter backend that realizes weights on loading lanes of {@code device}, widening F16/BF16 to F32. */
     public CpuParameterBackend(CpuBackend device) {
+        this(device, false);
+    }
+
+    private CpuParameterBackend(CpuBackend device, boolean keepHalfPrecision) {
         this.device = Objects.requireNonNull(device, "device");
+        this.keepHalfPrecision = keepHalfPrecision;
+    }
+
+    /**
+     * A parameter backend that keeps F16/BF16 weights 16-bit (the checkpoint's bytes used in place where
+     * aligned); a weight wanted in F32 is then derived with a cast recipe.
+     */
+    public static CpuParameterBackend keepingHalfPrecision(CpuBackend device) {
+        return new CpuParameterBackend(device, true);
     }
 
     /** The dtype a tensor of {@code encoded} dtype has once materialized: 16-bit floats widen to F32, the rest stay. */
     public static DType materializedDType(DType encoded) {
         return encoded == DType.F16 || encoded == DType.BF16 ? DType.F32 : encoded;
+    }
+
+    private DType realizedDType(DType encoded) {
+        return keepHalfPrecision ? encoded : materializedDType(encoded);
     }
 
     @Override
@@ -57,7 +77,7 @@ public final class CpuParameterBackend implements ParameterBackend<CpuExecutor, 
         String name = lease.name();
         TensorSpec encoded = lease.spec();
         AtomicReference<CpuWeight> result = new AtomicReference<>();
-        CpuCompletion completion = device.submit(loadingLane, () -> result.set(realize(name, encoded, lease.bytes())));
+        CpuCompletion completion = device.submit(loadingLane, () -> result.set(realize(name, encoded, lease.bytes(), realizedDType(encoded.dtype()))));
         return new CpuMaterialization(name, completion, List.of(lease), result);
     }
 
@@ -71,7 +91,7 @@ public final class CpuParameterBackend implements ParameterBackend<CpuExecutor, 
         AtomicReference<CpuWeight> result = new AtomicReference<>();
         CpuCompletion completion;
         try {
-            completion = device.submit(loadingLane, () -> result.set(evaluate(recipe, name, output, sources)));
+            completion = device.submit(loadingLane, () -> result.set(evaluate(recipe, name, output, sources, keepHalfPrecision)));
         } catch (RuntimeException e) {
             releaseAll(name, sources, e);
             throw e;
@@ -156,7 +176,7 @@ public final class CpuParameterBackend implements ParameterBackend<CpuExecutor, 
         parameter.bind(weight);
     }
 
-    private static CpuWeight realize(String name, TensorSpec encoded, ByteBuffer leased) {
+    private static CpuWeight realize(String name, TensorSpec encoded, ByteBuffer leased, DType realized) {
         ByteBuffer src = leased.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         long expected = encoded.byteSize();
         if (src.remaining() != expected) {
@@ -164,33 +184,29 @@ public final class CpuParameterBackend implements ParameterBackend<CpuExecutor, 
                     + " bytes, its spec " + encoded + " needs " + expected);
         }
         DType dtype = encoded.dtype();
-        TensorSpec out = new TensorSpec(materializedDType(dtype), encoded.shape());
-        switch (dtype) {
-            case BF16 -> {
-                CpuStorage storage = CpuStorage.allocate(name, out.byteSize());
+        TensorSpec out = new TensorSpec(realized, encoded.shape());
+        if (realized != dtype) { // F16/BF16 widened to F32
+            CpuStorage storage = CpuStorage.allocate(name, out.byteSize());
+            if (dtype == DType.BF16) {
                 HalfFloats.bf16ToF32(src, storage.buffer());
-                return new CpuWeight(name, out, storage);
-            }
-            case F16 -> {
-                CpuStorage storage = CpuStorage.allocate(name, out.byteSize());
+            } else {
                 HalfFloats.f16ToF32(src, storage.buffer());
-                return new CpuWeight(name, out, storage);
             }
-            default -> {
-                if (src.isDirect() && src.alignmentOffset(src.position(), dtype.byteSize()) == 0) {
-                    return new CpuWeight(name, out, CpuStorage.mappedView(name, src.slice()));
-                }
-                CpuStorage storage = CpuStorage.allocate(name, out.byteSize());
-                storage.buffer().put(src);
-                return new CpuWeight(name, out, storage);
-            }
+            return new CpuWeight(name, out, storage);
         }
+        if (src.isDirect() && src.alignmentOffset(src.position(), dtype.byteSize()) == 0) {
+            return new CpuWeight(name, out, CpuStorage.mappedView(name, src.slice()));
+        }
+        CpuStorage storage = CpuStorage.allocate(name, out.byteSize());
+        storage.buffer().put(src);
+        return new CpuWeight(name, out, storage);
     }
 
-    private static CpuWeight evaluate(WeightRecipe recipe, String name, TensorSpec output, List<EncodedLease> sources) {
+    private static CpuWeight evaluate(WeightRecipe recipe, String name, TensorSpec output, List<EncodedLease> sources,
+                                      boolean keepHalfPrecision) {
         CpuStorage evaluated = CpuStorage.allocate(name, output.byteSize());
         recipe.evaluate(sources, evaluated.buffer());
-        if (output.dtype() != DType.F16 && output.dtype() != DType.BF16) {
+        if (keepHalfPrecision || output.dtype() != DType.F16 && output.dtype() != DType.BF16) {
             return new CpuWeight(name, output, evaluated);
         }
         TensorSpec widened = new TensorSpec(DType.F32, output.shape());

@@ -1,0 +1,100 @@
+package io.graphlane.backend.cpu.nn;
+
+import static org.bytedeco.openblas.global.openblas.CblasNoTrans;
+import static org.bytedeco.openblas.global.openblas.CblasRowMajor;
+import static org.bytedeco.openblas.global.openblas.CblasTrans;
+import static org.bytedeco.openblas.global.openblas.cblas_sgemm;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code out = x · Wᵀ} for a {@link PackedMatrix} {@code W}. Few rows of {@code x} (decode): every
+ * weight row is read once, widened in the loop and dotted with each activation row, the weight rows
+ * split over {@link RowParallel}'s threads. Many rows (prefill): a tile of weight rows is widened into
+ * F32 scratch that stays in cache and multiplied by OpenBLAS {@code sgemm}, tile after tile.
+ *
+ * <p>Keeps scratch between calls, so an instance belongs to one {@link CpuNeuralOps} (one lane).
+ */
+final class PackedLinear {
+    private static final Logger LOG = LoggerFactory.getLogger(PackedLinear.class);
+    private static final AtomicBoolean SCALAR_NOTED = new AtomicBoolean();
+    /** F32 elements of one widened tile: 1 MiB, about what a core's L2 holds. */
+    private static final int TILE_FLOATS = 256 * 1024;
+
+    private float[] activations = new float[0];
+    private float[] rowScratch = new float[0];
+    private FloatBuffer tile;
+    private final boolean vector;
+
+    /** A projection with the SIMD kernels when the JVM has the Vector API ({@link PackedKernels#VECTOR}). */
+    PackedLinear() {
+        this(PackedKernels.VECTOR);
+    }
+
+    /** A projection with the SIMD kernels only if {@code vector} (tests compare both). */
+    PackedLinear(boolean vector) {
+        if (vector && !PackedKernels.VECTOR) {
+            throw new IllegalStateException("the SIMD kernels need the JVM option --add-modules jdk.incubator.vector");
+        }
+        this.vector = vector;
+    }
+
+    /** {@code out[n × m] = x[n × k] · w[m × k]ᵀ}; shapes were checked by the caller, and n, m, k are positive. */
+    void linear(CpuTensor x, PackedMatrix w, CpuTensor out, int rowsForSgemm) {
+        if (!vector && w.encoding() != PackedMatrix.Encoding.F16 && SCALAR_NOTED.compareAndSet(false, true)) {
+            LOG.info("{} weights use the scalar kernel; start java with --add-modules jdk.incubator.vector for the SIMD one"
+                    + " (about four times faster)", w.encoding());
+        }
+        int n = x.rows();
+        if (n >= rowsForSgemm) {
+            tiled(x, w, out);
+        } else {
+            rowByRow(x, w, out);
+        }
+    }
+
+    private void rowByRow(CpuTensor x, PackedMatrix w, CpuTensor out) {
+        int n = x.rows();
+        int k = x.cols();
+        int m = w.rows();
+        if (activations.length < n * k) {
+            activations = new float[n * k];
+        }
+        float[] xs = activations;
+        x.data().get(0, xs, 0, n * k);
+        FloatBuffer target = out.data();
+        boolean simd = vector;
+        RowParallel.forRows(m, w.rowBytes(), (from, to) -> {
+            for (int j = from; j < to; j++) {
+                for (int r = 0; r < n; r++) {
+                    target.put(r * m + j, PackedKernels.dot(w, j, xs, r * k, simd));
+                }
+            }
+        });
+    }
+
+    private void tiled(CpuTensor x, PackedMatrix w, CpuTensor out) {
+        int k = x.cols();
+        int m = w.rows();
+        int n = x.rows();
+        int tileRows = Math.max(1, Math.min(m, TILE_FLOATS / k));
+        if (tile == null || tile.capacity() < tileRows * k) {
+            tile = ByteBuffer.allocateDirect(tileRows * k * Float.BYTES).order(ByteOrder.nativeOrder()).asFloatBuffer();
+        }
+        if (rowScratch.length < k) {
+            rowScratch = new float[k];
+        }
+        FloatBuffer target = out.data();
+        for (int from = 0; from < m; from += tileRows) {
+            int to = Math.min(m, from + tileRows);
+            w.widenRows(from, to, tile, rowScratch);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, to - from, k, 1f, x.data(), k, tile, k, 0f,
+                    target.slice(from, target.capacity() - from), m);
+        }
+    }
+}

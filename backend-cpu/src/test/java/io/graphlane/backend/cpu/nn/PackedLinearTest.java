@@ -1,0 +1,155 @@
+package io.graphlane.backend.cpu.nn;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.checkpoint.recipe.BlockQ8;
+import io.graphlane.checkpoint.recipe.HalfPrecision;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Projections over packed weights: for every encoding, row count (one row, a few, many) and thread count,
+ * {@code linear} (SIMD and scalar kernels alike) equals the F32 product with the same weights widened, to F32
+ * rounding.
+ */
+class PackedLinearTest {
+
+    @AfterEach
+    void restoreThreads() {
+        CpuNeuralBackend.setBlasThreads(1);
+    }
+
+    @ParameterizedTest(name = "{0}: {1} x {2} weights, {3} input row(s), {4} thread(s)")
+    @CsvSource({
+        "BF16, 96, 64, 1, 1", "BF16, 96, 64, 1, 2", "BF16, 33, 71, 3, 2", "BF16, 257, 1024, 1, 2", "BF16, 40, 96, 9, 1",
+        "F16, 96, 64, 1, 1", "F16, 257, 1024, 2, 2", "F16, 40, 96, 9, 2",
+        "Q8_0, 96, 64, 1, 1", "Q8_0, 257, 1024, 1, 2", "Q8_0, 33, 96, 5, 2", "Q8_0, 40, 96, 12, 1"})
+    void packedProjectionEqualsTheWidenedF32Projection(PackedMatrix.Encoding encoding, int m, int k, int n, int threads) {
+        CpuNeuralBackend.setBlasThreads(threads);
+        Random random = new Random(31L * m + k + n);
+        float[] weights = new float[m * k];
+        for (int i = 0; i < weights.length; i++) {
+            weights[i] = (float) random.nextGaussian() * 0.1f;
+        }
+        float[] x = new float[n * k];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) random.nextGaussian();
+        }
+        PackedMatrix packed = pack(encoding, weights, m, k);
+        float[] widened = new float[m * k];
+        for (int r = 0; r < m; r++) {
+            packed.widenRow(r, widened, r * k);
+        }
+        CpuNeuralOps ops = new CpuNeuralOps();
+        CpuTensor input = ops.fromHost(x, n, k);
+        CpuTensor expected = ops.allocate(n, m);
+        CpuTensor found = ops.allocate(n, m);
+        CpuTensor scalar = ops.allocate(n, m);
+        CpuTensor f32 = ops.fromHost(widened, m, k);
+        try {
+            assertTrue(PackedKernels.VECTOR, "the tests run with --add-modules jdk.incubator.vector, so the SIMD kernels are checked");
+            ops.linear(input, f32, expected);
+            ops.linear(input, CpuTensor.wrapPacked(packed), found);
+            new PackedLinear(false).linear(input, packed, scalar, CpuNeuralOps.GEMV_ROWS);
+            for (int r = 0; r < n; r++) {
+                for (int c = 0; c < m; c++) {
+                    float e = expected.get(r, c);
+                    assertEquals(e, found.get(r, c), 1e-4f * (1 + Math.abs(e)), encoding + " row " + r + " col " + c);
+                    assertEquals(e, scalar.get(r, c), 1e-4f * (1 + Math.abs(e)), encoding + " scalar kernel, row " + r + " col " + c);
+                }
+            }
+            if (encoding != PackedMatrix.Encoding.Q8_0) {
+                // 16-bit widening is exact: the widened weights are the rounded originals
+                for (int i = 0; i < weights.length; i++) {
+                    float rounded = encoding == PackedMatrix.Encoding.BF16 ? HalfPrecision.bf16ToF32(HalfPrecision.f32ToBf16(weights[i]))
+                            : HalfPrecision.f16ToF32(HalfPrecision.f32ToF16(weights[i]));
+                    assertEquals(rounded, widened[i], encoding + " weight " + i);
+                }
+            } else {
+                float worst = 0;
+                for (int i = 0; i < weights.length; i++) {
+                    worst = Math.max(worst, Math.abs(weights[i] - widened[i]));
+                }
+                float max = 0;
+                for (float w : weights) {
+                    max = Math.max(max, Math.abs(w));
+                }
+                assertTrue(worst <= max / 127f / 2 * 1.0001f, "8-bit error " + worst + " is within half a step of the largest scale");
+            }
+        } finally {
+            ops.release(input);
+            ops.release(expected);
+            ops.release(found);
+            ops.release(scalar);
+            ops.release(f32);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"BF16", "Q8_0"})
+    void embeddingRowsOfAPackedTableAreTheWidenedRows(PackedMatrix.Encoding encoding) {
+        int vocab = 10;
+        int dim = 64;
+        float[] table = new float[vocab * dim];
+        for (int i = 0; i < table.length; i++) {
+            table[i] = (i % 17) * 0.25f - 2f;
+        }
+        PackedMatrix packed = pack(encoding, table, vocab, dim);
+        CpuNeuralOps ops = new CpuNeuralOps();
+        CpuTensor out = ops.allocate(2, dim);
+        try {
+            ops.embedding(CpuTensor.wrapPacked(packed), new int[] {7, 2}, out);
+            float[] row = new float[dim];
+            packed.widenRow(7, row, 0);
+            for (int i = 0; i < dim; i++) {
+                assertEquals(row[i], out.get(0, i));
+                assertEquals(table[7 * dim + i], out.get(0, i), 2f / 127f);
+            }
+        } finally {
+            ops.release(out);
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void aPackedTensorHasNoF32View() {
+        CpuTensor packed = CpuTensor.wrapPacked(pack(PackedMatrix.Encoding.BF16, new float[64], 1, 64));
+        IllegalStateException e = assertThrows(IllegalStateException.class, packed::data);
+        assertTrue(e.getMessage().contains("BF16[1, 64]"), e.getMessage());
+    }
+
+    @org.junit.jupiter.api.Test
+    void aBufferOfTheWrongSizeIsRefusedNamingBothSizes() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> PackedMatrix.of(PackedMatrix.Encoding.Q8_0, ByteBuffer.allocateDirect(100), 2, 64));
+        assertTrue(e.getMessage().contains("needs 144 bytes") && e.getMessage().contains("holds 100"), e.getMessage());
+    }
+
+    /** {@code values} ({@code rows × cols}) in {@code encoding}, in a direct buffer. */
+    static PackedMatrix pack(PackedMatrix.Encoding encoding, float[] values, int rows, int cols) {
+        ByteBuffer bytes = ByteBuffer.allocateDirect((int) (rows * PackedMatrix.rowBytes(encoding, cols))).order(ByteOrder.LITTLE_ENDIAN);
+        switch (encoding) {
+            case BF16 -> {
+                for (int i = 0; i < values.length; i++) {
+                    bytes.putShort(2 * i, HalfPrecision.f32ToBf16(values[i]));
+                }
+            }
+            case F16 -> {
+                for (int i = 0; i < values.length; i++) {
+                    bytes.putShort(2 * i, HalfPrecision.f32ToF16(values[i]));
+                }
+            }
+            case Q8_0 -> {
+                ByteBuffer f32 = ByteBuffer.allocate(values.length * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+                f32.asFloatBuffer().put(values);
+                BlockQ8.quantize(f32, rows, cols, bytes);
+            }
+        }
+        return PackedMatrix.of(encoding, bytes, rows, cols);
+    }
+}

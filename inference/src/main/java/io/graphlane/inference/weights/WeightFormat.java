@@ -1,0 +1,46 @@
+package io.graphlane.inference.weights;
+
+import io.graphlane.core.GraphlaneException;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.stream.Collectors;
+
+/**
+ * How a model's weights are held in memory once loaded (the {@code --weights} option). Norms and biases
+ * are always F32; what changes is the matrices. On a backend that holds F32 only (a GPU) just
+ * {@link #STORED} and {@link #F32} are accepted, and both widen F16/BF16 to F32 there.
+ */
+public enum WeightFormat {
+    /** Every matrix in the checkpoint's own dtype: F32 stays F32, F16/BF16 stay 16-bit (used in place where aligned). */
+    STORED,
+    /** Every matrix widened to F32 (twice the memory of a 16-bit checkpoint). */
+    F32,
+    /** Every matrix in bfloat16 (an F32 checkpoint is rounded to it at load). */
+    BF16,
+    /**
+     * The projection and MLP matrices (q, k, v, o, gate, up, down) quantized at load to 8 bits in blocks
+     * of 32 with one scale each; embeddings and the head as {@link #STORED}.
+     */
+    Q8;
+
+    /** The option value naming this format ({@code stored}, {@code f32}, {@code bf16}, {@code q8}). */
+    public String optionValue() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    /**
+     * The format {@code value} names, case-insensitively.
+     *
+     * @throws GraphlaneException naming {@code option}, the value and the accepted values otherwise
+     */
+    public static WeightFormat parse(String option, String value) {
+        String v = value == null ? "" : value.trim();
+        for (WeightFormat f : values()) {
+            if (f.optionValue().equalsIgnoreCase(v)) {
+                return f;
+            }
+        }
+        throw new GraphlaneException(option + ": '" + value + "' is not a weight format; use one of "
+                + Arrays.stream(values()).map(WeightFormat::optionValue).collect(Collectors.joining(", ")));
+    }
+}

@@ -1,0 +1,104 @@
+package io.graphlane.inference.weights;
+
+import io.graphlane.checkpoint.CheckpointSource;
+import io.graphlane.checkpoint.Selection;
+import io.graphlane.checkpoint.recipe.BlockQ8;
+import io.graphlane.checkpoint.recipe.DerivedWeight;
+import io.graphlane.checkpoint.recipe.Recipe;
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.tensor.DType;
+import io.graphlane.core.tensor.Shape;
+import io.graphlane.core.tensor.TensorSpec;
+import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.llama.LlamaTensors;
+import io.graphlane.inference.llama.LlamaTensors.Expected;
+import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.inference.stage.StageSpec;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * What one expected tensor becomes under a {@link WeightFormat}: the dtype and shape it is realized in,
+ * and, when that differs from the checkpoint's bytes, the derived-weight recipe (a cast, or an 8-bit
+ * quantization) that the materialization supervisor evaluates in place of a plain lease.
+ *
+ * @param realized the spec of the realized weight (what its parameter slot accepts)
+ * @param recipe   the recipe deriving it, or empty when the checkpoint's bytes are used as they are
+ */
+public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
+
+    /** The layer matrices {@link WeightFormat#Q8} quantizes, by the end of their names. */
+    private static final List<String> QUANTIZED = List.of("self_attn.q_proj.weight", "self_attn.k_proj.weight",
+            "self_attn.v_proj.weight", "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
+            "mlp.down_proj.weight");
+
+    public WeightPlan {
+        Objects.requireNonNull(realized, "realized");
+        Objects.requireNonNull(recipe, "recipe");
+    }
+
+    /**
+     * The plan of {@code tensor} of {@code source} in {@code format}; {@code narrow} says whether the backend's
+     * slots hold weights other than F32 ({@link WeightSlots#holdsNarrowWeights}).
+     *
+     * @throws GraphlaneException naming the option when {@code format} needs narrow weights the backend cannot hold
+     */
+    public static WeightPlan of(CheckpointSource source, Expected tensor, WeightFormat format, boolean narrow) {
+        Shape shape = Shape.of(tensor.checkpointShape());
+        requireHoldable(format, narrow);
+        if (!narrow) {
+            return new WeightPlan(new TensorSpec(DType.F32, shape), Optional.empty()); // the backend widens as it realizes
+        }
+        DType stored = source.spec(tensor.name(), Selection.all()).dtype();
+        if (format == WeightFormat.Q8 && isQuantized(tensor) && tensor.cols() % BlockQ8.BLOCK == 0) {
+            // the slot expects the quantized form of the expected shape, so a wrong-shaped source fails the bind, naming both
+            Recipe q = Recipe.source(source, tensor.name()).quantizeQ8();
+            return new WeightPlan(BlockQ8.quantizedSpec(shape), Optional.of(DerivedWeight.of(tensor.name(), q)));
+        }
+        DType target = tensor.vector() ? DType.F32 : switch (format) {
+            case F32 -> DType.F32;
+            case BF16 -> DType.BF16;
+            case STORED, Q8 -> stored == DType.BF16 || stored == DType.F16 ? stored : DType.F32;
+        };
+        if (target == stored) {
+            return new WeightPlan(new TensorSpec(target, shape), Optional.empty());
+        }
+        Recipe cast = Recipe.source(source, tensor.name()).cast(target);
+        return new WeightPlan(new TensorSpec(target, shape), Optional.of(DerivedWeight.of(tensor.name(), cast)));
+    }
+
+    /**
+     * Refuses {@code format} on a backend whose slots hold F32 only ({@code narrow} false) unless it is
+     * {@link WeightFormat#STORED} or {@link WeightFormat#F32}.
+     *
+     * @throws GraphlaneException naming the option and what to use instead
+     */
+    public static void requireHoldable(WeightFormat format, boolean narrow) {
+        if (!narrow && format != WeightFormat.STORED && format != WeightFormat.F32) {
+            throw new GraphlaneException("--weights " + format.optionValue() + " is not supported on this backend: it holds F32 "
+                    + "weights only; use --weights f32 (or stored) or --backend cpu");
+        }
+    }
+
+    /**
+     * The weight bytes one decode step of one request reads from the whole model held in {@code format} on a backend
+     * that holds narrow weights: every planned tensor once, except the embedding, of which a step reads one row (a
+     * tied embedding is also read whole, as the head).
+     */
+    public static long decodeBytesPerToken(CheckpointSource source, LlamaConfig config, WeightFormat format) {
+        StageSpec whole = StagePlan.balanced(config.layerCount(), 1).stages().get(0);
+        long bytes = 0;
+        for (Expected e : LlamaTensors.forStage(config, whole)) {
+            long size = of(source, e, format, true).realized().byteSize();
+            boolean embedding = e.name().equals(LlamaTensors.EMBEDDING);
+            bytes += embedding ? size / e.rows() + (config.tieWordEmbeddings() ? size : 0) : size;
+        }
+        return bytes;
+    }
+
+    /** True for the layer matrices {@link WeightFormat#Q8} quantizes. */
+    static boolean isQuantized(Expected tensor) {
+        return !tensor.vector() && QUANTIZED.stream().anyMatch(suffix -> tensor.name().endsWith("." + suffix));
+    }
+}
