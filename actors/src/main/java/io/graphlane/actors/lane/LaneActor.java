@@ -41,6 +41,7 @@ import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -140,6 +141,8 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     private int pendingSubscriptions;
     private boolean stopping;
     private boolean executorShutdown;
+    /** Set once the actor has stopped: completions are answered from the executor's callback then. */
+    private volatile boolean gone;
 
     private LaneActor(ActorContext<Command> context, Spec<E, C, W> spec) {
         super(context);
@@ -181,6 +184,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
                 .onMessage(GetStatus.class, this::onGetStatus)
                 .onMessageEquals(ExecutorStopped.INSTANCE, this::onExecutorStopped)
                 .onSignal(Terminated.class, this::onLaneTerminated)
+                .onSignal(PostStop.class, s -> onPostStop())
                 .build();
     }
 
@@ -357,7 +361,63 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         for (ActorRef<Stopped> r : stopRequesters) {
             r.tell(stopped);
         }
+        stopRequesters.clear();
         return Behaviors.stopped();
+    }
+
+    /**
+     * The actor stopped for any reason (a {@link Stop} that ran its course, a crash, its parent or the
+     * system stopping): work never submitted ends failed and its values are released now; submitted
+     * work keeps its values with the backend until its exact completion, and its submitter is still
+     * answered then; every waiting subscriber is told the handle ended; the executor is shut down.
+     */
+    private Behavior<Command> onPostStop() {
+        gone = true;
+        List<Entry> unsubmitted = new ArrayList<>();
+        for (Entry e : known.values()) {
+            if (e.state == WAITING || e.state == READY || e.state == DROPPING) {
+                e.state = DROPPING;
+                unsubmitted.add(e);
+            }
+        }
+        ready.clear();
+        for (Entry e : unsubmitted) {
+            try {
+                endUnsubmitted(e, Outcome.failure(new LaneStoppedException(lane, "work " + e.submit.handle())));
+            } catch (RuntimeException failed) {
+                getContext().getLog().error("lane {}: ending unsubmitted work {} as the lane stopped failed", lane, e.submit.handle(), failed);
+            }
+        }
+        answerPendingSubscriptions(sub -> true, h -> Outcome.failure(new LaneStoppedException(lane, "subscription to " + h)));
+        pendingHandles.clear();
+        remoteWaits.clear();
+        replies.flush();
+        answerFinishedAfterStop();
+        if (!executorShutdown || !stopRequesters.isEmpty()) {
+            executorShutdown = true;
+            List<ActorRef<Stopped>> requesters = List.copyOf(stopRequesters);
+            stopRequesters.clear();
+            try {
+                Completion stopped = backend.shutdownExecutor(executor);
+                if (!requesters.isEmpty()) {
+                    stopped.whenDone(o -> requesters.forEach(r -> r.tell(new Stopped(lane))));
+                }
+            } catch (RuntimeException failed) {
+                getContext().getLog().error("lane {}: shutting its executor down as the lane stopped failed", lane, failed);
+            }
+        }
+        return this;
+    }
+
+    /** After the actor stopped: answers the submitters of work whose completion has been queued. */
+    private void answerFinishedAfterStop() {
+        Entry e;
+        while ((e = finished.poll()) != null) {
+            Outcome outcome = e.abandoned
+                    ? Outcome.failure(new WorkCancelledException(e.submit.handle(), e.submit.requestId(), true))
+                    : e.outcome;
+            e.submit.replyTo().tell(new Finished(e.submit.handle(), e.label, outcome));
+        }
     }
 
     private Behavior<Command> onLaneTerminated(Terminated t) {
@@ -756,6 +816,10 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
 
     private void signalFinished(Entry e) {
         finished.offer(e);
+        if (gone) {
+            answerFinishedAfterStop(); // offered before reading the flag: this call or the actor's last one answers it
+            return;
+        }
         if (!drainScheduled.get() && drainScheduled.compareAndSet(false, true)) {
             self.tell(Drain.INSTANCE);
         }
