@@ -5,7 +5,9 @@
  * <p>Owns: {@link io.graphlane.actors.lane.LaneProtocol} (what a lane can be told and what it
  * answers), {@link io.graphlane.actors.lane.LaneActor} (the behavior),
  * {@link io.graphlane.actors.lane.LaneGroup} (spawning lanes over one backend) and the
- * {@link io.graphlane.actors.lane.LaneRegistry} lanes find each other through.
+ * {@link io.graphlane.actors.lane.LaneRegistry} lanes find each other through. A lane's handle-resolution
+ * table (the handles it produced, kept until their consumers have asked or their request is forgotten, and
+ * who waits for handles not arrived yet) is the plain class {@code HandleTable}.
  *
  * <p>Guarantees:
  * <ul>
