@@ -141,7 +141,7 @@ public final class NodeCommand implements Callable<Integer> {
         if (directory != null && tensorParallel > 1) {
             new TensorParallelism(directory.config(), tensorParallel);
         }
-        StageHosting hosting = directory == null ? new LaneStageHosting<>(new CpuBackend())
+        StageHosting hosting = directory == null ? LaneStageHosting.owning(new CpuBackend())
                 : new ModelStageHosting(model, stageCount, tensorParallel, Executors.newSingleThreadExecutor(r -> {
                     Thread t = new Thread(r, "stage-loader");
                     t.setDaemon(true);

@@ -1,12 +1,16 @@
 package io.graphlane.cluster;
 
 import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.Done;
+import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.management.cluster.bootstrap.ClusterBootstrap;
 import org.apache.pekko.management.javadsl.PekkoManagement;
 import org.slf4j.Logger;
@@ -16,6 +20,13 @@ import org.slf4j.LoggerFactory;
  * One running cluster member: its actor system (guarded by {@link NodeGuardian}), Pekko Management HTTP
  * (health, members) and, under the local and kubernetes profiles, Cluster Bootstrap. Start order follows
  * Pekko's rule: Management first, then Bootstrap.
+ *
+ * <p>Stopping (SIGTERM, {@link #shutdown()}, {@code ActorSystem.terminate}) runs Pekko's coordinated shutdown, to
+ * which the node adds, in phase order: readiness turns false ({@code before-service-unbind}); the hosted stages stop
+ * through {@link StageHosting#stop} — lanes refuse new work, in-flight steps finish within
+ * {@code graphlane.node.shutdown-grace}, then weights, caches and backends are released
+ * ({@code service-requests-done}); Pekko Management unbinds ({@code service-stop}). A serving node's HTTP server
+ * drains and unbinds in {@code service-unbind}; the node leaves the cluster in Pekko's own {@code cluster-leave}.
  */
 public final class GraphlaneNode implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GraphlaneNode.class);
@@ -49,12 +60,20 @@ public final class GraphlaneNode implements AutoCloseable {
         if (layout.nodes() != settings.nodes()) {
             throw new ClusterConfigException("the layout is for " + layout.nodes() + " nodes but --nodes is " + settings.nodes());
         }
-        Config config = NodeConfig.build(settings, base);
+        Config built = NodeConfig.build(settings, base);
+        Duration grace = shutdownGrace(built);
+        String phase = "pekko.coordinated-shutdown.phases.service-requests-done.timeout";
+        Duration phaseTimeout = grace.plusSeconds(5);
+        if (built.hasPath(phase) && built.getDuration(phase).compareTo(phaseTimeout) > 0) {
+            phaseTimeout = built.getDuration(phase);
+        }
+        Config config = ConfigFactory.parseString(phase + " = " + phaseTimeout.toMillis() + "ms").withFallback(built);
         Duration formationTimeout = config.getDuration("graphlane.cluster.formation-timeout");
         CompletableFuture<NodeIdentity> hosted = new CompletableFuture<>();
         ActorSystem<NodeGuardian.Command> system = ActorSystem.create(
                 NodeGuardian.create(settings.rank(), layout, hosting, formationTimeout, hosted),
                 NodeConfig.systemName(base), config);
+        addShutdownTasks(system, grace);
         try {
             PekkoManagement.get(Adapter.toClassic(system)).start();
             if (settings.profile() != ClusterProfile.STATIC) {
@@ -69,6 +88,40 @@ public final class GraphlaneNode implements AutoCloseable {
                 settings.rank().isPresent() ? settings.rank().getAsInt() : "derived", settings.host(), settings.arteryPort(),
                 settings.managementPort());
         return new GraphlaneNode(system, hosted, settings);
+    }
+
+    /** {@code graphlane.node.shutdown-grace}: how long in-flight steps may take to finish once the node stops. */
+    static Duration shutdownGrace(Config config) {
+        String key = "graphlane.node.shutdown-grace";
+        Duration grace;
+        try {
+            grace = config.getDuration(key);
+        } catch (ConfigException e) {
+            throw new ClusterConfigException(key + " must be a duration such as 30s: " + e.getMessage());
+        }
+        if (grace.isNegative() || grace.isZero()) {
+            throw new ClusterConfigException(key + " must be positive, got " + grace);
+        }
+        return grace;
+    }
+
+    private static void addShutdownTasks(ActorSystem<NodeGuardian.Command> system, Duration grace) {
+        CoordinatedShutdown shutdown = CoordinatedShutdown.get(system);
+        NodeReadiness readiness = NodeReadiness.get(system);
+        shutdown.addTask(CoordinatedShutdown.PhaseBeforeServiceUnbind(), "graphlane-not-ready", () -> {
+            readiness.markStopping();
+            return CompletableFuture.completedFuture(Done.getInstance());
+        });
+        shutdown.addTask(CoordinatedShutdown.PhaseServiceRequestsDone(), "graphlane-stop-stages", () ->
+                AskPattern.<NodeGuardian.Command, Done>ask(system, NodeGuardian.StopStages::new, grace, system.scheduler())
+                        .exceptionally(late -> {
+                            LOG.warn("graphlane node: the hosted stages did not stop within graphlane.node.shutdown-grace ({} ms);"
+                                    + " stopping anyway: work never started is dropped, started work keeps what it holds until"
+                                    + " it ends", grace.toMillis());
+                            return Done.getInstance();
+                        }));
+        shutdown.addTask(CoordinatedShutdown.PhaseServiceStop(), "graphlane-management-unbind", () ->
+                PekkoManagement.get(Adapter.toClassic(system)).stop());
     }
 
     /** The node's actor system. */
@@ -91,7 +144,10 @@ public final class GraphlaneNode implements AutoCloseable {
         return NodeReadiness.get(system);
     }
 
-    /** Leaves the cluster and terminates the actor system; completes when it has terminated. */
+    /**
+     * Stops the node through coordinated shutdown (readiness off, stages stopped and released within the grace,
+     * management unbound, the cluster left) and terminates the actor system; completes when it has terminated.
+     */
     public CompletionStage<Done> shutdown() {
         system.terminate();
         return system.getWhenTerminated();

@@ -14,14 +14,26 @@ import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
  * Hosts each stage as one lane actor ({@code stage-i}) over one executor forked from {@code backend}. Stages
- * without weights to load: their weights count as bound as soon as the lanes are up.
+ * without weights to load: their weights count as bound as soon as the lanes are up. Stopping stops the lanes
+ * (in-flight work finishes first) and, if the hosting owns the backend, then shuts the backend down.
  */
 public final class LaneStageHosting<E, C extends Completion, W> implements StageHosting {
     private final SubmissionBackend<E, C, W> backend;
+    private final boolean ownsBackend;
 
-    /** Hosting over {@code backend}. */
+    /** Hosting over {@code backend}, which its caller keeps and closes. */
     public LaneStageHosting(SubmissionBackend<E, C, W> backend) {
+        this(backend, false);
+    }
+
+    private LaneStageHosting(SubmissionBackend<E, C, W> backend, boolean ownsBackend) {
         this.backend = backend;
+        this.ownsBackend = ownsBackend;
+    }
+
+    /** Hosting over {@code backend}, which it owns: {@link #stop} shuts it down once the lanes have stopped. */
+    public static <E, C extends Completion, W> LaneStageHosting<E, C, W> owning(SubmissionBackend<E, C, W> backend) {
+        return new LaneStageHosting<>(backend, true);
     }
 
     /** The lane name of stage {@code stage}. */
@@ -47,5 +59,22 @@ public final class LaneStageHosting<E, C extends Completion, W> implements Stage
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    @Override
+    public CompletionStage<Void> stop(HostedStages hosted) {
+        CompletionStage<Void> lanes = hosted.stop().get();
+        if (!ownsBackend) {
+            return lanes;
+        }
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        lanes.whenComplete((ok, lanesFailed) -> backend.shutdown().whenDone(outcome -> {
+            if (lanesFailed != null) {
+                done.completeExceptionally(lanesFailed);
+            } else {
+                done.complete(null);
+            }
+        }));
+        return done;
     }
 }

@@ -7,6 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -25,13 +28,26 @@ import org.apache.pekko.cluster.typed.Subscribe;
  * Up members once all {@code nodes} are Up), starts the lanes of the stages that rank hosts, registers each
  * with the Receptionist under {@link StageKeys#stage}, and flips {@link NodeReadiness} as lanes come up and
  * weights are bound. A node that cannot take a rank, or whose cluster does not form in time, records a fatal
- * failure (not ready, not alive) instead of stopping.
+ * failure (not ready, not alive) instead of stopping. Told {@link StopStages} as the node stops, it turns readiness
+ * false, takes no rank any more and stops the hosted stages through {@link StageHosting#stop}.
  */
 public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
 
     /** What the guardian is told. */
     public sealed interface Command permits MembershipChanged, FormationTimedOut, StagesHosted, HostingFailed, WeightsBound,
-            WeightsFailed {
+            WeightsFailed, StopStages, StagesStopped {
+    }
+
+    /**
+     * The node is stopping: take no rank any more, and stop the hosted stages through {@link StageHosting#stop}
+     * (their in-flight work finishes first); {@code replyTo} hears once they are stopped and released (at once if
+     * none were hosted, and after the stages being started are up, then stopped).
+     */
+    public record StopStages(ActorRef<Done> replyTo) implements Command {
+    }
+
+    /** The hosted stages have stopped; {@code failure} is null unless stopping them failed. */
+    record StagesStopped(Throwable failure) implements Command {
     }
 
     /** A member event of this node's cluster. */
@@ -69,7 +85,12 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     /** The Up members as this node's member events tell them (the cluster's state snapshot may lag behind). */
     private final Map<UniqueAddress, Member> up = new HashMap<>();
     private boolean rankTaken;
+    /** Between taking the rank and the hosting's answer. */
+    private boolean hostingInFlight;
     private HostedStages running;
+    private boolean stopRequested;
+    private boolean stagesStopped;
+    private final List<ActorRef<Done>> stopReplies = new ArrayList<>(1);
 
     private NodeGuardian(ActorContext<Command> context, TimerScheduler<Command> timers, OptionalInt givenRank,
                          ParallelLayout layout, StageHosting hosting, Duration formationTimeout,
@@ -107,6 +128,8 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
                 .onMessage(HostingFailed.class, this::onHostingFailed)
                 .onMessage(WeightsBound.class, this::onWeightsBound)
                 .onMessage(WeightsFailed.class, this::onWeightsFailed)
+                .onMessage(StopStages.class, this::onStopStages)
+                .onMessage(StagesStopped.class, this::onStagesStopped)
                 .build();
     }
 
@@ -118,7 +141,7 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
                 && !(changed.event() instanceof ClusterEvent.MemberWeaklyUp)) {
             up.remove(member.uniqueAddress());
         }
-        if (rankTaken || !up.containsKey(cluster.selfMember().uniqueAddress())) {
+        if (rankTaken || stopRequested || !up.containsKey(cluster.selfMember().uniqueAddress())) {
             return this;
         }
         if (givenRank.isPresent()) {
@@ -155,6 +178,7 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
 
     private void takeRank(int rank) {
         rankTaken = true;
+        hostingInFlight = true;
         timers.cancel(new FormationTimedOut());
         List<Integer> mine = layout.stagesOf(rank);
         NodeIdentity identity = new NodeIdentity(rank, nodes, mine, cluster.selfMember().address().toString(),
@@ -171,7 +195,7 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     }
 
     private Behavior<Command> onFormationTimedOut(FormationTimedOut timeout) {
-        if (!rankTaken) {
+        if (!rankTaken && !stopRequested) {
             fail("the cluster did not form", new ClusterConfigException("node " + cluster.selfMember().address()
                     + " saw no " + nodes + " members Up before graphlane.cluster.formation-timeout (self is "
                     + cluster.selfMember().status() + ", members " + cluster.state().getMembers() + ")"));
@@ -180,7 +204,15 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     }
 
     private Behavior<Command> onStagesHosted(StagesHosted up) {
+        hostingInFlight = false;
         running = up.stages();
+        if (stopRequested) {
+            // Up after the node began to stop: never registered nor reported, stopped at once.
+            hosted.completeExceptionally(new ClusterConfigException("node " + cluster.selfMember().address()
+                    + " stopped before its stage lanes were up"));
+            stopRunning();
+            return this;
+        }
         up.stages().lanes().forEach((stage, lane) ->
                 getContext().getSystem().receptionist().tell(Receptionist.register(StageKeys.stage(stage), lane)));
         readiness.markLanesUp();
@@ -191,11 +223,71 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
     }
 
     private Behavior<Command> onHostingFailed(HostingFailed failed) {
+        hostingInFlight = false;
+        if (stopRequested) {
+            getContext().getLog().info("graphlane node {}: starting the stage lanes failed while stopping: {}",
+                    cluster.selfMember().address(), failed.cause().getMessage());
+            hosted.completeExceptionally(failed.cause());
+            stagesStopped(null);
+            return this;
+        }
         fail("starting the stage lanes failed", failed.cause());
         return this;
     }
 
+    private Behavior<Command> onStopStages(StopStages stop) {
+        stopReplies.add(stop.replyTo());
+        if (stagesStopped) {
+            stop.replyTo().tell(Done.getInstance());
+            stopReplies.clear();
+            return this;
+        }
+        if (stopRequested) {
+            return this;
+        }
+        stopRequested = true;
+        readiness.markStopping();
+        timers.cancel(new FormationTimedOut());
+        if (running != null) {
+            stopRunning();
+        } else if (!hostingInFlight) {
+            stagesStopped(null);
+        }
+        return this;
+    }
+
+    private void stopRunning() {
+        CompletionStage<Void> stopped;
+        try {
+            stopped = hosting.stop(running);
+        } catch (RuntimeException e) {
+            stopped = CompletableFuture.failedFuture(e);
+        }
+        getContext().pipeToSelf(stopped, (ok, error) -> new StagesStopped(error));
+    }
+
+    private Behavior<Command> onStagesStopped(StagesStopped stopped) {
+        stagesStopped(stopped.failure());
+        return this;
+    }
+
+    private void stagesStopped(Throwable failure) {
+        if (failure != null) {
+            getContext().getLog().error("graphlane node {}: stopping the hosted stages failed: {}", cluster.selfMember().address(),
+                    failure.getMessage(), failure);
+        } else if (running != null) {
+            getContext().getLog().info("graphlane node {}: stages {} stopped and released", cluster.selfMember().address(),
+                    running.lanes().keySet());
+        }
+        stagesStopped = true;
+        stopReplies.forEach(r -> r.tell(Done.getInstance()));
+        stopReplies.clear();
+    }
+
     private Behavior<Command> onWeightsBound(WeightsBound bound) {
+        if (stopRequested) {
+            return this;
+        }
         readiness.markWeightsBound();
         getContext().getLog().info("node {} is ready: lanes of stages {} up, weights bound", cluster.selfMember().address(),
                 running.lanes().keySet());

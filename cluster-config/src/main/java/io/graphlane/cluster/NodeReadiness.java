@@ -12,7 +12,7 @@ import org.apache.pekko.actor.typed.javadsl.Adapter;
 /**
  * The readiness state of one node (one per actor system), flipped by the node and read by
  * {@link NodeReadinessCheck} and {@link NodeLivenessCheck}: ready once the node's stage lanes are up and
- * their weights are bound, alive until a fatal failure is recorded. Thread-safe.
+ * their weights are bound, until the node starts to stop; alive until a fatal failure is recorded. Thread-safe.
  */
 public final class NodeReadiness implements Extension {
     private static final Id ID = new Id();
@@ -20,6 +20,7 @@ public final class NodeReadiness implements Extension {
     private final AtomicBoolean lanesUp = new AtomicBoolean();
     private final AtomicBoolean weightsBound = new AtomicBoolean();
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
+    private final AtomicBoolean stopping = new AtomicBoolean();
     private volatile java.util.function.BooleanSupplier serving = () -> true;
 
     /** The readiness state of {@code system}. */
@@ -42,6 +43,16 @@ public final class NodeReadiness implements Extension {
         weightsBound.set(true);
     }
 
+    /** Records that the node has started to stop: it turns not ready, for good (it stays alive while it drains). */
+    public void markStopping() {
+        stopping.set(true);
+    }
+
+    /** Whether the node has started to stop. */
+    public boolean isStopping() {
+        return stopping.get();
+    }
+
     /** Records that the node can no longer serve: it turns not ready and not alive, for good. */
     public void markFailed(Throwable cause) {
         fatal.compareAndSet(null, cause);
@@ -55,9 +66,12 @@ public final class NodeReadiness implements Extension {
         this.serving = java.util.Objects.requireNonNull(available, "available");
     }
 
-    /** Whether the node's lanes are up, their weights bound, what it serves available, and no fatal failure was recorded. */
+    /**
+     * Whether the node's lanes are up, their weights bound, what it serves available, no fatal failure was recorded
+     * and the node is not stopping.
+     */
     public boolean isReady() {
-        return lanesUp.get() && weightsBound.get() && fatal.get() == null && serving.getAsBoolean();
+        return lanesUp.get() && weightsBound.get() && fatal.get() == null && !stopping.get() && serving.getAsBoolean();
     }
 
     /** Whether no fatal failure was recorded. */
@@ -72,8 +86,8 @@ public final class NodeReadiness implements Extension {
 
     @Override
     public String toString() {
-        return "NodeReadiness(lanesUp=" + lanesUp.get() + ", weightsBound=" + weightsBound.get() + ", failure="
-                + fatal.get() + ")";
+        return "NodeReadiness(lanesUp=" + lanesUp.get() + ", weightsBound=" + weightsBound.get() + ", stopping="
+                + stopping.get() + ", failure=" + fatal.get() + ")";
     }
 
     private static final class Id extends AbstractExtensionId<NodeReadiness> {

@@ -41,6 +41,7 @@ import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -121,10 +122,11 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     private final ActorRef<Resolved> selfResolved;
     private final ActorRef<Command> self;
 
-    /** Every submission the lane holds, from acceptance until it has ended and its consumers have asked. */
-    private final HashMap<CompletionHandle, Entry> known = new HashMap<>();
-    /** Waiters for handles of this lane that have not arrived yet. */
-    private final HashMap<CompletionHandle, Pending> pendingHandles = new HashMap<>();
+    /**
+     * Every submission the lane holds, from acceptance until it has ended and its consumers have asked, and who waits
+     * for handles of this lane that have not arrived yet.
+     */
+    private final HandleTable<Entry> handles = new HandleTable<>();
     /** Accepted work waiting for a producer on another lane, by the producer's handle. */
     private final HashMap<CompletionHandle, ArrayList<Entry>> remoteWaits = new HashMap<>();
     private final ArrayDeque<Entry> ready = new ArrayDeque<>();
@@ -137,9 +139,10 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
 
     private int inFlight;
     private int queued;
-    private int pendingSubscriptions;
     private boolean stopping;
     private boolean executorShutdown;
+    /** Set once the actor has stopped: completions are answered from the executor's callback then. */
+    private volatile boolean gone;
 
     private LaneActor(ActorContext<Command> context, Spec<E, C, W> spec) {
         super(context);
@@ -181,6 +184,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
                 .onMessage(GetStatus.class, this::onGetStatus)
                 .onMessageEquals(ExecutorStopped.INSTANCE, this::onExecutorStopped)
                 .onSignal(Terminated.class, this::onLaneTerminated)
+                .onSignal(PostStop.class, s -> onPostStop())
                 .build();
     }
 
@@ -214,22 +218,20 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     }
 
     private Behavior<Command> onSubscribe(Subscribe s) {
-        Entry producer = known.get(s.handle());
+        Entry producer = handles.get(s.handle());
         if (producer == null) {
             Outcome refusal = refuseSubscription(s);
             if (refusal != null) {
                 s.subscriber().tell(new Resolved(s.handle(), new Ended(refusal, s.handle().toString())));
             } else {
-                pendingHandles.computeIfAbsent(s.handle(), h -> new Pending()).subscribe(s);
-                pendingSubscriptions++;
+                handles.subscribeEarly(s);
             }
         } else if (producer.state == SUBMITTED) {
-            producer.served++;
             s.subscriber().tell(new Resolved(s.handle(), new OnDevice(backend, producer.completion)));
+            handles.served(producer);
         } else if (producer.state == ENDED) {
-            producer.served++;
             s.subscriber().tell(new Resolved(s.handle(), new Ended(producer.outcome, producer.label)));
-            maybeForget(producer);
+            handles.served(producer);
         } else {
             producer.subscribe(s);
         }
@@ -265,7 +267,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
                 e.outcome = Outcome.failure(new WorkCancelledException(e.submit.handle(), e.submit.requestId(), true));
             }
             replies.add(e.submit.replyTo(), new Finished(e.submit.handle(), e.label, e.outcome));
-            maybeForget(e);
+            handles.forgetIfDone(e);
         }
         load.publish(queued, inFlight);
         pump();
@@ -281,7 +283,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         }
         cancelledRequests.put(requestId, Boolean.TRUE);
         List<Entry> dropped = new ArrayList<>();
-        for (Iterator<Entry> it = known.values().iterator(); it.hasNext(); ) {
+        for (Iterator<Entry> it = handles.entries().iterator(); it.hasNext(); ) {
             Entry e = it.next();
             if (e.submit.requestId() != requestId) {
                 continue;
@@ -302,7 +304,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
                 endUnsubmitted(e, Outcome.failure(new WorkCancelledException(e.submit.handle(), requestId, false)));
             }
         }
-        answerPendingSubscriptions(sub -> sub.requestId() == requestId,
+        handles.answerEarly(sub -> sub.requestId() == requestId,
                 h -> Outcome.failure(new WorkCancelledException(h, requestId, false)));
         pruneWaiters();
         pump();
@@ -313,8 +315,8 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     private Behavior<Command> onForget(ForgetRequest f) {
         long requestId = f.requestId();
         if (requestId != LaneProtocol.NO_REQUEST) {
-            known.values().removeIf(e -> e.state == ENDED && e.submit.requestId() == requestId);
-            answerPendingSubscriptions(sub -> sub.requestId() == requestId,
+            handles.forgetRequest(requestId);
+            handles.answerEarly(sub -> sub.requestId() == requestId,
                     h -> Outcome.failure(new LaneStoppedException(lane, "subscription to " + h + " of forgotten request " + requestId)));
         }
         return this;
@@ -325,7 +327,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         if (!stopping) {
             stopping = true;
             List<Entry> dropped = new ArrayList<>();
-            for (Entry e : known.values()) {
+            for (Entry e : handles.entries()) {
                 if (e.state == WAITING || e.state == READY) {
                     e.state = DROPPING;
                     dropped.add(e);
@@ -335,7 +337,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             for (Entry e : dropped) {
                 endUnsubmitted(e, Outcome.failure(new LaneStoppedException(lane, "work " + e.submit.handle())));
             }
-            answerPendingSubscriptions(sub -> true, h -> Outcome.failure(new LaneStoppedException(lane, "subscription to " + h)));
+            handles.answerEarly(sub -> true, h -> Outcome.failure(new LaneStoppedException(lane, "subscription to " + h)));
             pruneWaiters();
             replies.flush();
         }
@@ -348,7 +350,8 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         for (ArrayList<Entry> l : remoteWaits.values()) {
             waitingRemote += l.size();
         }
-        g.replyTo().tell(new LaneStatus(lane, inFlight, queued, known.size(), pendingSubscriptions, waitingRemote, stopping));
+        g.replyTo().tell(new LaneStatus(lane, inFlight, queued, handles.size(), handles.pendingSubscriptions(), waitingRemote,
+                stopping));
         return this;
     }
 
@@ -357,7 +360,63 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         for (ActorRef<Stopped> r : stopRequesters) {
             r.tell(stopped);
         }
+        stopRequesters.clear();
         return Behaviors.stopped();
+    }
+
+    /**
+     * The actor stopped for any reason (a {@link Stop} that ran its course, a crash, its parent or the
+     * system stopping): work never submitted ends failed and its values are released now; submitted
+     * work keeps its values with the backend until its exact completion, and its submitter is still
+     * answered then; every waiting subscriber is told the handle ended; the executor is shut down.
+     */
+    private Behavior<Command> onPostStop() {
+        gone = true;
+        List<Entry> unsubmitted = new ArrayList<>();
+        for (Entry e : handles.entries()) {
+            if (e.state == WAITING || e.state == READY || e.state == DROPPING) {
+                e.state = DROPPING;
+                unsubmitted.add(e);
+            }
+        }
+        ready.clear();
+        for (Entry e : unsubmitted) {
+            try {
+                endUnsubmitted(e, Outcome.failure(new LaneStoppedException(lane, "work " + e.submit.handle())));
+            } catch (RuntimeException failed) {
+                getContext().getLog().error("lane {}: ending unsubmitted work {} as the lane stopped failed", lane, e.submit.handle(), failed);
+            }
+        }
+        handles.answerEarly(sub -> true, h -> Outcome.failure(new LaneStoppedException(lane, "subscription to " + h)));
+        handles.pruneEarly(e -> true);
+        remoteWaits.clear();
+        replies.flush();
+        answerFinishedAfterStop();
+        if (!executorShutdown || !stopRequesters.isEmpty()) {
+            executorShutdown = true;
+            List<ActorRef<Stopped>> requesters = List.copyOf(stopRequesters);
+            stopRequesters.clear();
+            try {
+                Completion stopped = backend.shutdownExecutor(executor);
+                if (!requesters.isEmpty()) {
+                    stopped.whenDone(o -> requesters.forEach(r -> r.tell(new Stopped(lane))));
+                }
+            } catch (RuntimeException failed) {
+                getContext().getLog().error("lane {}: shutting its executor down as the lane stopped failed", lane, failed);
+            }
+        }
+        return this;
+    }
+
+    /** After the actor stopped: answers the submitters of work whose completion has been queued. */
+    private void answerFinishedAfterStop() {
+        Entry e;
+        while ((e = finished.poll()) != null) {
+            Outcome outcome = e.abandoned
+                    ? Outcome.failure(new WorkCancelledException(e.submit.handle(), e.submit.requestId(), true))
+                    : e.outcome;
+            e.submit.replyTo().tell(new Finished(e.submit.handle(), e.label, outcome));
+        }
     }
 
     private Behavior<Command> onLaneTerminated(Terminated t) {
@@ -410,7 +469,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             refusal = new LaneProtocol.LaneStopped(lane);
         } else if (!handle.lane().equals(lane)) {
             refusal = new LaneProtocol.WrongLane(handle, lane);
-        } else if (known.containsKey(handle)) {
+        } else if (handles.contains(handle)) {
             refusal = new LaneProtocol.DuplicateHandle(handle);
         } else if (s.after().contains(handle)) {
             refusal = new LaneProtocol.SelfDependency(handle);
@@ -423,21 +482,15 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             return;
         }
         Entry e = new Entry(s);
-        known.put(handle, e);
+        HandleTable.Early<Entry> early = handles.accept(e);
         queued++;
         load.publish(queued, inFlight);
         if (tracing) {
             e.acceptedAt = System.nanoTime();
         }
-        if (!pendingHandles.isEmpty()) {
-            Pending early = pendingHandles.remove(handle);
-            if (early != null) {
-                e.localWaiters = early.localWaiters;
-                e.subscribers = early.subscribers;
-                if (early.subscribers != null) {
-                    pendingSubscriptions -= early.subscribers.size();
-                }
-            }
+        if (early != null) {
+            e.localWaiters = early.localWaiters().isEmpty() ? null : early.localWaiters();
+            e.subscribers = early.subscribers().isEmpty() ? null : early.subscribers();
         }
         List<CompletionHandle> after = s.after();
         int n = after.size();
@@ -460,17 +513,16 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     }
 
     private void followLocal(Entry consumer, CompletionHandle p) {
-        Entry producer = known.get(p);
+        Entry producer = handles.get(p);
         if (producer == null) {
-            pendingHandles.computeIfAbsent(p, h -> new Pending()).addLocalWaiter(consumer);
+            handles.waitLocally(p, consumer);
         } else if (producer.state == SUBMITTED) {
-            producer.served++;
+            handles.served(producer);
             consumer.orderAfter(producer.completion);
             resolvedOne(consumer);
         } else if (producer.state == ENDED) {
-            producer.served++;
             applyEnded(consumer, producer.outcome, producer.label);
-            maybeForget(producer);
+            handles.served(producer);
         } else {
             producer.addLocalWaiter(consumer);
         }
@@ -624,7 +676,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         if (waiters != null) {
             e.localWaiters = null;
             for (Entry w : waiters) {
-                e.served++;
+                handles.served(e);
                 if (w.state == WAITING) {
                     w.orderAfter(c);
                     resolvedOne(w);
@@ -636,7 +688,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             e.subscribers = null;
             OnDevice onDevice = new OnDevice(backend, c);
             for (Subscribe sub : subs) {
-                e.served++;
+                handles.served(e);
                 sub.subscriber().tell(new Resolved(s.handle(), onDevice));
             }
         }
@@ -660,8 +712,8 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         if (waiters != null) {
             e.localWaiters = null;
             for (Entry w : waiters) {
-                e.served++;
                 applyEnded(w, outcome, e.label);
+                handles.served(e);
             }
         }
         ArrayList<Subscribe> subs = e.subscribers;
@@ -669,17 +721,11 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             e.subscribers = null;
             Ended ended = new Ended(outcome, e.label);
             for (Subscribe sub : subs) {
-                e.served++;
                 sub.subscriber().tell(new Resolved(s.handle(), ended));
+                handles.served(e);
             }
         }
-        maybeForget(e);
-    }
-
-    private void maybeForget(Entry e) {
-        if (e.state == ENDED && e.served >= e.submit.expectedConsumers()) {
-            known.remove(e.submit.handle());
-        }
+        handles.forgetIfDone(e);
     }
 
     private void maybeShutdownExecutor() {
@@ -703,42 +749,16 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         if (s.requestId() != LaneProtocol.NO_REQUEST && cancelledRequests.containsKey(s.requestId())) {
             return Outcome.failure(new WorkCancelledException(h, s.requestId(), false));
         }
-        if (pendingSubscriptions >= settings.maxPendingSubscriptions()) {
+        if (handles.pendingSubscriptions() >= settings.maxPendingSubscriptions()) {
             return Outcome.failure(new LaneRejectedException(h, new LaneProtocol.LaneOverloaded(lane, 1, inFlight, queued,
                     settings.maxInFlight(), settings.maxQueued())));
         }
         return null;
     }
 
-    private void answerPendingSubscriptions(java.util.function.Predicate<Subscribe> which,
-                                            java.util.function.Function<CompletionHandle, Outcome> outcome) {
-        for (Map.Entry<CompletionHandle, Pending> p : pendingHandles.entrySet()) {
-            ArrayList<Subscribe> subs = p.getValue().subscribers;
-            if (subs == null) {
-                continue;
-            }
-            for (Iterator<Subscribe> it = subs.iterator(); it.hasNext(); ) {
-                Subscribe sub = it.next();
-                if (which.test(sub)) {
-                    it.remove();
-                    pendingSubscriptions--;
-                    sub.subscriber().tell(new Resolved(p.getKey(), new Ended(outcome.apply(p.getKey()), p.getKey().toString())));
-                }
-            }
-        }
-    }
-
     /** Drops waiters that have ended and waiting structures left empty. */
     private void pruneWaiters() {
-        for (Iterator<Pending> it = pendingHandles.values().iterator(); it.hasNext(); ) {
-            Pending p = it.next();
-            if (p.localWaiters != null) {
-                p.localWaiters.removeIf(w -> w.state == ENDED);
-            }
-            if ((p.localWaiters == null || p.localWaiters.isEmpty()) && (p.subscribers == null || p.subscribers.isEmpty())) {
-                it.remove();
-            }
-        }
+        handles.pruneEarly(w -> w.state == ENDED);
         for (Iterator<ArrayList<Entry>> it = remoteWaits.values().iterator(); it.hasNext(); ) {
             ArrayList<Entry> l = it.next();
             l.removeIf(w -> w.state == ENDED);
@@ -756,28 +776,12 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
 
     private void signalFinished(Entry e) {
         finished.offer(e);
+        if (gone) {
+            answerFinishedAfterStop(); // offered before reading the flag: this call or the actor's last one answers it
+            return;
+        }
         if (!drainScheduled.get() && drainScheduled.compareAndSet(false, true)) {
             self.tell(Drain.INSTANCE);
-        }
-    }
-
-    /** Waiters for a handle of this lane that has not arrived yet. */
-    private final class Pending {
-        ArrayList<Entry> localWaiters;
-        ArrayList<Subscribe> subscribers;
-
-        void addLocalWaiter(Entry e) {
-            if (localWaiters == null) {
-                localWaiters = new ArrayList<>(2);
-            }
-            localWaiters.add(e);
-        }
-
-        void subscribe(Subscribe s) {
-            if (subscribers == null) {
-                subscribers = new ArrayList<>(2);
-            }
-            subscribers.add(s);
         }
     }
 
@@ -785,11 +789,10 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
      * One accepted submission. Also the callback of its own completion (runs on the executor's
      * thread: it only stores the outcome, records the trace and queues itself for the actor).
      */
-    private final class Entry implements Consumer<Outcome>, LongConsumer {
+    private final class Entry extends HandleTable.Produced implements Consumer<Outcome>, LongConsumer {
         Submit<W> submit;
         byte state = WAITING;
         int unresolved;
-        int served;
         ArrayList<C> orderAfter;
         ArrayList<Entry> localWaiters;
         ArrayList<Subscribe> subscribers;
@@ -803,6 +806,26 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
 
         Entry(Submit<W> submit) {
             this.submit = submit;
+        }
+
+        @Override
+        CompletionHandle handle() {
+            return submit.handle();
+        }
+
+        @Override
+        long requestId() {
+            return submit.requestId();
+        }
+
+        @Override
+        int expectedConsumers() {
+            return submit.expectedConsumers();
+        }
+
+        @Override
+        boolean hasEnded() {
+            return state == ENDED;
         }
 
         void orderAfter(C producer) {

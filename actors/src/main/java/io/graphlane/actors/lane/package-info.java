@@ -5,7 +5,9 @@
  * <p>Owns: {@link io.graphlane.actors.lane.LaneProtocol} (what a lane can be told and what it
  * answers), {@link io.graphlane.actors.lane.LaneActor} (the behavior),
  * {@link io.graphlane.actors.lane.LaneGroup} (spawning lanes over one backend) and the
- * {@link io.graphlane.actors.lane.LaneRegistry} lanes find each other through.
+ * {@link io.graphlane.actors.lane.LaneRegistry} lanes find each other through. A lane's handle-resolution
+ * table (the handles it produced, kept until their consumers have asked or their request is forgotten, and
+ * who waits for handles not arrived yet) is the plain class {@code HandleTable}.
  *
  * <p>Guarantees:
  * <ul>
@@ -23,6 +25,11 @@
  *   <li>Cancel drops queued work and abandons submitted work, which keeps its values until its exact
  *       completion and whose outcome is never published. Stop refuses new work, drops queued work,
  *       lets in-flight work finish, then shuts the executor down.</li>
+ *   <li>However the actor stops (a Stop, a crash, its parent or the system stopping), it lets go of
+ *       what it holds: work never submitted ends failed ({@code LaneStoppedException}) and its values
+ *       are released at once; submitted work keeps its values until its exact completion, and its
+ *       submitter is still answered then; waiting subscribers are told the handle ended; the executor
+ *       is shut down.</li>
  *   <li>The actor never blocks: completions are queued by the executor's callback and drained by
  *       one coalesced message per burst; replies to one receiver from one step travel as one message.</li>
  * </ul>

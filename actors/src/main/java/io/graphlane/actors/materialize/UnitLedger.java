@@ -180,13 +180,38 @@ final class UnitLedger<X, P, W, M extends Materialization<W>> {
         return failures;
     }
 
-    /** Binds every finished weight, which {@link #validateAll} accepted; the parameter slots own them then. */
+    /**
+     * Binds every finished weight, which {@link #validateAll} accepted; the parameter slots own them
+     * then. All or nothing: if a bind throws, the weights bound before it are unbound again (latest
+     * first) and stay here as finished weights for {@link #discardUnbound}, and the failure is rethrown.
+     */
     synchronized void bindAll() {
         for (Entry e : entries) {
             requireState(e, State.FINISHED, "bind");
-            backend.bind(e.request.parameter(), e.weight);
+        }
+        int bound = 0;
+        try {
+            for (; bound < entries.size(); bound++) {
+                Entry e = entries.get(bound);
+                backend.bind(e.request.parameter(), e.weight);
+                e.state = State.BOUND;
+            }
+        } catch (RuntimeException | Error bindFailed) {
+            for (int i = bound - 1; i >= 0; i--) {
+                Entry e = entries.get(i);
+                try {
+                    backend.unbind(e.request.parameter(), e.weight);
+                    e.state = State.FINISHED;
+                } catch (RuntimeException unbindFailed) {
+                    bindFailed.addSuppressed(unbindFailed);
+                    LOG.error("unit {}: unbinding {} after a failed bind failed; the parameter keeps its weight",
+                            unit, e.request.name(), unbindFailed);
+                }
+            }
+            throw bindFailed;
+        }
+        for (Entry e : entries) {
             e.weight = null;
-            e.state = State.BOUND;
         }
     }
 

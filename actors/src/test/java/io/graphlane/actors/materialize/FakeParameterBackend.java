@@ -114,6 +114,9 @@ final class FakeParameterBackend implements ParameterBackend<String, FakeParamet
     final List<String> started = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** Runs on the worker's thread just before each bind (a test uses it to order a message before the worker's report). */
     volatile Runnable beforeBind = () -> { };
+    /** Every weight a realization produced, in order. */
+    final List<Weight> weights = new java.util.concurrent.CopyOnWriteArrayList<>();
+    final AtomicInteger unbinds = new AtomicInteger();
 
     /** Completes the held realization of {@code name} successfully. */
     void complete(String name) {
@@ -171,7 +174,9 @@ final class FakeParameterBackend implements ParameterBackend<String, FakeParamet
         if (outcome instanceof Outcome.Failed f) {
             throw new GraphlaneException("materializing " + m.name() + " failed: " + f.cause().getMessage(), f.cause());
         }
-        return new Weight(m.name(), m.spec());
+        Weight w = new Weight(m.name(), m.spec());
+        weights.add(w);
+        return w;
     }
 
     @Override
@@ -193,6 +198,15 @@ final class FakeParameterBackend implements ParameterBackend<String, FakeParamet
             throw new IllegalStateException("backend bug while binding " + parameter.name);
         }
         parameter.bound = weight;
+    }
+
+    @Override
+    public void unbind(Slot parameter, Weight weight) {
+        if (parameter.bound != weight) {
+            throw new IllegalStateException("parameter " + parameter.name + " is not bound to " + weight.name);
+        }
+        unbinds.incrementAndGet();
+        parameter.bound = null;
     }
 
     /** Every lease of {@code leases} was released exactly once, and none before its completion ended. */

@@ -217,6 +217,26 @@ class MaterializationSupervisorTest {
     }
 
     @Test
+    void aBindFailingAtAnyPositionLeavesNoParameterOfTheUnitBound() {
+        String[] names = {"a", "b", "c", "d"};
+        for (int k = 0; k < names.length; k++) {
+            fresh();
+            backend.crashBind.add(names[k]);
+            TestProbe<UnitReply> probe = KIT.createTestProbe();
+            supervisor(MaterializationSettings.DEFAULTS).tell(new MaterializationSupervisor.MaterializeUnit<>("bind-fails-at-" + k, unit(names), probe.getRef()));
+            UnitReply.Failed failed = expectFailed(probe);
+            assertEquals(UnitFailure.Phase.CRASH, failed.failures().get(0).phase(), "bind failing at " + k);
+            assertNothingBound();
+            assertLedgerClean();
+            assertEquals(names.length, backend.weights.size(), "bind failing at " + k);
+            for (FakeParameterBackend.Weight w : backend.weights) {
+                assertEquals(1, w.closes.get(), "weight " + w.name + " closes, bind failing at " + k);
+            }
+            assertEquals(k, backend.unbinds.get(), "unbinds with the bind failing at " + k);
+        }
+    }
+
+    @Test
     void malformedUnitsAreRefusedAndTheirLeasesReleased() {
         TestProbe<UnitReply> probe = KIT.createTestProbe();
         ActorRef<MaterializationSupervisor.Command<Slot>> supervisor = supervisor(MaterializationSettings.DEFAULTS);

@@ -47,8 +47,11 @@ public final class PipelineBench implements Callable<Integer> {
     @Option(names = "--stage-ms", paramLabel = "T", defaultValue = "2", description = "sim: duration of one stage step in ms (default ${DEFAULT-VALUE}).")
     double stageMs;
 
-    @Option(names = "--runs", paramLabel = "N", defaultValue = "5", description = "sim: measured runs after 2 warm-up runs; the median counts (default ${DEFAULT-VALUE}).")
+    @Option(names = "--runs", paramLabel = "N", defaultValue = "5", description = "sim: measured runs after the warm-up runs; the median counts (default ${DEFAULT-VALUE}).")
     int runs;
+
+    @Option(names = "--warmup-runs", paramLabel = "N", defaultValue = "20", description = "sim: unmeasured runs first, until the JIT has compiled the engine's and lanes' paths (default ${DEFAULT-VALUE}).")
+    int warmupRuns;
 
     @Option(names = "--model", paramLabel = "DIR", description = "cpu: a Hugging Face model directory (default: the demo model).")
     Path model;
@@ -78,9 +81,9 @@ public final class PipelineBench implements Callable<Integer> {
     }
 
     private int sim() throws Exception {
-        if (stages < 1 || microbatches < 1 || !(stageMs > 0) || runs < 1) {
-            throw new GraphlaneException("--stages, --microbatches, --runs must be >= 1 and --stage-ms > 0; got " + stages + ", "
-                    + microbatches + ", " + runs + ", " + stageMs);
+        if (stages < 1 || microbatches < 1 || !(stageMs > 0) || runs < 1 || warmupRuns < 0) {
+            throw new GraphlaneException("--stages, --microbatches, --runs must be >= 1, --warmup-runs >= 0 and --stage-ms > 0; got "
+                    + stages + ", " + microbatches + ", " + runs + ", " + warmupRuns + ", " + stageMs);
         }
         Duration t = Duration.ofNanos(Math.round(stageMs * 1e6));
         SimStageProgram program = new SimStageProgram(stages, t, Duration.ZERO, 256);
@@ -92,7 +95,11 @@ public final class PipelineBench implements Callable<Integer> {
         }
         double[] makespans = new double[runs];
         try (SimPipeline sim = new SimPipeline(program, settings, TraceRecorder.DISABLED)) {
-            for (int r = -2; r < runs; r++) {
+            // A run takes some 100 engine and lane messages per stage: a couple of runs leave those paths interpreted or
+            // half-compiled, and a measured run then also times the JIT. The garbage of earlier runs is collected
+            // before each run so that no run is charged for another's.
+            for (int r = -warmupRuns; r < runs; r++) {
+                System.gc();
                 long start = System.nanoTime();
                 sim.runAll(prompts, 1);
                 double ms = (System.nanoTime() - start) / 1e6;

@@ -36,4 +36,11 @@ public interface ParameterBackend<X, P, W, M extends Materialization<W>> {
 
     /** Binds {@code weight} to {@code parameter}; cannot fail after {@link #validateBind} passed on the same arguments. */
     void bind(P parameter, W weight);
+
+    /**
+     * Undoes {@link #bind}{@code (parameter, weight)} when a later bind of the same unit failed (a
+     * backend bug, since bind cannot fail after validation): the slot holds no weight afterwards and
+     * {@code weight} is the caller's again, who discards it. Never closes {@code weight}.
+     */
+    void unbind(P parameter, W weight);
 }

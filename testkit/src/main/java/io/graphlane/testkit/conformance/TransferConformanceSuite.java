@@ -32,8 +32,8 @@ import org.junit.jupiter.api.Timeout;
  * backend. A backend's test extends this class and says how to make a transfer backend (on a device of
  * its own), a lane, a gate that holds a lane, a failed producer ordered before a lane's next copy,
  * host buffers from values, how to read both kinds of copy on the host, and whether a copy's storage
- * was freed; nothing else. Residency bookkeeping (generations, budgets, eviction) is the residency
- * actor's and is not tested here.
+ * was freed; nothing else. Residency bookkeeping (generations, budgets, eviction) is a caller's
+ * and is not tested here.
  *
  * <p>Events are ordered by gates and completions, never by sleeping; every wait has a deadline, so a
  * broken backend fails a test instead of hanging it. Every gate is opened, every handle the suite

@@ -117,4 +117,12 @@ final class SimParameterBackend implements ParameterBackend<SimExecutor, SimPara
         }
         parameter.bound = weight;
     }
+
+    @Override
+    public void unbind(Slot parameter, Weight weight) {
+        if (parameter.bound != weight) {
+            throw new IllegalStateException("parameter " + parameter.name + " is not bound to the weight being unbound");
+        }
+        parameter.bound = null;
+    }
 }

@@ -67,6 +67,14 @@ public final class CpuParameter implements AutoCloseable {
         }
     }
 
+    /** Empties the slot if it holds {@code weight}, without closing it: the caller owns it again. */
+    synchronized void unbind(CpuWeight weight) {
+        if (bound != weight) {
+            throw new IllegalStateException("parameter " + name + " is not bound to the weight being unbound");
+        }
+        bound = null;
+    }
+
     /** Unbinds and closes the bound handle, if any. */
     @Override
     public synchronized void close() {

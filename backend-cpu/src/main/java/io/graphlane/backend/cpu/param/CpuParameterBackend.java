@@ -176,6 +176,11 @@ public final class CpuParameterBackend implements ParameterBackend<CpuExecutor, 
         parameter.bind(weight);
     }
 
+    @Override
+    public void unbind(CpuParameter parameter, CpuWeight weight) {
+        parameter.unbind(weight);
+    }
+
     private static CpuWeight realize(String name, TensorSpec encoded, ByteBuffer leased, DType realized) {
         ByteBuffer src = leased.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         long expected = encoded.byteSize();

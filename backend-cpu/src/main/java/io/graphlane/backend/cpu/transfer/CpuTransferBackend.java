@@ -15,7 +15,7 @@ import java.util.Objects;
  * and destination bytes are retained until the copy's exact completion, so closing a handle early
  * never frees bytes under a running copy. A demotion never touches the device copy: the caller
  * frees it once the host copy completed, and keeps it if the copy failed. Residency bookkeeping
- * (admission, generations, eviction) belongs to the device's residency actor and its ledger.
+ * (admission, generations, eviction) is left to a caller.
  */
 public final class CpuTransferBackend implements TransferBackend<CpuExecutor, CpuWeight, CpuHostBuffer> {
     private final CpuBackend device;

@@ -11,7 +11,7 @@
  * exactly once, when a copy's last handle closes.
  *
  * <p>Refuses: a promotion the pool cannot hold (before anything is queued, naming needed and free bytes), copies on
- * a closed lane. Admission of whole batches, generations and eviction are the residency ledger's
- * ({@code io.graphlane.actors.residency}).
+ * a closed lane. Admission of whole batches, generations and eviction are left to a caller
+ * (none exists yet).
  */
 package io.graphlane.backend.cpu.transfer;

@@ -34,4 +34,11 @@ public final class GpuParameter {
     void set(GpuWeight weight) {
         bound.set(weight);
     }
+
+    /** Empties the slot if it holds {@code weight}, without closing it: the caller owns it again. */
+    void unset(GpuWeight weight) {
+        if (!bound.compareAndSet(weight, null)) {
+            throw new IllegalStateException("parameter " + name() + " is not bound to the weight being unbound");
+        }
+    }
 }

@@ -142,6 +142,11 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
         parameter.set(weight);
     }
 
+    @Override
+    public void unbind(GpuParameter parameter, GpuWeight weight) {
+        parameter.unset(weight);
+    }
+
     /** Stops the staging thread after the uploads already started. */
     @Override
     public void close() {

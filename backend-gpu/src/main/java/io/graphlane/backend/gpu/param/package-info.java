@@ -7,7 +7,7 @@
  * ({@link io.graphlane.backend.gpu.param.GpuWeight} and {@link io.graphlane.backend.gpu.param.GpuHostTensor}
  * count handles; the last close frees) until its exact completion.
  *
- * <p>Left to the residency actor: budgets, transfer generations and eviction. This package keeps no
+ * <p>Budgets, transfer generations and eviction are left to a caller (none exists yet). This package keeps no
  * ledger of its own; a transfer's destination is simply not usable before its completion succeeded.
  */
 package io.graphlane.backend.gpu.param;
