@@ -350,5 +350,13 @@ final class MaterializationScenario {
             parameter.binds.incrementAndGet();
             parameter.bound.compareAndSet(null, weight);
         }
+
+        @Override
+        public void unbind(Slot parameter, Weight weight) {
+            if (!parameter.bound.compareAndSet(weight, null)) {
+                run.problem("parameter " + parameter.name + " was unbound from a weight it did not hold");
+            }
+            parameter.binds.decrementAndGet();
+        }
     }
 }
