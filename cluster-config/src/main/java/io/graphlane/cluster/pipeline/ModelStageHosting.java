@@ -73,6 +73,7 @@ public final class ModelStageHosting implements StageHosting {
     private final int stageCount;
     private final int tensorParallel;
     private final Executor loader;
+    private final StepCounters counters = new StepCounters();
 
     /** Hosting of {@code modelDir} split into {@code stageCount} stages, loading on {@code loader}. */
     public ModelStageHosting(Path modelDir, int stageCount, Executor loader) {
@@ -91,6 +92,11 @@ public final class ModelStageHosting implements StageHosting {
         this.stageCount = stageCount;
         this.tensorParallel = tensorParallel;
         this.loader = loader;
+    }
+
+    /** The steps this node's stage host has run so far, and how many requests' rows they carried. */
+    public StepCounters stepCounters() {
+        return counters;
     }
 
     @Override
@@ -162,7 +168,7 @@ public final class ModelStageHosting implements StageHosting {
             }
             ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(Map.of(), Map.of(stage, "tensor-parallel stage "
                     + stage + " on " + node + " has not formed yet: it waits for the hosts of its " + tensorParallel + " shards"),
-                    lanes.registry(), node), "stage-host", Props.empty());
+                    lanes.registry(), node, counters), "stage-host", Props.empty());
             String uid = Long.toUnsignedString(Cluster.get(system).selfMember().uniqueAddress().longUid());
             StageLead.StageShape shape = new StageLead.StageShape(stage, tensorParallel, loaded.config(), loaded.spec().isLast(), lane);
             system.systemActorOf(StageLead.create(shape, generations, host, uid, REFORM_RETRY), "stage-lead", Props.empty());
@@ -199,7 +205,7 @@ public final class ModelStageHosting implements StageHosting {
             laneRefs.put(s, lanes.lane(LaneStageHosting.laneName(s)));
         }
         String node = Cluster.get(system).selfMember().address().toString();
-        ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(hosted, lanes.registry(), node), "stage-host",
+        ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(hosted, Map.of(), lanes.registry(), node, counters), "stage-host",
                 Props.empty());
         for (int s : stages) {
             system.receptionist().tell(Receptionist.register(StageHostKeys.stage(s), host));
