@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.api.GenerationRequest;
-import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.demo.DemoModel;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import java.io.IOException;
@@ -103,11 +102,10 @@ public final class ClusterPipelineBench implements Callable<Integer> {
     /** Tokens/s of the engine over local stage lanes, after a warm-up run of the same requests with fewer tokens. */
     private double local(Path dir, int stageCount) throws Exception {
         try (InferencePipeline pipeline = InferencePipeline.builder().model(dir).stages(stageCount).build()) {
-            pipeline.generateAll(greedy(Math.min(8, newTokens)), Duration.ofMinutes(5));
+            PipelineBench.generatedTokens(pipeline, greedy(Math.min(8, newTokens))); // warm-up
             long start = System.nanoTime();
-            List<GenerationResult> done = pipeline.generateAll(greedy(newTokens), Duration.ofMinutes(10));
-            double seconds = (System.nanoTime() - start) / 1e9;
-            return done.stream().mapToInt(r -> r.generatedIds().size()).sum() / seconds;
+            int tokens = PipelineBench.generatedTokens(pipeline, greedy(newTokens));
+            return tokens / ((System.nanoTime() - start) / 1e9);
         }
     }
 
