@@ -164,7 +164,7 @@ public final class PipelineBench implements Callable<Integer> {
     }
 
     /** Runs {@code batch} through {@code pipeline} at once and returns the tokens generated. */
-    static int generatedTokens(InferencePipeline pipeline, List<GenerationRequest> batch) {
+    static int generatedTokens(InferencePipeline pipeline, List<GenerationRequest> batch) throws Exception {
         List<GenerationResult> done = pipeline.generateAll(batch, Duration.ofHours(1));
         return done.stream().mapToInt(r -> r.generatedIds().size()).sum();
     }
