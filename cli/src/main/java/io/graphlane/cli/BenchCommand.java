@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
             io.graphlane.cli.bench.LoadBench.class,
             io.graphlane.cli.bench.CollectiveBench.class,
             io.graphlane.cli.bench.CollectiveWorker.class,
+            io.graphlane.cli.bench.ClusterPipelineBench.class,
         })
 public final class BenchCommand implements Runnable {
     @CommandLine.Spec

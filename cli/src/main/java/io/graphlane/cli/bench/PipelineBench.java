@@ -148,9 +148,8 @@ public final class PipelineBench implements Callable<Integer> {
                 }
                 pipeline.generateAll(List.of(GenerationRequest.greedy(List.of(1, 2), 4)), Duration.ofMinutes(5)); // warm-up
                 long start = System.nanoTime();
-                List<GenerationResult> done = pipeline.generateAll(batch, Duration.ofHours(1));
+                int tokens = generatedTokens(pipeline, batch);
                 double seconds = (System.nanoTime() - start) / 1e9;
-                int tokens = done.stream().mapToInt(r -> r.generatedIds().size()).sum();
                 double rate = tokens / seconds;
                 if (first == 0) {
                     first = rate;
@@ -169,5 +168,11 @@ public final class PipelineBench implements Callable<Integer> {
         }
         out.flush();
         return 0;
+    }
+
+    /** Runs {@code batch} through {@code pipeline} at once and returns the tokens generated. */
+    static int generatedTokens(InferencePipeline pipeline, List<GenerationRequest> batch) throws Exception {
+        List<GenerationResult> done = pipeline.generateAll(batch, Duration.ofHours(1));
+        return done.stream().mapToInt(r -> r.generatedIds().size()).sum();
     }
 }

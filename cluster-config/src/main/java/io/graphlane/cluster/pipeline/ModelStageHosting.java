@@ -19,7 +19,6 @@ import io.graphlane.cluster.StageHosting;
 import io.graphlane.core.graph.LaneId;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
-import io.graphlane.inference.model.CpuModels;
 import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
@@ -27,8 +26,11 @@ import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.tensorparallel.ShardWeights;
 import io.graphlane.inference.tensorparallel.ShardedWeightsLoader;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
-import io.graphlane.inference.weights.StageWeightsAssembly;
-import io.graphlane.inference.weights.StageWeightsLoader;
+import io.graphlane.actors.materialize.MaterializationSettings;
+import io.graphlane.actors.materialize.MaterializationSupervisor;
+import io.graphlane.backend.cpu.param.CpuParameter;
+import io.graphlane.inference.backend.CpuInference;
+import io.graphlane.inference.weights.SupervisedWeightsLoader;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,6 +40,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -49,9 +52,12 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Hosts a node's share of a Llama-family model: loads the weights of exactly the stages its rank hosts (the
- * checkpoint source maps only the tensors those stages read), starts one CPU lane per stage and the node's
- * {@link StageHost}, and registers the host under {@link StageHostKeys#stage} for each hosted stage once its weights
- * are bound. Loading runs on {@code loader}, never on the caller's thread.
+ * checkpoint source maps only the tensors those stages read), each stage as one atomic unit of a
+ * {@link MaterializationSupervisor} on a loading lane (settings under {@code graphlane.materialization}; each lease
+ * released on its realization's exact completion, the stage bound whole or not at all), as a pipeline inside one JVM
+ * loads them; then starts one CPU lane per stage and the node's {@link StageHost}, and registers the host under
+ * {@link StageHostKeys#stage} for each hosted stage once its weights are bound. Loading runs on {@code loader}, never on
+ * the caller's thread; the weights are released once, after the lanes stopped.
  *
  * <p>With tensor parallelism T &gt; 1 a node holds one shard of one stage ({@link io.graphlane.cluster.ParallelLayout}):
  * it reads only its shard's selections of the checkpoint (its heads of q/k/v, its columns of gate/up, its slices of o
@@ -69,12 +75,16 @@ public final class ModelStageHosting implements StageHosting {
 
     /** How soon a failed formation of a tensor-parallel stage is tried again when no shard host changes meanwhile. */
     private static final Duration REFORM_RETRY = Duration.ofSeconds(5);
+    /** How long one hosted stage's weights may take to be materialized and bound. */
+    private static final Duration LOAD_TIMEOUT = Duration.ofMinutes(10);
+    private static final AtomicInteger SUPERVISORS = new AtomicInteger();
 
     private final Path modelDir;
     private final int stageCount;
     private final int tensorParallel;
     private final Executor loader;
     private final WeightFormat weights;
+    private final StepCounters counters = new StepCounters();
 
     /** Hosting of {@code modelDir} split into {@code stageCount} stages, loading on {@code loader}. */
     public ModelStageHosting(Path modelDir, int stageCount, Executor loader) {
@@ -99,6 +109,11 @@ public final class ModelStageHosting implements StageHosting {
         this.tensorParallel = tensorParallel;
         this.loader = loader;
         this.weights = java.util.Objects.requireNonNull(weights, "weights");
+    }
+
+    /** The steps this node's stage host has run so far, and how many requests' rows they carried. */
+    public StepCounters stepCounters() {
+        return counters;
     }
 
     @Override
@@ -163,14 +178,16 @@ public final class ModelStageHosting implements StageHosting {
         try {
             String node = Cluster.get(system).selfMember().address().toString();
             if (rank > 0) {
-                ActorRef<ShardHost.Command> host = system.systemActorOf(ShardHost.create(generations, lane, lanes.registry(),
-                        "shard " + rank + " of stage " + stage + " on " + node), "shard-host", Props.empty());
+                String name = "shard " + rank + " of stage " + stage + " on " + node;
+                ActorRef<ShardHost.Command> host = HostSupervision.spawn(system, ShardHost.create(generations, lane, lanes.registry(),
+                        name), "shard-host", "the shard host of " + name);
                 system.receptionist().tell(Receptionist.register(StageHostKeys.shard(stage, rank), host));
                 return new HostedStages(Map.of(), CompletableFuture.completedFuture(null), stop);
             }
-            ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(Map.of(), Map.of(stage, "tensor-parallel stage "
-                    + stage + " on " + node + " has not formed yet: it waits for the hosts of its " + tensorParallel + " shards"),
-                    lanes.registry(), node), "stage-host", Props.empty());
+            ActorRef<StageHost.Command> host = HostSupervision.spawn(system, StageHost.create(Map.of(), Map.of(stage,
+                    "tensor-parallel stage " + stage + " on " + node + " has not formed yet: it waits for the hosts of its "
+                    + tensorParallel + " shards"), lanes.registry(), node, counters), "stage-host",
+                    "the stage host of stage " + stage + " on " + node);
             String uid = Long.toUnsignedString(Cluster.get(system).selfMember().uniqueAddress().longUid());
             StageLead.StageShape shape = new StageLead.StageShape(stage, tensorParallel, loaded.config(), loaded.spec().isLast(), lane);
             system.systemActorOf(StageLead.create(shape, generations, host, uid, REFORM_RETRY), "stage-lead", Props.empty());
@@ -184,22 +201,36 @@ public final class ModelStageHosting implements StageHosting {
     private HostedStages start(ActorSystem<?> system, List<Integer> stages) {
         ModelDirectory model = ModelDirectory.open(modelDir);
         StagePlan plan = StagePlan.balanced(model.config().layerCount(), stageCount);
-        CpuNeuralOps loadOps = new CpuNeuralOps();
-        CpuNeuralBackend.setBlasThreads(1);
+        CpuInference cpu = new CpuInference();
+        CpuBackend backend = cpu.device();
+        // Each hosted stage's weights are one atomic unit of a supervisor on a loading lane, as in a pipeline inside one JVM.
+        CpuExecutor loadingLane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
+        ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor = system.systemActorOf(
+                cpu.supervisor(loadingLane, MaterializationSettings.fromConfig(system.settings().config())),
+                "stage-materialization-" + SUPERVISORS.incrementAndGet(), Props.empty());
         Map<Integer, LlamaStage<CpuTensor>> loaded = new LinkedHashMap<>();
-        try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
-            StageWeightsLoader<CpuTensor> stageWeights = CpuModels.loader(model, source, loadOps, weights);
-            for (int s : stages) {
-                loaded.put(s, new LlamaStage<>(model.config(), stageWeights.load(plan.stage(s)), new CpuNeuralOps()));
-                LOG.info("stage {} of {} loaded: layers {}", s, stageCount, plan.stage(s).layers());
+        SupervisedWeightsLoader<CpuParameter, CpuTensor> weights = null;
+        LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes = null;
+        try {
+            // A stage's leases are all taken at once, so every shard of the checkpoint may be pinned together.
+            int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
+            try (CheckpointSource source = model.openSource(shards)) {
+                weights = new SupervisedWeightsLoader<>(supervisor, system.scheduler(), source, model.config(), LOAD_TIMEOUT,
+                        cpu.weightSlots(), this.weights);
+                for (int s : stages) {
+                    loaded.put(s, new LlamaStage<>(model.config(), weights.load(plan.stage(s)), new CpuNeuralOps()));
+                    LOG.info("stage {} of {} loaded: layers {}", s, stageCount, plan.stage(s).layers());
+                }
             }
-        } catch (RuntimeException e) {
-            loaded.values().forEach(st -> StageWeightsAssembly.release(st.weights(), loadOps));
+            lanes = LaneGroup.builder(system, backend).lanes(stages.stream().map(LaneStageHosting::laneName).toArray(String[]::new)).spawn();
+        } catch (RuntimeException | Error e) {
+            if (weights != null) {
+                weights.close(); // no lane ran: nothing reads them
+            }
+            supervisor.tell(new MaterializationSupervisor.Stop<>());
+            cpu.close();
             throw e;
         }
-        CpuBackend backend = new CpuBackend();
-        LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes = LaneGroup.builder(system, backend)
-                .lanes(stages.stream().map(LaneStageHosting::laneName).toArray(String[]::new)).spawn();
         Map<Integer, StageHost.HostedStage> hosted = new LinkedHashMap<>();
         Map<Integer, ActorRef<LaneProtocol.Command>> laneRefs = new LinkedHashMap<>();
         for (int s : stages) {
@@ -207,19 +238,20 @@ public final class ModelStageHosting implements StageHosting {
             laneRefs.put(s, lanes.lane(LaneStageHosting.laneName(s)));
         }
         String node = Cluster.get(system).selfMember().address().toString();
-        ActorRef<StageHost.Command> host = system.systemActorOf(StageHost.create(hosted, lanes.registry(), node), "stage-host",
-                Props.empty());
+        ActorRef<StageHost.Command> host = HostSupervision.spawn(system, StageHost.create(hosted, Map.of(), lanes.registry(), node,
+                counters), "stage-host", "the stage host of stages " + stages + " on " + node);
         for (int s : stages) {
             system.receptionist().tell(Receptionist.register(StageHostKeys.stage(s), host));
         }
         List<LlamaStage<CpuTensor>> all = new ArrayList<>(loaded.values());
-        return new HostedStages(laneRefs, CompletableFuture.completedFuture(null), () -> lanes.stop().thenRun(() -> {
+        SupervisedWeightsLoader<CpuParameter, CpuTensor> bound = weights;
+        LaneGroup<CpuExecutor, CpuCompletion, CpuWork> running = lanes;
+        return new HostedStages(laneRefs, CompletableFuture.completedFuture(null), () -> running.stop().thenRun(() -> {
             // The lanes have finished their work: nothing reads the caches or weights any more.
-            all.forEach(st -> {
-                st.close();
-                StageWeightsAssembly.release(st.weights(), loadOps);
-            });
-            backend.close();
+            all.forEach(LlamaStage::close);
+            bound.close();
+            supervisor.tell(new MaterializationSupervisor.Stop<>());
+            cpu.close();
         }));
     }
 }

@@ -7,6 +7,7 @@ import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
 import io.graphlane.inference.llama.Segment;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -25,7 +26,8 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * on it, and answers {@link Reformed} (or {@link ReformFailed} naming why). It accepts a re-form from any lead, since a
  * replaced lead is a new actor; of several re-forms in flight, only the latest is installed.
  *
- * <p>The stage's {@link StageHost} tells it, in its own submission order, each step it runs: a {@link Step} of the
+ * <p>The stage's {@link StageHost} tells it, in its own submission order, each step it runs (with the step's cache
+ * changes, {@link Forget} and {@link Rewind}, before it): a {@link Step} of the
  * installed group submits this shard's forward over the same segments on the shard's lane, where it meets the other
  * shards in the group's collectives; the activation and the output stay with shard 0. Every step is run, in the order
  * it arrives, so that the shards' collectives line up; a step of another group than the installed one is dropped (its
@@ -35,7 +37,7 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
 public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
 
     /** What a shard host accepts. */
-    public sealed interface Command permits Step, Forget, Reform, LaneAnswer, Joined {
+    public sealed interface Command permits Step, Forget, Rewind, Reform, LaneAnswer, Joined {
     }
 
     /** What a shard host answers a {@link Reform}. */
@@ -45,18 +47,29 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     }
 
     /**
-     * Runs this shard of group {@code group} over {@code rows} positions of {@code requestId} from {@code startPosition},
-     * for step {@code step}.
+     * Runs this shard of group {@code group} for step {@code stepId} over the same segments as shard 0: segment i is
+     * {@code lengths[i]} positions of request {@code requestIds[i]} from {@code starts[i]}.
      */
-    public record Step(String group, long requestId, long step, int startPosition, int rows) implements Command {
-        /** Refuses an empty step. */
+    public record Step(String group, long stepId, long[] requestIds, int[] starts, int[] lengths) implements Command {
+        /** Refuses an empty step or segments that do not line up. */
         public Step {
             Objects.requireNonNull(group, "group");
-            if (rows < 1 || startPosition < 0) {
-                throw new IllegalArgumentException("a shard step needs rows >= 1 and a start position >= 0, got " + rows + " rows at "
-                        + startPosition);
+            int n = requestIds.length;
+            if (n < 1 || starts.length != n || lengths.length != n) {
+                throw new IllegalArgumentException("a shard step needs one start and one length per request id, got " + n
+                        + " ids, " + starts.length + " starts, " + lengths.length + " lengths");
+            }
+            for (int i = 0; i < n; i++) {
+                if (lengths[i] < 1 || starts[i] < 0) {
+                    throw new IllegalArgumentException("a shard step needs rows >= 1 and a start position >= 0, got " + lengths[i]
+                            + " rows at " + starts[i]);
+                }
             }
         }
+    }
+
+    /** Takes back the KV cache of {@code requestId} to its first {@code position} positions. */
+    public record Rewind(long requestId, int position) implements Command {
     }
 
     /** Drops the KV cache of {@code requestId}. */
@@ -126,6 +139,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
         return newReceiveBuilder()
                 .onMessage(Step.class, this::onStep)
                 .onMessage(Forget.class, this::onForget)
+                .onMessage(Rewind.class, this::onRewind)
                 .onMessage(Reform.class, this::onReform)
                 .onMessage(Joined.class, this::onJoined)
                 .onMessage(LaneAnswer.class, this::onLaneAnswer)
@@ -135,13 +149,25 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     private Behavior<Command> onStep(Step step) {
         ShardGenerations.Generation current = installed;
         if (current == null || !current.group().equals(step.group())) {
-            getContext().getLog().warn("{}: step {} of request {} is for group {}, but this shard runs {}; dropped", name, step.step(),
-                    step.requestId(), step.group(), current == null ? "none yet" : current.group());
+            getContext().getLog().warn("{}: step {} is for group {}, but this shard runs {}; dropped", name, step.stepId(),
+                    step.group(), current == null ? "none yet" : current.group());
             return this;
         }
-        List<Segment> segments = List.of(new Segment(step.requestId(), step.startPosition(), step.rows()));
+        List<Segment> segments = new ArrayList<>(step.requestIds().length);
+        for (int i = 0; i < step.requestIds().length; i++) {
+            segments.add(new Segment(step.requestIds()[i], step.starts()[i], step.lengths()[i]));
+        }
         CpuWork forward = () -> current.shard().forward(segments, null);
-        submit(forward, step.requestId());
+        submit(forward, -1);
+        return this;
+    }
+
+    private Behavior<Command> onRewind(Rewind rewind) {
+        ShardGenerations.Generation current = installed;
+        if (current != null) {
+            CpuWork back = () -> current.shard().rewind(rewind.requestId(), rewind.position());
+            submit(back, rewind.requestId());
+        }
         return this;
     }
 

@@ -2,7 +2,6 @@ package io.graphlane.cluster.pipeline;
 
 import io.graphlane.actors.lane.LaneProtocol;
 import io.graphlane.actors.lane.LaneRegistry;
-import io.graphlane.actors.wire.ActivationFrame;
 import io.graphlane.actors.wire.WireTensor;
 import io.graphlane.backend.cpu.CpuWork;
 import io.graphlane.backend.cpu.nn.CpuTensor;
@@ -19,14 +18,12 @@ import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
+import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -37,18 +34,20 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 
 /**
- * The stage host of one node: owns the lanes of the stages its rank hosts and runs their steps for the engine on
- * the serving node. A {@link Run} of stage k submits the stage's forward on k's lane, then a copy-out ordered after
- * the forward's exact completion on the same lane; when the copy-out finishes, the activation travels to the host of
- * stage k+1 in an {@link ActivationFrame} naming the producing work (node, lane, sequence), or, on the last stage, the
- * logits go to the engine. The consumer submits its own forward only once the frame has arrived, so stages order
- * across nodes by message, with no global barrier. A failed forward poisons the stages after it: a {@link Poisoned}
- * travels down the rest of the route and the last stage reports the root failure to the engine. A step that cannot
- * be one (no tokens, an activation that is not rank 2, a negative start, positions past the model's maximum) fails
- * the same way before any work, naming the field; the host serves the next step as before.
+ * The stage host of one node: owns the lanes of the stages its rank hosts and runs their batched steps for the pipeline
+ * engine on the serving node. A {@link Step} of stage k carries one micro-batch's segments (several requests' rows),
+ * the token ids on stage 0 or the activation stage k−1 produced after it, and the changes to the requests' KV caches the
+ * engine asked for since the previous step sent here (requests to forget, positions to rewind to). The host submits one
+ * work on k's lane that applies those changes, runs the stage's forward over the segments and copies the output out;
+ * when it finishes, the activation (or, on the last stage, the logits at each segment's last position) goes back to the
+ * step's sender in a {@link StageReply.StepDone}, or a {@link StageReply.StepFailed} naming the stage and this node.
+ * Steps run in the order they arrive, so the changes apply before the step that carries them. A step that cannot be
+ * one (no segments, no tokens, an activation that is not rank 2 or whose rows do not match the segments, a negative
+ * start, positions past the model's maximum) is refused before any work, naming the field; its changes still apply,
+ * and the host serves the next step as before.
  *
  * <p>A tensor-parallel stage is hosted here by its shard 0, with the {@link ShardHost}s of its other shards on other
- * nodes: each step (and each {@link Forget}) is told to them in this host's submission order, so every shard runs the
+ * nodes: each step's changes and segments are told to them in this host's submission order, so every shard runs the
  * same steps in the same order and their collectives line up. Such a stage starts unformed and unregistered; the
  * node's {@link StageLead} forms it and hands it over in a {@link Formed} once every shard has joined the group, and
  * only then does this host register it (and it retires the previous generation's shard on the lane, after the steps
@@ -60,45 +59,40 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
  * {@link Formed}.
  */
 public final class StageHost extends AbstractBehavior<StageHost.Command> {
-    private static final int REMEMBERED_FORGOTTEN = 4096;
 
     /** What a stage host accepts. */
-    public sealed interface Command permits Run, Poisoned, Forget, LaneAnswer, ShardLost, Formed, Reforming {
+    public sealed interface Command permits Step, LaneAnswer, ShardLost, Formed, Reforming {
     }
 
     /**
-     * Runs stage {@code stage} of step {@code step} of request {@code requestId} over positions
-     * {@code startPosition, …} ({@code tokens} on stage 0, the activation in {@code input} after it); then hands on to
-     * {@code downstream} (the hosts of the following stages, in order) or, on the last stage, to {@code engine}.
+     * Runs stage {@code stage} over one micro-batch for the serving node, which numbered it {@code stepId}: segment i is
+     * {@code lengths[i]} positions of request {@code requestIds[i]} from {@code starts[i]}; the input is {@code tokens}
+     * on stage 0 (every segment's, concatenated) and {@code activation} ({@code positions × hidden}) after it. Before the
+     * step, the KV caches of {@code forget} are dropped and those of {@code rewindIds[i]} rewound to
+     * {@code rewindPositions[i]}. The answer goes to {@code replyTo}.
      */
-    public record Run(long requestId, long step, int stage, int[] tokens, int startPosition, ActivationFrame input,
-                      List<ActorRef<Command>> downstream, ActorRef<StageReply> engine) implements Command {
-        /** Copies the route; refuses a missing input after stage 0. */
-        public Run {
+    public record Step(long stepId, int stage, long[] requestIds, int[] starts, int[] lengths, int[] tokens, WireTensor activation,
+                       long[] forget, long[] rewindIds, int[] rewindPositions, ActorRef<StageReply> replyTo) implements Command {
+        /** Refuses missing parts (a malformed shape is refused by the host, naming the field). */
+        public Step {
+            Objects.requireNonNull(requestIds, "requestIds");
+            Objects.requireNonNull(starts, "starts");
+            Objects.requireNonNull(lengths, "lengths");
             Objects.requireNonNull(tokens, "tokens");
-            downstream = List.copyOf(downstream);
-            Objects.requireNonNull(engine, "engine");
-            if (stage > 0 && input == null) {
-                throw new IllegalArgumentException("stage " + stage + " of request " + requestId + " needs an activation frame");
+            Objects.requireNonNull(forget, "forget");
+            Objects.requireNonNull(rewindIds, "rewindIds");
+            Objects.requireNonNull(rewindPositions, "rewindPositions");
+            Objects.requireNonNull(replyTo, "replyTo");
+        }
+
+        /** The positions the step computes: the sum of the segments' lengths. */
+        public long positions() {
+            long n = 0;
+            for (int l : lengths) {
+                n += l;
             }
+            return n;
         }
-    }
-
-    /**
-     * Stage {@code rootStage} on node {@code rootNode} failed for this step (its work is {@code producer}); the stage
-     * this reaches does not run and passes the poison on down {@code downstream}, the last one to {@code engine}.
-     */
-    public record Poisoned(long requestId, long step, int rootStage, String rootNode, CompletionHandle producer,
-                           Outcome.Failed failure, List<ActorRef<Command>> downstream, ActorRef<StageReply> engine)
-            implements Command {
-        /** Copies the route. */
-        public Poisoned {
-            downstream = List.copyOf(downstream);
-        }
-    }
-
-    /** Drops the KV caches of {@code requestId} on every stage this node hosts (on each stage's lane). */
-    public record Forget(long requestId) implements Command {
     }
 
     record LaneAnswer(LaneProtocol.LaneReply reply) implements Command {
@@ -150,8 +144,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         }
     }
 
-    /** One step in flight on this node: the copy-out it waits for and what it fills. */
-    private record InFlight(Run run, String group, CompletionHandle forward, AtomicReference<float[]> copied, int rows, int cols) {
+    /** One step in flight on this node: the work it waits for and what that work fills. */
+    private record InFlight(Step step, String group, AtomicReference<float[]> copied, int rows, int cols) {
     }
 
     private final Map<Integer, HostedStage> stages;
@@ -163,41 +157,38 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private final Map<Integer, ActorRef<StageLead.Command>> leads = new HashMap<>();
     /** Why a tensor-parallel stage can no longer run, by stage. */
     private final Map<Integer, String> lost = new HashMap<>();
-    /** Requests recently forgotten: a step of theirs still on its way is dropped rather than caching them again. */
-    private final Set<Long> forgotten = Collections.newSetFromMap(new LinkedHashMap<>() {
-        @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
-            return size() > REMEMBERED_FORGOTTEN;
-        }
-    });
+    /** Steps run and the most segments (requests) one of them carried: how much the serving node batched. */
+    private final StepCounters counters;
 
     private StageHost(ActorContext<Command> context, Map<Integer, HostedStage> stages, Map<Integer, String> unformed,
-                      LaneRegistry registry, String node) {
+                      LaneRegistry registry, String node, StepCounters counters) {
         super(context);
         this.stages = new HashMap<>(stages);
         this.lost.putAll(unformed);
         this.registry = registry;
         this.node = node;
+        this.counters = counters;
         this.replies = context.messageAdapter(LaneProtocol.LaneReply.class, LaneAnswer::new);
         this.stages.forEach(this::watchShards);
     }
 
     /**
      * The host of {@code stages} (by stage index), whose lanes are found in {@code registry}; {@code node} is this
-     * node's address, as handles and failures name it.
+     * node's address, as failures name it.
      */
     public static Behavior<Command> create(Map<Integer, HostedStage> stages, LaneRegistry registry, String node) {
-        return create(stages, Map.of(), registry, node);
+        return create(stages, Map.of(), registry, node, new StepCounters());
     }
 
     /**
      * Like {@link #create(Map, LaneRegistry, String)}, with tensor-parallel stages not formed yet: {@code unformed} says
-     * why each one cannot run until its {@link Formed} arrives (its steps fail naming that).
+     * why each one cannot run until its {@link Formed} arrives (its steps fail naming that); the host counts the steps
+     * it runs in {@code counters}.
      */
     public static Behavior<Command> create(Map<Integer, HostedStage> stages, Map<Integer, String> unformed, LaneRegistry registry,
-                                           String node) {
+                                           String node, StepCounters counters) {
         Map<Integer, String> waiting = Map.copyOf(unformed);
-        return Behaviors.setup(ctx -> new StageHost(ctx, stages, waiting, registry, node));
+        return Behaviors.setup(ctx -> new StageHost(ctx, stages, waiting, registry, node, counters));
     }
 
     private void watchShards(int stage, HostedStage hosted) {
@@ -210,9 +201,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     @Override
     public Receive<Command> createReceive() {
         return newReceiveBuilder()
-                .onMessage(Run.class, this::onRun)
-                .onMessage(Poisoned.class, this::onPoisoned)
-                .onMessage(Forget.class, this::onForget)
+                .onMessage(Step.class, this::onStep)
                 .onMessage(LaneAnswer.class, this::onLaneAnswer)
                 .onMessage(ShardLost.class, this::onShardLost)
                 .onMessage(Formed.class, this::onFormed)
@@ -220,62 +209,59 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 .build();
     }
 
-    private Behavior<Command> onRun(Run run) {
-        if (forgotten.contains(run.requestId())) {
-            return this;
-        }
-        String gone = lost.get(run.stage());
-        if (gone != null) {
-            HostedStage withdrawn = stages.get(run.stage());
-            LaneId lane = withdrawn == null ? new LaneId("stage-" + run.stage()) : withdrawn.lane();
-            poisonDownstream(run, new CompletionHandle(node, lane, 0), new Outcome.Failed(new GraphlaneException(gone)));
-            return this;
-        }
-        HostedStage hosted = stages.get(run.stage());
+    private Behavior<Command> onStep(Step step) {
+        HostedStage hosted = stages.get(step.stage());
         if (hosted == null) {
-            getContext().getLog().warn("node {} does not host stage {} (hosts {}); step {} of request {} refused", node,
-                    run.stage(), stages.keySet(), run.step(), run.requestId());
-            CompletionHandle none = new CompletionHandle(node, new LaneId("stage-" + run.stage()), 0);
-            poisonDownstream(run, none, new Outcome.Failed(new IllegalStateException("node " + node + " does not host stage "
-                    + run.stage() + "; it hosts " + stages.keySet())));
+            getContext().getLog().warn("node {} does not host stage {} (hosts {}); step {} refused", node, step.stage(),
+                    stages.keySet(), step.stepId());
+            refuse(step, new IllegalStateException("node " + node + " does not host stage " + step.stage() + "; it hosts "
+                    + stages.keySet()));
             return this;
         }
-        String malformed = malformed(run, hosted);
+        String gone = lost.get(step.stage());
+        if (gone != null) {
+            refuse(step, new GraphlaneException(gone));
+            return this;
+        }
+        String malformed = malformed(step, hosted);
         if (malformed != null) {
-            // A peer's bad step fails that step only: this host runs the next one as before.
-            getContext().getLog().warn("node {} refused step {} of request {} of stage {}: {}", node, run.step(), run.requestId(),
-                    run.stage(), malformed);
-            poisonDownstream(run, new CompletionHandle(node, hosted.lane(), 0), new Outcome.Failed(new GraphlaneException(
-                    "stage " + run.stage() + " on " + node + " refused step " + run.step() + " of request " + run.requestId() + ": "
-                            + malformed)));
+            // A peer's bad step fails that step only: its cache changes still apply, and this host runs the next one as before.
+            getContext().getLog().warn("node {} refused step {} of stage {}: {}", node, step.stepId(), step.stage(), malformed);
+            Runnable changes = changesOf(step, hosted);
+            submit(hosted, changes::run);
+            refuse(step, new GraphlaneException("stage " + step.stage() + " on " + node + " refused step " + step.stepId() + ": "
+                    + malformed));
             return this;
         }
+        counters.stepRan(step.requestIds().length);
         StageForward<CpuTensor> llama = hosted.forward();
         NeuralOps<CpuTensor> ops = llama.ops();
-        int rows = run.stage() == 0 ? run.tokens().length : (int) run.input().activation().shape().dims()[0];
-        List<Segment> segments = List.of(new Segment(run.requestId(), run.startPosition(), rows));
-        float[] activation = run.stage() == 0 ? null : run.input().activation().toFloats();
-        int inCols = run.stage() == 0 ? 0 : (int) run.input().activation().shape().dims()[1];
-        AtomicReference<StageOutput<CpuTensor>> produced = new AtomicReference<>();
-        AtomicReference<float[]> copied = new AtomicReference<>();
-        CpuWork forward = () -> {
-            if (activation == null) {
-                produced.set(llama.forward(new StageInput.Tokens<>(segments, run.tokens())));
-                return;
-            }
-            // The arrived activation lives on this lane only while the forward reads it.
-            CpuTensor in = ops.fromHost(activation, rows, inCols);
-            try {
-                produced.set(llama.forward(new StageInput.Hidden<>(segments, in)));
-            } finally {
-                ops.release(in);
-            }
-        };
+        int rows = (int) step.positions();
+        List<Segment> segments = new ArrayList<>(step.requestIds().length);
+        for (int i = 0; i < step.requestIds().length; i++) {
+            segments.add(new Segment(step.requestIds()[i], step.starts()[i], step.lengths()[i]));
+        }
+        float[] activation = step.stage() == 0 ? null : step.activation().toFloats();
+        int inCols = step.stage() == 0 ? 0 : (int) step.activation().shape().dims()[1];
         boolean last = hosted.last();
-        int outRows = last ? 1 : rows;
+        int outRows = last ? segments.size() : rows;
         int outCols = last ? hosted.config().vocabSize() : hosted.config().hiddenSize();
-        CpuWork copyOut = () -> {
-            StageOutput<CpuTensor> out = produced.getAndSet(null);
+        AtomicReference<float[]> copied = new AtomicReference<>();
+        Runnable changes = changesOf(step, hosted);
+        CpuWork work = () -> {
+            changes.run();
+            StageOutput<CpuTensor> out;
+            if (activation == null) {
+                out = llama.forward(new StageInput.Tokens<>(segments, step.tokens()));
+            } else {
+                // The arrived activation lives on this lane only while the forward reads it.
+                CpuTensor in = ops.fromHost(activation, rows, inCols);
+                try {
+                    out = llama.forward(new StageInput.Hidden<>(segments, in));
+                } finally {
+                    ops.release(in);
+                }
+            }
             try {
                 float[] values = new float[outRows * outCols];
                 ops.toHost(out.tensor(), values);
@@ -284,49 +270,100 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 ops.release(out.tensor());
             }
         };
-        long first = registry.reserveSequences(2);
-        CompletionHandle forwardHandle = CompletionHandle.local(hosted.lane(), first);
-        CompletionHandle copyHandle = CompletionHandle.local(hosted.lane(), first + 1);
-        ActorRef<LaneProtocol.Command> lane = registry.lane(hosted.lane());
-        ShardHost.Step shardStep = new ShardHost.Step(hosted.group(), run.requestId(), run.step(), run.startPosition(), rows);
+        ShardHost.Step shardStep = new ShardHost.Step(hosted.group(), step.stepId(), step.requestIds(), step.starts(), step.lengths());
         hosted.shards().forEach(shard -> shard.tell(shardStep));
-        lane.tell(LaneProtocol.Submit.of(forwardHandle, forward, replies).inRequest(run.requestId()).consumedBy(1));
-        lane.tell(LaneProtocol.Submit.of(copyHandle, copyOut, replies).after(forwardHandle).inRequest(run.requestId()));
-        waiting.put(copyHandle, new InFlight(run, hosted.group(), new CompletionHandle(node, hosted.lane(), first), copied, outRows,
-                outCols));
+        CompletionHandle handle = submit(hosted, work);
+        waiting.put(handle, new InFlight(step, hosted.group(), copied, outRows, outCols));
         return this;
     }
 
     /**
-     * Why {@code run}, as it came from a peer, cannot be a step of {@code hosted}, naming the field, the expected and the
-     * found value; null if it can. The forward checks the rest (the activation's width, the positions the request's KV
+     * The step's changes to the KV caches, applied on the stage's lane before its forward; told to the stage's other
+     * shards now, before its step, so they apply them in the same order.
+     */
+    private static Runnable changesOf(Step step, HostedStage hosted) {
+        for (ActorRef<ShardHost.Command> shard : hosted.shards()) {
+            for (long id : step.forget()) {
+                shard.tell(new ShardHost.Forget(id));
+            }
+            for (int i = 0; i < step.rewindIds().length; i++) {
+                shard.tell(new ShardHost.Rewind(step.rewindIds()[i], step.rewindPositions()[i]));
+            }
+        }
+        StageForward<CpuTensor> llama = hosted.forward();
+        long[] forget = step.forget().clone();
+        long[] rewindIds = step.rewindIds().clone();
+        int[] rewindTo = step.rewindPositions().clone();
+        return () -> {
+            for (long id : forget) {
+                llama.endRequest(id);
+            }
+            for (int i = 0; i < rewindIds.length; i++) {
+                llama.rewind(rewindIds[i], rewindTo[i]);
+            }
+        };
+    }
+
+    private CompletionHandle submit(HostedStage hosted, CpuWork work) {
+        CompletionHandle handle = CompletionHandle.local(hosted.lane(), registry.reserveSequences(1));
+        registry.lane(hosted.lane()).tell(LaneProtocol.Submit.of(handle, work, replies));
+        return handle;
+    }
+
+    private void refuse(Step step, Throwable why) {
+        step.replyTo().tell(new StageReply.StepFailed(step.stepId(), step.stage(), node, new Outcome.Failed(why)));
+    }
+
+    /**
+     * Why {@code step}, as it came from a peer, cannot be a step of {@code hosted}, naming the field, the expected and the
+     * found value; null if it can. The forward checks the rest (the activation's width, the positions each request's KV
      * cache holds) and fails the step as work.
      */
-    private static String malformed(Run run, HostedStage hosted) {
-        int rows;
-        if (run.stage() == 0) {
-            rows = run.tokens().length;
-            if (rows < 1) {
-                return "tokens: expected at least one token id, found none";
+    private static String malformed(Step step, HostedStage hosted) {
+        int n = step.requestIds().length;
+        if (n < 1) {
+            return "segments: expected at least one, found none";
+        }
+        if (step.starts().length != n || step.lengths().length != n) {
+            return "segments: expected " + n + " starts and lengths (one per request id), found " + step.starts().length + " and "
+                    + step.lengths().length;
+        }
+        if (step.rewindPositions().length != step.rewindIds().length) {
+            return "rewinds: expected " + step.rewindIds().length + " positions (one per request id), found "
+                    + step.rewindPositions().length;
+        }
+        long rows = step.positions();
+        if (step.stage() == 0) {
+            if (step.tokens().length != rows) {
+                return "tokens: expected " + rows + " token ids (the segments' lengths), found " + step.tokens().length;
             }
         } else {
-            long[] dims = run.input().activation().shape().dims();
+            if (step.activation() == null) {
+                return "activation: expected a rank-2 tensor (" + rows + " x " + hosted.config().hiddenSize() + "), found none";
+            }
+            long[] dims = step.activation().shape().dims();
             if (dims.length != 2) {
                 return "activation: expected a rank-2 tensor (rows x " + hosted.config().hiddenSize() + "), found shape "
                         + Arrays.toString(dims);
             }
-            if (dims[0] < 1 || dims[0] > Integer.MAX_VALUE) {
-                return "activation: expected 1 to " + Integer.MAX_VALUE + " rows, found " + dims[0];
+            if (dims[0] != rows) {
+                return "activation: expected " + rows + " rows (the segments' lengths), found " + dims[0];
             }
-            rows = (int) dims[0];
         }
-        if (run.startPosition() < 0) {
-            return "start position: expected >= 0, found " + run.startPosition();
-        }
-        long end = (long) run.startPosition() + rows;
-        if (end > hosted.config().maxPositions()) {
-            return "start position: " + run.startPosition() + " + " + rows + " rows = " + end + " positions, past the model's maximum of "
-                    + hosted.config().maxPositions() + " (max_position_embeddings)";
+        for (int i = 0; i < n; i++) {
+            int start = step.starts()[i];
+            int length = step.lengths()[i];
+            if (length < 1) {
+                return "length of segment " + i + ": expected >= 1, found " + length;
+            }
+            if (start < 0) {
+                return "start position: expected >= 0, found " + start;
+            }
+            long end = (long) start + length;
+            if (end > hosted.config().maxPositions()) {
+                return "start position: " + start + " + " + length + " rows = " + end + " positions, past the model's maximum of "
+                        + hosted.config().maxPositions() + " (max_position_embeddings)";
+            }
         }
         return null;
     }
@@ -349,62 +386,15 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     }
 
     private void stepEnded(InFlight f, Outcome outcome) {
-        Run run = f.run();
+        Step step = f.step();
         if (outcome instanceof Outcome.Failed failed) {
             Throwable root = failed.cause() instanceof PoisonedPreconditionException p ? p.rootCause() : failed.cause();
-            getContext().getLog().warn("stage {} on node {} failed step {} of request {}: {}", run.stage(), node, run.step(),
-                    run.requestId(), root.toString());
-            groupBroken(run.stage(), f.group(), "step " + run.step() + " of request " + run.requestId() + " failed: " + root);
-            poisonDownstream(run, f.forward(), new Outcome.Failed(root));
+            getContext().getLog().warn("stage {} on node {} failed step {}: {}", step.stage(), node, step.stepId(), root.toString());
+            groupBroken(step.stage(), f.group(), "step " + step.stepId() + " failed: " + root);
+            step.replyTo().tell(new StageReply.StepFailed(step.stepId(), step.stage(), node, new Outcome.Failed(root)));
             return;
         }
-        WireTensor values = WireTensor.ofFloats(Shape.of(f.rows(), f.cols()), f.copied().get());
-        if (run.downstream().isEmpty()) {
-            run.engine().tell(new StageReply.StepDone(run.requestId(), run.step(), values));
-            return;
-        }
-        ActivationFrame frame = new ActivationFrame(f.forward(), run.requestId(), (int) Math.min(Integer.MAX_VALUE, run.step()), values);
-        run.downstream().get(0).tell(new Run(run.requestId(), run.step(), run.stage() + 1, run.tokens(),
-                run.startPosition(), frame, run.downstream().subList(1, run.downstream().size()), run.engine()));
-    }
-
-    private void poisonDownstream(Run run, CompletionHandle producer, Outcome.Failed failure) {
-        Poisoned poison = new Poisoned(run.requestId(), run.step(), run.stage(), node, producer, failure, run.downstream(),
-                run.engine());
-        if (run.downstream().isEmpty()) {
-            report(poison);
-        } else {
-            run.downstream().get(0).tell(poison);
-        }
-    }
-
-    private Behavior<Command> onPoisoned(Poisoned poisoned) {
-        getContext().getLog().debug("step {} of request {} poisoned on node {} by stage {} on {}", poisoned.step(),
-                poisoned.requestId(), node, poisoned.rootStage(), poisoned.rootNode());
-        if (poisoned.downstream().isEmpty()) {
-            report(poisoned);
-        } else {
-            List<ActorRef<Command>> rest = poisoned.downstream().subList(1, poisoned.downstream().size());
-            poisoned.downstream().get(0).tell(new Poisoned(poisoned.requestId(), poisoned.step(), poisoned.rootStage(),
-                    poisoned.rootNode(), poisoned.producer(), poisoned.failure(), rest, poisoned.engine()));
-        }
-        return this;
-    }
-
-    private void report(Poisoned poisoned) {
-        poisoned.engine().tell(new StageReply.StepFailed(poisoned.requestId(), poisoned.step(), poisoned.rootStage(),
-                poisoned.rootNode(), poisoned.failure()));
-    }
-
-    private Behavior<Command> onForget(Forget forget) {
-        forgotten.add(forget.requestId());
-        for (HostedStage hosted : stages.values()) {
-            CompletionHandle handle = CompletionHandle.local(hosted.lane(), registry.reserveSequences(1));
-            CpuWork drop = () -> hosted.forward().endRequest(forget.requestId());
-            registry.lane(hosted.lane()).tell(LaneProtocol.Submit.of(handle, drop, replies));
-            hosted.shards().forEach(shard -> shard.tell(new ShardHost.Forget(forget.requestId())));
-        }
-        return this;
+        step.replyTo().tell(new StageReply.StepDone(step.stepId(), WireTensor.ofFloats(Shape.of(f.rows(), f.cols()), f.copied().get())));
     }
 
     private Behavior<Command> onShardLost(ShardLost shardLost) {

@@ -4,31 +4,28 @@ import io.graphlane.actors.wire.WireTensor;
 import io.graphlane.core.completion.Outcome;
 import java.util.Objects;
 
-/** What the stage hosts tell the engine on the serving node about one request's step. */
+/** What a stage host answers the serving node about one batched step of one stage ({@link StageHost.Step}). */
 public sealed interface StageReply permits StageReply.StepDone, StageReply.StepFailed {
 
-    /** The request this reply is about. */
-    long requestId();
-
-    /** The engine's step number of that request. */
-    long step();
+    /** The step this reply answers, as the serving node numbered it. */
+    long stepId();
 
     /**
-     * The last stage completed the step: {@code logits} is {@code 1 × vocab}, the logits at the step's last position,
-     * copied out after the last stage's exact completion.
+     * The stage completed the step: {@code values} is the activation ({@code positions × hidden}) or, on the model's last
+     * stage, the logits at each segment's last position ({@code segments × vocab}), copied out after the stage's work.
      */
-    record StepDone(long requestId, long step, WireTensor logits) implements StageReply {
-        /** Refuses missing logits. */
+    record StepDone(long stepId, WireTensor values) implements StageReply {
+        /** Refuses missing values. */
         public StepDone {
-            Objects.requireNonNull(logits, "logits");
+            Objects.requireNonNull(values, "values");
         }
     }
 
     /**
-     * The step failed: the work of stage {@code stage} on node {@code node} failed (the root), and every stage after it
-     * was poisoned and never ran. {@code failure} carries the root cause (a RemoteFailureException once it crossed nodes).
+     * The step failed on stage {@code stage} on node {@code node}, or was refused there before any work. {@code failure}
+     * carries the cause (a RemoteFailureException once it crossed nodes).
      */
-    record StepFailed(long requestId, long step, int stage, String node, Outcome.Failed failure) implements StageReply {
+    record StepFailed(long stepId, int stage, String node, Outcome.Failed failure) implements StageReply {
         /** Refuses missing parts. */
         public StepFailed {
             Objects.requireNonNull(node, "node");

@@ -4,15 +4,11 @@ import com.esotericsoftware.kryo.Kryo;
 import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
-import io.graphlane.actors.wire.ActivationFrame;
 import io.graphlane.actors.wire.WireFields;
 import io.graphlane.actors.wire.WireFormatException;
 import io.graphlane.actors.wire.WireRegistry;
 import io.graphlane.actors.wire.WireTensor;
 import io.graphlane.core.completion.Outcome;
-import io.graphlane.core.graph.CompletionHandle;
-import java.util.ArrayList;
-import java.util.List;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
@@ -24,18 +20,18 @@ import org.slf4j.LoggerFactory;
  * The wire format of the cross-node stage protocol ({@link StageHost}, {@link ShardHost} and {@link StageReply} messages): Kryo 5 with
  * registration required, the fixed ids of {@link WireRegistry} (frames, tensors, handles, outcomes) plus this
  * protocol's own fixed ids from 200, actor refs through {@link ActorRefResolver}. A frame of an unknown class,
- * truncated, declaring a field larger than the frame or its cap ({@link WireFields}; a route of at most 1024 hosts, a
- * step of at most 2^20 tokens) or with trailing bytes is refused with a logged {@link WireFormatException}; the node
+ * truncated, declaring a field larger than the frame or its cap ({@link WireFields}; a step of at most 2^16 segments
+ * and 2^20 tokens) or with trailing bytes is refused with a logged {@link WireFormatException}; the node
  * stays up.
  */
 public final class StageWireSerializer extends PooledKryoSerializer {
     /** This serializer's Pekko identifier; the same on every node. */
     public static final int IDENTIFIER = 474_202;
 
-    /** The protocol's classes with their fixed ids; never renumbered or reused. */
-    static final int RUN_ID = 200;
-    static final int POISONED_ID = 201;
-    static final int FORGET_ID = 202;
+    /**
+     * The protocol's classes with their fixed ids; never renumbered or reused (200 to 202 were the single-request
+     * step, its poison and its forget, retired when steps became batched).
+     */
     static final int STEP_DONE_ID = 203;
     static final int STEP_FAILED_ID = 204;
     static final int SHARD_STEP_ID = 205;
@@ -43,9 +39,11 @@ public final class StageWireSerializer extends PooledKryoSerializer {
     static final int SHARD_REFORM_ID = 207;
     static final int SHARD_REFORMED_ID = 208;
     static final int SHARD_REFORM_FAILED_ID = 209;
+    static final int STEP_ID = 210;
+    static final int SHARD_REWIND_ID = 211;
 
-    /** The most hosts a route may list, and the most tokens one step may carry. */
-    private static final int MAX_ROUTE = 1024;
+    /** The most segments (requests) one step may carry, and the most tokens. */
+    private static final int MAX_SEGMENTS = 1 << 16;
     private static final int MAX_TOKENS = 1 << 20;
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
@@ -57,13 +55,12 @@ public final class StageWireSerializer extends PooledKryoSerializer {
     @Override
     protected Kryo newKryo(ActorRefResolver resolver) {
         Kryo kryo = WireRegistry.newKryo(resolver);
-        kryo.register(StageHost.Run.class, new RunSerializer(resolver), RUN_ID);
-        kryo.register(StageHost.Poisoned.class, new PoisonedSerializer(resolver), POISONED_ID);
-        kryo.register(StageHost.Forget.class, new ForgetSerializer(), FORGET_ID);
+        kryo.register(StageHost.Step.class, new StepSerializer(resolver), STEP_ID);
         kryo.register(StageReply.StepDone.class, new StepDoneSerializer(), STEP_DONE_ID);
         kryo.register(StageReply.StepFailed.class, new StepFailedSerializer(), STEP_FAILED_ID);
         kryo.register(ShardHost.Step.class, new ShardStepSerializer(), SHARD_STEP_ID);
         kryo.register(ShardHost.Forget.class, new ShardForgetSerializer(), SHARD_FORGET_ID);
+        kryo.register(ShardHost.Rewind.class, new ShardRewindSerializer(), SHARD_REWIND_ID);
         kryo.register(ShardHost.Reform.class, new ShardReformSerializer(resolver), SHARD_REFORM_ID);
         kryo.register(ShardHost.Reformed.class, new ShardReformedSerializer(), SHARD_REFORMED_ID);
         kryo.register(ShardHost.ReformFailed.class, new ShardReformFailedSerializer(), SHARD_REFORM_FAILED_ID);
@@ -75,123 +72,79 @@ public final class StageWireSerializer extends PooledKryoSerializer {
         return IDENTIFIER;
     }
 
-    private static void writeRefs(Output out, ActorRefResolver resolver, List<? extends ActorRef<?>> refs) {
-        out.writeVarInt(refs.size(), true);
-        for (ActorRef<?> ref : refs) {
-            WireFields.writeString(out, resolver.toSerializationFormat(ref), "route");
-        }
+    private static void writeInts(Output out, int[] values) {
+        out.writeVarInt(values.length, true);
+        out.writeInts(values, 0, values.length, true);
     }
 
-    private static <T> List<ActorRef<T>> readRefs(Input in, ActorRefResolver resolver, String field) {
-        int n = WireFields.count(in, field + ".route", MAX_ROUTE);
-        List<ActorRef<T>> refs = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            refs.add(resolver.resolveActorRef(WireFields.requiredString(in, field + ".route")));
-        }
-        return refs;
+    private static void writeLongs(Output out, long[] values) {
+        out.writeVarInt(values.length, true);
+        out.writeLongs(values, 0, values.length, false);
     }
 
-    private static final class RunSerializer extends Serializer<StageHost.Run> {
+    private static long[] longs(Input in, String field, int max) {
+        return in.readLongs(WireFields.count(in, field, max), false);
+    }
+
+    private static final class StepSerializer extends Serializer<StageHost.Step> {
         private final ActorRefResolver resolver;
 
-        RunSerializer(ActorRefResolver resolver) {
+        StepSerializer(ActorRefResolver resolver) {
             this.resolver = resolver;
         }
 
         @Override
-        public void write(Kryo kryo, Output out, StageHost.Run r) {
-            out.writeVarLong(r.requestId(), false);
-            out.writeVarLong(r.step(), true);
-            out.writeVarInt(r.stage(), true);
-            out.writeVarInt(r.tokens().length, true);
-            out.writeInts(r.tokens(), 0, r.tokens().length, true);
-            out.writeVarInt(r.startPosition(), true);
-            out.writeBoolean(r.input() != null);
-            if (r.input() != null) {
-                kryo.writeObject(out, r.input());
+        public void write(Kryo kryo, Output out, StageHost.Step s) {
+            out.writeVarLong(s.stepId(), false);
+            out.writeVarInt(s.stage(), true);
+            writeLongs(out, s.requestIds());
+            writeInts(out, s.starts());
+            writeInts(out, s.lengths());
+            writeInts(out, s.tokens());
+            out.writeBoolean(s.activation() != null);
+            if (s.activation() != null) {
+                kryo.writeObject(out, s.activation());
             }
-            writeRefs(out, resolver, r.downstream());
-            WireFields.writeString(out, resolver.toSerializationFormat(r.engine()), "Run.engine");
+            writeLongs(out, s.forget());
+            writeLongs(out, s.rewindIds());
+            writeInts(out, s.rewindPositions());
+            WireFields.writeString(out, resolver.toSerializationFormat(s.replyTo()), "Step.replyTo");
         }
 
         @Override
-        public StageHost.Run read(Kryo kryo, Input in, Class<? extends StageHost.Run> type) {
-            long request = in.readVarLong(false);
-            long step = in.readVarLong(true);
+        public StageHost.Step read(Kryo kryo, Input in, Class<? extends StageHost.Step> type) {
+            long stepId = in.readVarLong(false);
             int stage = in.readVarInt(true);
-            int[] tokens = WireFields.ints(in, "Run.tokens", MAX_TOKENS);
-            int start = in.readVarInt(true);
-            ActivationFrame input = in.readBoolean() ? kryo.readObject(in, ActivationFrame.class) : null;
-            List<ActorRef<StageHost.Command>> route = readRefs(in, resolver, "Run");
-            ActorRef<StageReply> engine = resolver.resolveActorRef(WireFields.requiredString(in, "Run.engine"));
-            return new StageHost.Run(request, step, stage, tokens, start, input, route, engine);
-        }
-    }
-
-    private static final class PoisonedSerializer extends Serializer<StageHost.Poisoned> {
-        private final ActorRefResolver resolver;
-
-        PoisonedSerializer(ActorRefResolver resolver) {
-            this.resolver = resolver;
-        }
-
-        @Override
-        public void write(Kryo kryo, Output out, StageHost.Poisoned p) {
-            out.writeVarLong(p.requestId(), false);
-            out.writeVarLong(p.step(), true);
-            out.writeVarInt(p.rootStage(), true);
-            WireFields.writeString(out, p.rootNode(), "Poisoned.rootNode");
-            kryo.writeObject(out, p.producer());
-            kryo.writeObject(out, p.failure());
-            writeRefs(out, resolver, p.downstream());
-            WireFields.writeString(out, resolver.toSerializationFormat(p.engine()), "Poisoned.engine");
-        }
-
-        @Override
-        public StageHost.Poisoned read(Kryo kryo, Input in, Class<? extends StageHost.Poisoned> type) {
-            long request = in.readVarLong(false);
-            long step = in.readVarLong(true);
-            int stage = in.readVarInt(true);
-            String node = WireFields.string(in, "Poisoned.rootNode");
-            CompletionHandle producer = kryo.readObject(in, CompletionHandle.class);
-            Outcome.Failed failure = kryo.readObject(in, Outcome.Failed.class);
-            List<ActorRef<StageHost.Command>> route = readRefs(in, resolver, "Poisoned");
-            ActorRef<StageReply> engine = resolver.resolveActorRef(WireFields.requiredString(in, "Poisoned.engine"));
-            return new StageHost.Poisoned(request, step, stage, node, producer, failure, route, engine);
-        }
-    }
-
-    private static final class ForgetSerializer extends Serializer<StageHost.Forget> {
-        @Override
-        public void write(Kryo kryo, Output out, StageHost.Forget f) {
-            out.writeVarLong(f.requestId(), false);
-        }
-
-        @Override
-        public StageHost.Forget read(Kryo kryo, Input in, Class<? extends StageHost.Forget> type) {
-            return new StageHost.Forget(in.readVarLong(false));
+            long[] ids = longs(in, "Step.requestIds", MAX_SEGMENTS);
+            int[] starts = WireFields.ints(in, "Step.starts", MAX_SEGMENTS);
+            int[] lengths = WireFields.ints(in, "Step.lengths", MAX_SEGMENTS);
+            int[] tokens = WireFields.ints(in, "Step.tokens", MAX_TOKENS);
+            WireTensor activation = in.readBoolean() ? kryo.readObject(in, WireTensor.class) : null;
+            long[] forget = longs(in, "Step.forget", MAX_SEGMENTS);
+            long[] rewindIds = longs(in, "Step.rewindIds", MAX_SEGMENTS);
+            int[] rewindTo = WireFields.ints(in, "Step.rewindPositions", MAX_SEGMENTS);
+            ActorRef<StageReply> replyTo = resolver.resolveActorRef(WireFields.requiredString(in, "Step.replyTo"));
+            return new StageHost.Step(stepId, stage, ids, starts, lengths, tokens, activation, forget, rewindIds, rewindTo, replyTo);
         }
     }
 
     private static final class StepDoneSerializer extends Serializer<StageReply.StepDone> {
         @Override
         public void write(Kryo kryo, Output out, StageReply.StepDone d) {
-            out.writeVarLong(d.requestId(), false);
-            out.writeVarLong(d.step(), true);
-            kryo.writeObject(out, d.logits());
+            out.writeVarLong(d.stepId(), false);
+            kryo.writeObject(out, d.values());
         }
 
         @Override
         public StageReply.StepDone read(Kryo kryo, Input in, Class<? extends StageReply.StepDone> type) {
-            return new StageReply.StepDone(in.readVarLong(false), in.readVarLong(true), kryo.readObject(in, WireTensor.class));
+            return new StageReply.StepDone(in.readVarLong(false), kryo.readObject(in, WireTensor.class));
         }
     }
 
     private static final class StepFailedSerializer extends Serializer<StageReply.StepFailed> {
         @Override
         public void write(Kryo kryo, Output out, StageReply.StepFailed f) {
-            out.writeVarLong(f.requestId(), false);
-            out.writeVarLong(f.step(), true);
+            out.writeVarLong(f.stepId(), false);
             out.writeVarInt(f.stage(), true);
             WireFields.writeString(out, f.node(), "StepFailed.node");
             kryo.writeObject(out, f.failure());
@@ -199,7 +152,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
 
         @Override
         public StageReply.StepFailed read(Kryo kryo, Input in, Class<? extends StageReply.StepFailed> type) {
-            return new StageReply.StepFailed(in.readVarLong(false), in.readVarLong(true), in.readVarInt(true),
+            return new StageReply.StepFailed(in.readVarLong(false), in.readVarInt(true),
                     WireFields.string(in, "StepFailed.node"), kryo.readObject(in, Outcome.Failed.class));
         }
     }
@@ -208,23 +161,44 @@ public final class StageWireSerializer extends PooledKryoSerializer {
         @Override
         public void write(Kryo kryo, Output out, ShardHost.Step s) {
             WireFields.writeString(out, s.group(), "ShardStep.group");
-            out.writeVarLong(s.requestId(), false);
-            out.writeVarLong(s.step(), true);
-            out.writeVarInt(s.startPosition(), true);
-            out.writeVarInt(s.rows(), true);
+            out.writeVarLong(s.stepId(), false);
+            writeLongs(out, s.requestIds());
+            writeInts(out, s.starts());
+            writeInts(out, s.lengths());
         }
 
         @Override
         public ShardHost.Step read(Kryo kryo, Input in, Class<? extends ShardHost.Step> type) {
             String group = readGroup(in, "ShardStep.group");
-            long request = in.readVarLong(false);
-            long step = in.readVarLong(true);
-            int start = in.readVarInt(true);
-            int rows = in.readVarInt(true);
-            if (rows < 1 || rows > 1 << 20) {
-                throw new WireFormatException("shard step of " + rows + " rows; expected 1 to " + (1 << 20));
+            long stepId = in.readVarLong(false);
+            long[] ids = longs(in, "ShardStep.requestIds", MAX_SEGMENTS);
+            int[] starts = WireFields.ints(in, "ShardStep.starts", MAX_SEGMENTS);
+            int[] lengths = WireFields.ints(in, "ShardStep.lengths", MAX_SEGMENTS);
+            long rows = 0;
+            for (int l : lengths) {
+                rows += l;
             }
-            return new ShardHost.Step(group, request, step, start, rows);
+            if (rows > MAX_TOKENS) {
+                throw new WireFormatException("ShardStep.lengths: a shard step of " + rows + " rows; expected at most " + MAX_TOKENS);
+            }
+            try {
+                return new ShardHost.Step(group, stepId, ids, starts, lengths);
+            } catch (IllegalArgumentException e) {
+                throw new WireFormatException("ShardStep: " + e.getMessage());
+            }
+        }
+    }
+
+    private static final class ShardRewindSerializer extends Serializer<ShardHost.Rewind> {
+        @Override
+        public void write(Kryo kryo, Output out, ShardHost.Rewind r) {
+            out.writeVarLong(r.requestId(), false);
+            out.writeVarInt(r.position(), true);
+        }
+
+        @Override
+        public ShardHost.Rewind read(Kryo kryo, Input in, Class<? extends ShardHost.Rewind> type) {
+            return new ShardHost.Rewind(in.readVarLong(false), in.readVarInt(true));
         }
     }
 

@@ -142,14 +142,15 @@ class WireFuzzTest {
 
     /** One valid message of every class the stage protocol registers besides the registry's. */
     private static List<Object> stageSamples() {
-        ActivationFrame input = new ActivationFrame(HANDLE, 5, 2, tensor());
         return List.of(
-                new StageHost.Run(5, 2, 1, new int[] {17, 300, 70_000}, 9, input, List.of(ref("stage-2"), ref("stage-3")), ref("engine")),
-                new StageHost.Poisoned(5, 2, 1, "pekko://graphlane@10.0.0.7:2552", HANDLE, failure(), List.of(ref("stage-3")), ref("engine")),
-                new StageHost.Forget(5),
-                new StageReply.StepDone(5, 2, tensor()),
-                new StageReply.StepFailed(5, 2, 1, "pekko://graphlane@10.0.0.7:2552", failure()),
-                new ShardHost.Step("tp-0", 5, 2, 9, 3),
+                new StageHost.Step(5, 1, new long[] {7, 9}, new int[] {9, 0}, new int[] {1, 2}, new int[0], tensor(), new long[] {3},
+                        new long[] {4}, new int[] {6}, ref("engine")),
+                new StageHost.Step(6, 0, new long[] {7}, new int[] {0}, new int[] {3}, new int[] {17, 300, 70_000}, null, new long[0],
+                        new long[0], new int[0], ref("engine")),
+                new StageReply.StepDone(5, tensor()),
+                new StageReply.StepFailed(5, 1, "pekko://graphlane@10.0.0.7:2552", failure()),
+                new ShardHost.Step("tp-0", 5, new long[] {7, 9}, new int[] {9, 0}, new int[] {1, 2}),
+                new ShardHost.Rewind(5, 3),
                 new ShardHost.Forget(5),
                 new ShardHost.Reform("tp-0", ref("lead")),
                 new ShardHost.Reformed("tp-0", 1),

@@ -6,19 +6,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.graphlane.actors.wire.ActivationFrame;
 import io.graphlane.actors.wire.RemoteFailureException;
 import io.graphlane.actors.wire.WireTensor;
 import io.graphlane.cluster.GraphlaneNode;
 import io.graphlane.cluster.NodeSettings;
-import io.graphlane.core.graph.CompletionHandle;
-import io.graphlane.core.graph.LaneId;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.pipeline.InferencePipeline;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -40,7 +38,8 @@ import org.junit.jupiter.api.TestMethodOrder;
 
 /**
  * Three nodes in one JVM, each hosting one stage of the tiny-llama fixture (stage i on rank i): generation across
- * nodes, poisoning across nodes, and the loss and return of a node. Messages between the nodes cross Artery, so each
+ * nodes (micro-batched, as the local engine), a stage's failure and a peer's malformed step, and the loss and return of a
+ * node. Messages between the nodes cross Artery, so each
  * one goes through the wire format. The last test kills a node, so the tests run in order.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -48,6 +47,7 @@ class CrossNodeStagesTest {
     private static final int NODES = 3;
     private static final ExecutorService LOADER = Executors.newSingleThreadExecutor();
     private static final List<GraphlaneNode> RUNNING = new ArrayList<>();
+    private static final List<ModelStageHosting> HOSTING = new ArrayList<>();
     private static List<NodeSettings> settings;
     private static Path model;
     private static ClusterPipeline pipeline;
@@ -79,22 +79,48 @@ class CrossNodeStagesTest {
         FixtureNodes.assertGreedyTokens(pipeline, reference, Duration.ofSeconds(60));
     }
 
+    /**
+     * Eight requests at once (the fixture's prompts, some twice, of different lengths) get the same greedy tokens as the
+     * same engine over local stage lanes, and the stage hosts ran steps that carried several requests' rows.
+     */
     @Test
     @Order(2)
-    void aFailedStageOnOneNodePoisonsTheLaterStageOnAnotherWithTheCause() {
-        GraphlaneNode serving = RUNNING.get(0);
+    void eightConcurrentRequestsMatchTheLocalEngineAndShareSteps() throws Exception {
+        List<GenerationRequest> requests = new ArrayList<>();
+        JsonNode prompts = reference.get("prompts");
+        for (int i = 0; i < 8; i++) {
+            requests.add(GenerationRequest.greedy(FixtureNodes.ints(prompts.get(i % prompts.size()).get("ids")), 24));
+        }
+        long widestBefore = HOSTING.stream().mapToLong(h -> h.stepCounters().widestStep()).max().orElse(0);
+        List<GenerationResult> cluster = pipeline.generateAll(requests, Duration.ofSeconds(120));
+        List<GenerationResult> local;
+        try (InferencePipeline engine = InferencePipeline.builder().model(model).stages(NODES).build()) {
+            local = engine.generateAll(requests, Duration.ofSeconds(120));
+        }
+        for (int i = 0; i < requests.size(); i++) {
+            assertEquals(local.get(i).generatedIds(), cluster.get(i).generatedIds(), "greedy tokens of request " + i);
+            assertEquals(24, cluster.get(i).generatedIds().size());
+        }
+        long widest = HOSTING.stream().mapToLong(h -> h.stepCounters().widestStep()).max().orElse(0);
+        assertTrue(widest > 1, "a stage step carried the rows of " + widest + " request(s) at most (before: " + widestBefore + ")");
+        for (ModelStageHosting h : HOSTING) {
+            StepCounters c = h.stepCounters();
+            assertTrue(c.segments() > c.steps(), "each node ran " + c.steps() + " steps of " + c.segments() + " request rows: batched");
+        }
+    }
+
+    @Test
+    @Order(3)
+    void aFailedStageOnOneNodeFailsTheStepNamingTheStageNodeAndCause() {
         ActorRef<StageHost.Command> stage1 = hostOf(1);
-        ActorRef<StageHost.Command> stage2 = hostOf(2);
-        TestProbe<StageReply> engine = TestProbe.create(serving.system());
+        TestProbe<StageReply> engine = TestProbe.create(RUNNING.get(0).system());
         // An activation 3 wide where the model's hidden size is 64: stage 1's forward fails on node 1.
         WireTensor wrong = WireTensor.ofFloats(Shape.of(1, 3), new float[] {1f, 2f, 3f});
-        CompletionHandle producer = new CompletionHandle(address(0), new LaneId("stage-0"), 1);
-        stage1.tell(new StageHost.Run(9_000_001L, 1, 1, new int[] {250}, 0, new ActivationFrame(producer, 9_000_001L, 1, wrong),
-                List.of(stage2), engine.getRef()));
-        StageReply reply = engine.expectMessageClass(StageReply.StepFailed.class, Duration.ofSeconds(20));
-        StageReply.StepFailed failed = (StageReply.StepFailed) reply;
-        assertEquals(1, failed.stage(), "the root is stage 1");
-        assertEquals(address(1), failed.node(), "the root is on node 1");
+        stage1.tell(FixtureNodes.hiddenStep(9_000_001L, 1, 9_000_001L, 0, wrong, new long[0], engine.getRef()));
+        StageReply.StepFailed failed = engine.expectMessageClass(StageReply.StepFailed.class, Duration.ofSeconds(20));
+        assertEquals(9_000_001L, failed.stepId());
+        assertEquals(1, failed.stage(), "the failure is stage 1's");
+        assertEquals(address(1), failed.node(), "on node 1");
         RemoteFailureException cause = assertInstanceOf(RemoteFailureException.class, failed.failure().cause(),
                 "the cause crossed nodes");
         assertTrue(cause.getMessage().contains("64") && cause.getMessage().contains("3"), cause.getMessage());
@@ -102,49 +128,54 @@ class CrossNodeStagesTest {
     }
 
     /**
-     * Steps a peer got wrong (an activation of rank 1 or 3, a negative start, positions past the model's maximum and past
-     * Integer.MAX_VALUE) each fail naming the field, found and expected value, and the stage's host runs the next, well
-     * formed step as before.
+     * Steps a peer got wrong (an activation of rank 1 or 3, rows that do not match the segments, a negative start,
+     * positions past the model's maximum and past Integer.MAX_VALUE) each fail naming the field, found and expected value,
+     * and the stage's host runs the next, well formed step as before.
      */
     @Test
-    @Order(3)
+    @Order(4)
     void aMalformedStepFromAPeerIsRefusedNamingTheFieldAndTheHostKeepsServing() {
         ActorRef<StageHost.Command> stage1 = hostOf(1);
-        ActorRef<StageHost.Command> stage2 = hostOf(2);
         TestProbe<StageReply> engine = TestProbe.create(RUNNING.get(0).system());
-        CompletionHandle producer = new CompletionHandle(address(0), new LaneId("stage-0"), 1);
         int hidden = ModelDirectory.open(model).config().hiddenSize();
         WireTensor row = WireTensor.ofFloats(Shape.of(1, hidden), new float[hidden]);
-        record Bad(WireTensor activation, int start, String says) {
+        record Bad(StageHost.Step step, String says) {
         }
-        List<Bad> bad = List.of(
-                new Bad(WireTensor.ofFloats(Shape.of(hidden), new float[hidden]), 0, "activation: expected a rank-2 tensor"),
-                new Bad(WireTensor.ofFloats(Shape.of(1, 1, hidden), new float[hidden]), 0, "found shape [1, 1, " + hidden + "]"),
-                new Bad(row, -4, "start position: expected >= 0, found -4"),
-                new Bad(row, 256, "256 + 1 rows = 257 positions, past the model's maximum of 256"),
-                new Bad(row, Integer.MAX_VALUE, Integer.MAX_VALUE + " + 1 rows = " + (Integer.MAX_VALUE + 1L) + " positions"));
         long request = 9_200_000L;
+        ActorRef<StageReply> to = engine.getRef();
+        List<Bad> bad = List.of(
+                new Bad(FixtureNodes.hiddenStep(request, 1, request, 0, WireTensor.ofFloats(Shape.of(hidden), new float[hidden]),
+                        new long[0], to), "activation: expected a rank-2 tensor"),
+                new Bad(FixtureNodes.hiddenStep(request + 1, 1, request + 1, 0, WireTensor.ofFloats(Shape.of(1, 1, hidden),
+                        new float[hidden]), new long[0], to), "found shape [1, 1, " + hidden + "]"),
+                new Bad(new StageHost.Step(request + 2, 1, new long[] {request + 2}, new int[] {0}, new int[] {2}, new int[0], row,
+                        new long[0], new long[0], new int[0], to), "activation: expected 2 rows (the segments' lengths), found 1"),
+                new Bad(FixtureNodes.hiddenStep(request + 3, 1, request + 3, -4, row, new long[0], to),
+                        "start position: expected >= 0, found -4"),
+                new Bad(FixtureNodes.hiddenStep(request + 4, 1, request + 4, 256, row, new long[0], to),
+                        "256 + 1 rows = 257 positions, past the model's maximum of 256"),
+                new Bad(FixtureNodes.hiddenStep(request + 5, 1, request + 5, Integer.MAX_VALUE, row, new long[0], to),
+                        Integer.MAX_VALUE + " + 1 rows = " + (Integer.MAX_VALUE + 1L) + " positions"));
         for (Bad b : bad) {
-            stage1.tell(new StageHost.Run(request, 1, 1, new int[] {250}, b.start(), new ActivationFrame(producer, request, 1, b.activation()),
-                    List.of(stage2), engine.getRef()));
+            stage1.tell(b.step());
             StageReply.StepFailed failed = engine.expectMessageClass(StageReply.StepFailed.class, Duration.ofSeconds(20));
-            assertEquals(request, failed.requestId());
+            assertEquals(b.step().stepId(), failed.stepId());
             assertEquals(1, failed.stage(), "refused by stage 1");
             String why = failed.failure().cause().getMessage();
             assertTrue(why.contains(b.says()), why);
-            request++;
         }
-        stage1.tell(new StageHost.Run(request, 1, 1, new int[] {250}, 0, new ActivationFrame(producer, request, 1, row),
-                List.of(stage2), engine.getRef()));
+        long good = request + 6;
+        stage1.tell(FixtureNodes.hiddenStep(good, 1, good, 0, row, new long[0], to));
         StageReply.StepDone done = engine.expectMessageClass(StageReply.StepDone.class, Duration.ofSeconds(20));
-        assertEquals(request, done.requestId());
-        assertEquals(ModelDirectory.open(model).config().vocabSize(), done.logits().shape().dims()[1]);
-        stage1.tell(new StageHost.Forget(request));
-        stage2.tell(new StageHost.Forget(request));
+        assertEquals(good, done.stepId());
+        assertEquals(hidden, done.values().shape().dims()[1], "stage 1 of 3 answers an activation");
+        // The next step forgets the request, as the serving node's next step would.
+        stage1.tell(FixtureNodes.hiddenStep(good + 1, 1, good + 1, 0, row, new long[] {good}, to));
+        engine.expectMessageClass(StageReply.StepDone.class, Duration.ofSeconds(20));
     }
 
     @Test
-    @Order(4)
+    @Order(5)
     void aLostNodeFailsItsRequestsWith503AndServesAgainOnceRestarted() throws Exception {
         GraphlaneNode lost = RUNNING.remove(2);
         String lostAddress = address(2);
@@ -201,7 +232,9 @@ class CrossNodeStagesTest {
     }
 
     private static GraphlaneNode start(int rank) {
-        return GraphlaneNode.start(settings.get(rank), FixtureNodes.base(), NODES, new ModelStageHosting(model, NODES, LOADER));
+        ModelStageHosting hosting = new ModelStageHosting(model, NODES, LOADER);
+        HOSTING.add(hosting);
+        return GraphlaneNode.start(settings.get(rank), FixtureNodes.base(), NODES, hosting);
     }
 
 }

@@ -7,14 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.graphlane.actors.wire.ActivationFrame;
 import io.graphlane.actors.wire.WireTensor;
 import io.graphlane.cluster.GraphlaneNode;
 import io.graphlane.cluster.NodeIdentity;
 import io.graphlane.cluster.NodeSettings;
 import io.graphlane.cluster.ParallelLayout;
-import io.graphlane.core.graph.CompletionHandle;
-import io.graphlane.core.graph.LaneId;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
@@ -152,11 +149,9 @@ class CrossNodeTensorParallelTest {
     void aFailedStepLeavesTheGroupPoisonedAndTheStageReformsWithTheSameShards() throws Exception {
         ActorRef<StageHost.Command> stage1 = hostOf(1);
         TestProbe<StageReply> engine = TestProbe.create(RUNNING.get(0).system());
-        CompletionHandle producer = new CompletionHandle("test", new LaneId("stage-0"), 1);
         // An activation 3 wide where the model's hidden size is 64: shard 0's forward fails and leaves the group.
         WireTensor wrong = WireTensor.ofFloats(Shape.of(1, 3), new float[] {1f, 2f, 3f});
-        stage1.tell(new StageHost.Run(9_100_000L, 1, 1, new int[] {250}, 0, new ActivationFrame(producer, 9_100_000L, 1, wrong),
-                List.of(), engine.getRef()));
+        stage1.tell(FixtureNodes.hiddenStep(9_100_000L, 1, 9_100_000L, 0, wrong, new long[0], engine.getRef()));
         StageReply.StepFailed failed = engine.expectMessageClass(StageReply.StepFailed.class, Duration.ofSeconds(20));
         assertEquals(1, failed.stage());
 
@@ -167,10 +162,10 @@ class CrossNodeTensorParallelTest {
         StageReply reply;
         long request = 9_100_001L;
         do {
-            stage1.tell(new StageHost.Run(request, 1, 1, new int[] {250}, 0, new ActivationFrame(producer, request, 1, zeros),
-                    List.of(), engine.getRef()));
+            // Each step forgets the request of the step before it, as the serving node's next step would.
+            stage1.tell(FixtureNodes.hiddenStep(request, 1, request, 0, zeros, new long[] {request - 1}, engine.getRef()));
             reply = engine.expectMessageClass(StageReply.class, Duration.ofSeconds(20));
-            stage1.tell(new StageHost.Forget(request++));
+            request++;
             if (reply instanceof StageReply.StepFailed refused) {
                 String why = refused.failure().cause().getMessage();
                 assertTrue(why.contains("re-form"), why);
@@ -178,7 +173,7 @@ class CrossNodeTensorParallelTest {
             }
         } while (!(reply instanceof StageReply.StepDone) && System.nanoTime() < deadline);
         StageReply.StepDone done = assertInstanceOf(StageReply.StepDone.class, reply, "stage 1 runs again after re-forming");
-        assertEquals(ModelDirectory.open(model).config().vocabSize(), done.logits().shape().dims()[1]);
+        assertEquals(ModelDirectory.open(model).config().vocabSize(), done.values().shape().dims()[1]);
     }
 
     private static ActorRef<StageHost.Command> hostOf(int stage) {

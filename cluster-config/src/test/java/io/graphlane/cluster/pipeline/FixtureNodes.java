@@ -80,6 +80,18 @@ final class FixtureNodes {
     }
 
     /** Waits until {@code condition} holds, checking every 100 ms, or fails naming {@code what} after a minute. */
+    /**
+     * A step of stage {@code stage} (after stage 0) over one segment of {@code requestId}: the rows of {@code activation}
+     * from {@code start}, forgetting {@code forget} before it; as a peer would send it.
+     */
+    static StageHost.Step hiddenStep(long stepId, int stage, long requestId, int start, io.graphlane.actors.wire.WireTensor activation,
+                                     long[] forget, org.apache.pekko.actor.typed.ActorRef<StageReply> replyTo) {
+        long[] dims = activation.shape().dims();
+        int rows = dims.length == 2 ? (int) dims[0] : 1;
+        return new StageHost.Step(stepId, stage, new long[] {requestId}, new int[] {start}, new int[] {rows}, new int[0], activation,
+                forget, new long[0], new int[0], replyTo);
+    }
+
     static void awaitUntil(String what, BooleanSupplier condition) throws InterruptedException {
         TestNodes.awaitCondition(what, Duration.ofSeconds(60), condition);
     }

@@ -216,9 +216,19 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
     }
 
     private static SampledToken[] sample(HostCopy logits, MicroBatch batch) {
-        int rows = logits.rows();
-        int vocab = logits.cols();
-        float[] all = logits.values();
+        return sampleRows(logits.values(), logits.rows(), logits.cols(), batch);
+    }
+
+    /**
+     * The next token of each entry of {@code batch}, sampled with the entry's sampling state from row i of
+     * {@code all} ({@code rows × vocab} logits, one row per entry in entry order): the one sampling site of every
+     * stage program whose last stage produces logits, wherever that stage ran.
+     */
+    public static SampledToken[] sampleRows(float[] all, int rows, int vocab, MicroBatch batch) {
+        if (rows != batch.entries().size()) {
+            throw new IllegalStateException("the last stage produced " + rows + " rows of logits for a micro-batch of "
+                    + batch.entries().size() + " requests");
+        }
         SampledToken[] tokens = new SampledToken[rows];
         float[] row = new float[vocab];
         for (int i = 0; i < rows; i++) {
