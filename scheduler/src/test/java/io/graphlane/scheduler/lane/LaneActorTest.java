@@ -282,8 +282,10 @@ class LaneActorTest {
         Tracked waitingValue = Tracked.heldBy(w);
         send(submit(waiting, w).after(neverSent).retaining(waitingValue).inRequest(request));
 
-        lanes.lane(A).tell(new Cancel(request));
+        // B first: A answers B's subscription to neverSent as cancelled when it cancels the request, and B must have
+        // dropped its waiting work for its own cancel before that answer (which would poison it) can reach it.
         lanes.lane(B).tell(new Cancel(request));
+        lanes.lane(A).tell(new Cancel(request));
         WorkCancelledException dropped = inbox.expectFailure(waiting, WorkCancelledException.class);
         assertFalse(dropped.abandoned());
         assertEquals(1, waitingValue.closes());
