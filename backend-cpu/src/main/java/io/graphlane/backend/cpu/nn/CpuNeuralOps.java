@@ -13,8 +13,9 @@ import java.util.Objects;
 
 /**
  * {@link NeuralOps} on the CPU: projections through OpenBLAS {@code cblas_sgemm} (one row:
- * {@code cblas_sgemv}) reading off-heap buffers in place, every other operation as a plain
- * loop over them, all in F32. Operations run synchronously on the calling thread.
+ * {@code cblas_sgemv}) reading off-heap buffers in place, attention as small {@code cblas_sgemm}s
+ * over the cache read in place, every other operation as a plain loop over them, all in F32.
+ * Operations run synchronously on the calling thread.
  *
  * <p>An instance keeps scratch space between calls, so it belongs to one lane (one thread at
  * a time); {@link CpuNeuralBackend#ops} hands out one per lane.

@@ -3,7 +3,9 @@
  * {@link io.graphlane.backend.cpu.nn.CpuTensor} is an off-heap F32 matrix, and
  * {@link io.graphlane.backend.cpu.nn.CpuNeuralOps} runs projections on OpenBLAS through
  * JavaCPP ({@code cblas_sgemm}/{@code cblas_sgemv}, reading the buffers in place) and the other
- * operations as loops over the same buffers, in F32, with Hugging Face semantics.
+ * operations as loops over the same buffers, in F32, with Hugging Face semantics. Attention reads
+ * the KV cache in place through small {@code cblas_sgemm}s per key/value head, with its scores in a
+ * scratch buffer the instance keeps; {@code allocationCount} counts the tensors an instance allocated.
  *
  * <p>Guarantees: operations run synchronously on the calling thread (the lane's worker), so a
  * model's forward pass is ordinary lane work; a released tensor is refused rather than read.
