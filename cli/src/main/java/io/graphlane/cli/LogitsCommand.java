@@ -3,8 +3,6 @@ package io.graphlane.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.graphlane.backend.cpu.CpuBackend;
-import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
@@ -101,23 +99,19 @@ public final class LogitsCommand implements Callable<Integer> {
     }
 
     /**
-     * The logits through the model's stages, each split over {@code --tensor-parallel} shard lanes whose shards meet in
-     * an in-process collective group (as {@code run --tensor-parallel} computes them). A degree that is below 1 or does
-     * not divide the model's heads, kv heads or intermediate size is refused naming them, before anything is loaded.
+     * The logits through the model's stages, each split over {@code --tensor-parallel} shards whose works (partial
+     * projections, then the reduces that sum them) run in plan order on the calling thread: the same works
+     * {@code run --tensor-parallel} runs on the shard lanes. A degree that is below 1 or does not divide the model's
+     * heads, kv heads or intermediate size is refused naming them, before anything is loaded.
      */
     private float[] tensorParallel(ModelDirectory dir, List<Segment> segments, int[] tokens) {
         CpuNeuralBackend.setBlasThreads(1);
-        CpuBackend backend = new CpuBackend();
+        List<TensorParallelStage<CpuTensor>> sharded = TensorParallelStages.load(dir, StagePlan.balanced(dir.config().layerCount(), stages),
+                tensorParallel, loaded -> { });
         try {
-            List<TensorParallelStage> sharded = TensorParallelStages.load(dir, StagePlan.balanced(dir.config().layerCount(), stages),
-                    tensorParallel, backend, CollectiveSettings.defaults(), loaded -> { });
-            try {
-                return StagedModel.step(sharded, segments, tokens)[0];
-            } finally {
-                sharded.forEach(TensorParallelStage::close);
-            }
+            return StagedModel.step(sharded, segments, tokens)[0];
         } finally {
-            backend.close();
+            sharded.forEach(TensorParallelStage::close);
         }
     }
 }

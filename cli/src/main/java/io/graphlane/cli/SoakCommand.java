@@ -6,10 +6,11 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code graphlane soak --scenarios N --seed S [--json]}: the seeded fault soak on the simulated device. */
+/** {@code graphlane soak --scenarios N --seed S [--json]}: the seeded fault soak on the simulated device and CPU collective groups. */
 @Command(name = "soak", mixinStandardHelpOptions = true,
-        description = "Run N seeded fault scenarios (lane graphs and pipeline-engine workloads on the simulated device) and "
-                + "check that nothing leaks, nothing is released early, every request ends exactly once and nothing hangs.")
+        description = "Run N seeded fault scenarios (lane graphs, pipeline-engine workloads and materialization units on the simulated "
+                + "device; CPU collective groups that lose a member) and check that nothing leaks, nothing is released early, "
+                + "every request and unit ends exactly once and nothing hangs.")
 public final class SoakCommand implements Callable<Integer> {
 
     @Option(names = "--scenarios", paramLabel = "N", defaultValue = "1000", description = "How many scenarios (default: ${DEFAULT-VALUE}).")

@@ -123,7 +123,10 @@ class ServeCommandTest {
                 - before.getOrDefault("graphlane_time_to_first_token_seconds_count", 0.0));
         for (String stage : List.of("stage-0", "stage-1")) {
             assertTrue(after.get("graphlane_stage_busy_seconds_total{stage=\"" + stage + "\"}") > 0, stage + " busy");
-            assertTrue(after.containsKey("graphlane_lane_queue_depth{lane=\"" + stage + "\"}"), stage + " lane");
+            // A tensor-parallel stage runs on its shard lanes, one lane actor each.
+            for (String lane : List.of(stage + "-shard-0", stage + "-shard-1")) {
+                assertTrue(after.containsKey("graphlane_lane_queue_depth{lane=\"" + lane + "\"}"), lane + " lane");
+            }
             // Each tensor-parallel stage holds this request's positions (the earlier requests' were dropped by its first
             // step): the prompt and every generated token but the last.
             assertEquals(usage.get("prompt_tokens").asInt() + usage.get("completion_tokens").asInt() - 1,

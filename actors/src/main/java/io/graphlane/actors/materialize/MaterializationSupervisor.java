@@ -32,7 +32,10 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * <p>Each unit runs in its own child ({@link UnitMaterializer}); the unit's {@link UnitLedger} is
  * owned here. If a child crashes, this supervisor takes the ledger back, releases what is not in
  * flight, waits (by message) for the exact completion of what is, releases that, and answers the
- * unit as failed: a crash neither leaks nor double-releases a lease. Generic over the
+ * unit as failed: a crash neither leaks nor double-releases a lease. A unit not settled within the
+ * unit timeout is answered as failed at once, with nothing bound; its worker stays to finish each
+ * materialization still in flight when its exact completion ends (releasing the leases late, never
+ * early) and then stops, and its slot goes to the next unit. Generic over the
  * {@link ParameterBackend}, so any backend reuses it.
  *
  * @param <X> the loading context (a loading lane)
@@ -66,8 +69,11 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
      */
     public record Stop<P>() implements Command<P> { }
 
-    /** A unit's worker finished with {@code reply}. */
-    record UnitSettled<P>(long unitId, UnitReply reply) implements Command<P> { }
+    /**
+     * A unit's worker finished with {@code reply}; if {@code draining}, it timed out and still finishes the
+     * materializations in flight (it stops itself once they have).
+     */
+    record UnitSettled<P>(long unitId, UnitReply reply, boolean draining) implements Command<P> { }
 
     /** After a worker crashed: the exact completion of entry {@code index} of unit {@code unitId} ended. */
     record CleanupEnded<P>(long unitId, int index) implements Command<P> { }
@@ -80,6 +86,7 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
         final ActorRef<UnitMaterializer.Command> worker;
         final List<UnitFailure> cleanupFailures = new ArrayList<>();
         int cleanupPending = -1; // >= 0 once the supervisor took the ledger back after a crash
+        boolean answered; // its reply went out (it timed out); only its in-flight materializations are left
 
         ActiveUnit(long id, MaterializeUnit<P> request, UnitLedger<X, P, W, M> ledger, ActorRef<UnitMaterializer.Command> worker) {
             this.id = id;
@@ -93,6 +100,8 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
     private final X loadingContext;
     private final MaterializationSettings settings;
     private final Map<Long, ActiveUnit> active = new LinkedHashMap<>();
+    /** Units answered after their timeout whose workers still finish materializations in flight. */
+    private final Map<Long, ActiveUnit> draining = new HashMap<>();
     private final Map<ActorRef<UnitMaterializer.Command>, Long> workers = new HashMap<>();
     private final ArrayDeque<MaterializeUnit<P>> queued = new ArrayDeque<>();
     private final Set<String> unitNames = new HashSet<>();
@@ -180,7 +189,7 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
         long id = nextUnitId++;
         UnitLedger<X, P, W, M> ledger = new UnitLedger<>(m.unit(), m.requests(), backend);
         ActorRef<UnitMaterializer.Command> worker = getContext().spawn(
-                UnitMaterializer.create(id, ledger, loadingContext, getContext().getSelf()), "unit-" + id);
+                UnitMaterializer.create(id, ledger, loadingContext, getContext().getSelf(), settings.unitTimeout()), "unit-" + id);
         getContext().watch(worker);
         active.put(id, new ActiveUnit(id, m, ledger, worker));
         workers.put(worker, id);
@@ -190,6 +199,12 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
         ActiveUnit unit = active.get(settled.unitId());
         if (unit == null || unit.cleanupPending >= 0) {
             return this; // a late report of a worker already cleaned up after: its ledger is ours now
+        }
+        if (settled.draining()) {
+            unit.answered = true;
+            draining.put(unit.id, unit);
+            complete(unit, settled.reply()); // the worker stays, watched, until its materializations in flight end
+            return this;
         }
         getContext().unwatch(unit.worker);
         getContext().stop(unit.worker);
@@ -204,6 +219,13 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
     }
 
     private Behavior<Command<P>> onChildStopped(Terminated terminated) {
+        Long id = workers.get(terminated.getRef());
+        ActiveUnit unit = id == null ? null : draining.get(id);
+        if (unit != null && unit.cleanupPending < 0) {
+            workers.remove(terminated.getRef()); // a timed-out unit's worker finished its last materialization in flight
+            draining.remove(id);
+            return this;
+        }
         takeBack(terminated.getRef(), new IllegalStateException("the unit's worker stopped without reporting"));
         return this;
     }
@@ -211,7 +233,7 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
     /** A worker died before reporting: its ledger is the supervisor's now. */
     private void takeBack(ActorRef<?> ref, Throwable cause) {
         Long id = workers.remove(ref);
-        ActiveUnit unit = id == null ? null : active.get(id);
+        ActiveUnit unit = id == null ? null : unit(id);
         if (unit == null) {
             return;
         }
@@ -231,7 +253,7 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
     }
 
     private Behavior<Command<P>> onCleanupEnded(CleanupEnded<P> ended) {
-        ActiveUnit unit = active.get(ended.unitId());
+        ActiveUnit unit = unit(ended.unitId());
         if (unit == null || unit.cleanupPending <= 0) {
             return this;
         }
@@ -244,7 +266,17 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
         return this;
     }
 
+    /** The unit {@code id}, active or draining after its timeout, or null. */
+    private ActiveUnit unit(long id) {
+        ActiveUnit unit = active.get(id);
+        return unit != null ? unit : draining.get(id);
+    }
+
     private void complete(ActiveUnit unit, UnitReply reply) {
+        if (unit.answered && !active.containsKey(unit.id)) {
+            draining.remove(unit.id); // cleaned up after its worker crashed while draining: answered already
+            return;
+        }
         active.remove(unit.id);
         unitNames.remove(unit.request.unit());
         unit.request.replyTo().tell(reply);
@@ -254,7 +286,16 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
     }
 
     private Behavior<Command<P>> onPostStop() {
+        // The workers have stopped by now, so each ledger is final.
+        for (ActiveUnit unit : draining.values()) {
+            unit.ledger.abandon();
+        }
         for (ActiveUnit unit : active.values()) {
+            if (allBound(unit.ledger)) {
+                // its worker bound it and reported so, but the report came after the stop: it is bound all the same
+                unit.request.replyTo().tell(new UnitReply.Bound(unit.request.unit(), unit.ledger.names()));
+                continue;
+            }
             unit.ledger.abandon();
             unit.request.replyTo().tell(new UnitReply.Failed(unit.request.unit(), List.of(new UnitFailure(
                     unit.request.unit(), UnitFailure.Phase.ADMISSION,
@@ -265,7 +306,17 @@ public final class MaterializationSupervisor<X, P, W, M extends Materialization<
             refuse(m, "the materialization supervisor stopped before unit " + m.unit() + " started");
         }
         active.clear();
+        draining.clear();
         queued.clear();
         return this;
+    }
+
+    private static boolean allBound(UnitLedger<?, ?, ?, ?> ledger) {
+        for (int i = 0; i < ledger.size(); i++) {
+            if (ledger.state(i) != UnitLedger.State.BOUND) {
+                return false;
+            }
+        }
+        return ledger.size() > 0;
     }
 }

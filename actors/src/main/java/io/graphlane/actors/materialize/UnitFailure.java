@@ -22,7 +22,9 @@ public record UnitFailure(String parameter, Phase phase, Throwable cause) {
         /** The weight does not fit its parameter. */
         VALIDATION,
         /** The unit's worker crashed (a backend broke its contract); the supervisor cleaned up after it. */
-        CRASH
+        CRASH,
+        /** The unit did not finish within the supervisor's unit timeout; its leases are released as its materializations complete. */
+        TIMEOUT
     }
 
     public UnitFailure {

@@ -112,6 +112,8 @@ final class FakeParameterBackend implements ParameterBackend<String, FakeParamet
     final Set<String> crashStart = ConcurrentHashMap.newKeySet();
     final Set<String> crashBind = ConcurrentHashMap.newKeySet();
     final List<String> started = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** Runs on the worker's thread just before each bind (a test uses it to order a message before the worker's report). */
+    volatile Runnable beforeBind = () -> { };
 
     /** Completes the held realization of {@code name} successfully. */
     void complete(String name) {
@@ -186,6 +188,7 @@ final class FakeParameterBackend implements ParameterBackend<String, FakeParamet
 
     @Override
     public void bind(Slot parameter, Weight weight) {
+        beforeBind.run();
         if (crashBind.contains(parameter.name)) {
             throw new IllegalStateException("backend bug while binding " + parameter.name);
         }

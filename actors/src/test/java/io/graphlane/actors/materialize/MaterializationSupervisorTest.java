@@ -18,6 +18,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -274,6 +275,52 @@ class MaterializationSupervisorTest {
         backend.complete("a");
         eventually(active, () -> assertEquals(1, leases.get(0).releases.get()));
         assertNothingBound();
+        assertLedgerClean();
+    }
+
+    @Test
+    void aUnitPastItsTimeoutIsAnsweredFailedAtOnceAndItsLeaseReleasedOnlyWhenItsMaterializationCompletesLate() {
+        backend.holdNames.add("a");
+        TestProbe<UnitReply> slow = KIT.createTestProbe();
+        TestProbe<UnitReply> next = KIT.createTestProbe();
+        ActorRef<MaterializationSupervisor.Command<Slot>> supervisor = supervisor(new MaterializationSettings(1, 1, Duration.ofMillis(200)));
+        supervisor.tell(new MaterializationSupervisor.MaterializeUnit<>("t1", unit("a", "b"), slow.getRef()));
+        supervisor.tell(new MaterializationSupervisor.MaterializeUnit<>("t2", unit("c"), next.getRef()));
+
+        UnitReply.Failed failed = expectFailed(slow);
+        assertEquals(List.of(UnitFailure.Phase.TIMEOUT), failed.failures().stream().map(UnitFailure::phase).toList());
+        assertTrue(failed.describe().contains("still materializing: [a]") && failed.describe().contains("unit-timeout"), failed.describe());
+        assertEquals(1, leases.get(1).releases.get(), "b was finished before the timeout: its lease is released");
+        assertFalse(leases.get(0).isReleased(), "a is still being realized: its lease must be held past the timeout");
+        assertInstanceOf(UnitReply.Bound.class, next.receiveMessage(Duration.ofSeconds(5)), "the timed-out unit's slot goes to the next unit");
+
+        backend.complete("a"); // late
+        eventually(slow, () -> assertEquals(1, leases.get(0).releases.get()));
+        slow.expectNoMessage(Duration.ofMillis(100));
+        assertNull(slots.get(0).bound);
+        assertNull(slots.get(1).bound);
+        assertLedgerClean();
+    }
+
+    @Test
+    void aUnitBoundWhileTheSupervisorIsStoppingIsAnsweredBound() {
+        // Found by graphlane soak (seed 4354685564936845355): a unit whose worker bound it just before the supervisor
+        // took Stop was answered failed ("stopped before unit ... was bound") while its parameters stayed bound.
+        TestProbe<UnitReply> probe = KIT.createTestProbe();
+        ActorRef<MaterializationSupervisor.Command<Slot>> supervisor = supervisor(MaterializationSettings.DEFAULTS);
+        AtomicBoolean stopSent = new AtomicBoolean();
+        backend.beforeBind = () -> {
+            if (stopSent.compareAndSet(false, true)) {
+                supervisor.tell(new MaterializationSupervisor.Stop<>()); // reaches the supervisor before the worker's report
+            }
+        };
+        supervisor.tell(new MaterializationSupervisor.MaterializeUnit<>("late-report", unit("a", "b"), probe.getRef()));
+        UnitReply reply = probe.receiveMessage(Duration.ofSeconds(5));
+        probe.expectTerminated(supervisor, Duration.ofSeconds(5));
+        assertInstanceOf(UnitReply.Bound.class, reply, reply.toString());
+        assertEquals("a", slots.get(0).bound.name);
+        assertEquals("b", slots.get(1).bound.name);
+        probe.expectNoMessage(Duration.ofMillis(100));
         assertLedgerClean();
     }
 

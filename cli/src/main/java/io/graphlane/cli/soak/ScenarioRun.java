@@ -35,6 +35,7 @@ public final class ScenarioRun {
     private final java.util.concurrent.atomic.AtomicInteger holdCount = new java.util.concurrent.atomic.AtomicInteger();
     private final Map<String, Boolean> decided = new ConcurrentHashMap<>();
     private final List<Trigger> triggers = new ArrayList<>();
+    private final List<Runnable> everyRound = new ArrayList<>();
     private final List<String> problems = new CopyOnWriteArrayList<>();
     private final List<String> notes = new CopyOnWriteArrayList<>();
     private final java.util.Set<String> sharedOutputs = ConcurrentHashMap.newKeySet();
@@ -107,6 +108,11 @@ public final class ScenarioRun {
     /** Runs {@code action} on the soak thread at driver round {@code atRound}. */
     public void atRound(int atRound, Runnable action) {
         triggers.add(new Trigger(atRound, null, action));
+    }
+
+    /** Runs {@code action} on the soak thread at every driver round, before the device runs. */
+    public void everyRound(Runnable action) {
+        everyRound.add(action);
     }
 
     /** Runs {@code action} on the soak thread once hold {@code hold} has started (its work is running). */
@@ -195,6 +201,18 @@ public final class ScenarioRun {
         }
     }
 
+    /** Whether the scenario's wall-clock guard ran out (a scenario that does not drive the device checks it itself). */
+    public boolean wallExpired() {
+        return System.nanoTime() > wallDeadline;
+    }
+
+    /** Records that the scenario did not end within its budget while in {@code phase} (the first such record counts). */
+    public void hung(String phase) {
+        if (hang == null) {
+            hang = phase;
+        }
+    }
+
     /** Lets every hold still undecided succeed, so nothing of the plan keeps a lane busy after the scenario. */
     void releaseAllHolds() {
         PlannedHold h;
@@ -205,6 +223,7 @@ public final class ScenarioRun {
     }
 
     private void fireTriggers() {
+        everyRound.forEach(Runnable::run);
         for (int i = 0; i < triggers.size(); i++) {
             Trigger t = triggers.get(i);
             if (!t.fired && (t.hold == null ? round >= t.round : sim.isStarted(t.hold))) {

@@ -5,16 +5,17 @@ import com.typesafe.config.ConfigFactory;
 import io.graphlane.actors.lane.LaneSettings;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * The seeded fault soak: runs scenarios (random lane graphs, pipeline-engine workloads) with
- * injected faults on the simulated device, in one actor system, and checks after each that nothing
- * leaked, nothing was released before its exact completion, every request and graph ended exactly
- * once, and nothing hung. Scenario {@code i} of a soak with seed {@code S} has seed
+ * The seeded fault soak: runs scenarios (random lane graphs, pipeline-engine workloads and
+ * materialization-supervisor units on the simulated device; CPU collective groups that lose a member)
+ * with injected faults, in one actor system, and checks after each that nothing leaked, nothing was
+ * released before its exact completion, every request, graph and unit ended exactly once, and nothing hung. Scenario {@code i} of a soak with seed {@code S} has seed
  * {@link #scenarioSeed(long, int)}; a soak of one scenario with that seed replays its plan.
  *
  * <p>It lives in the CLI module because it drives the scheduler's graph runner and pipeline engine
@@ -87,16 +88,27 @@ public final class SoakEngine implements AutoCloseable {
         return report.build((System.nanoTime() - start) / 1e9);
     }
 
+    /** The kind of scenario of seed {@code scenarioSeed}: graph, pipeline, materialization or collective. */
+    public static String kindOf(long scenarioSeed) {
+        return kindOf(new SplittableRandom(scenarioSeed));
+    }
+
+    /** The first draw of a scenario's plan picks its kind: 55 in 100 graph, 25 pipeline, 10 materialization, 10 collective. */
+    private static String kindOf(SplittableRandom planRandom) {
+        int pick = planRandom.nextInt(100);
+        return pick < 55 ? "graph" : pick < 80 ? "pipeline" : pick < 90 ? "materialization" : "collective";
+    }
+
     /** Runs the one scenario of seed {@code scenarioSeed} and returns what the checks found. */
     public ScenarioResult runScenario(long scenarioSeed) {
         ScenarioRun run = new ScenarioRun(scenarioSeed, options.wallBudget(), options.virtualBudget());
-        boolean graph = run.random().nextInt(100) < 65;
-        String kind = graph ? "graph" : "pipeline";
+        String kind = kindOf(run.random());
         try {
-            if (graph) {
-                new GraphScenario(run, system, laneDefaults).play(options.injector());
-            } else {
-                new PipelineScenario(run, system, laneDefaults).play(options.injector());
+            switch (kind) {
+                case "graph" -> new GraphScenario(run, system, laneDefaults).play(options.injector());
+                case "pipeline" -> new PipelineScenario(run, system, laneDefaults).play(options.injector());
+                case "materialization" -> new MaterializationScenario(run, system).play(options.injector());
+                default -> new CollectiveScenario(run).play(options.injector());
             }
         } catch (RuntimeException e) {
             run.problem("the scenario threw " + e);

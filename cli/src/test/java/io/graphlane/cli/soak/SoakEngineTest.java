@@ -4,11 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
+import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.testkit.ledger.RetentionLedger;
 import io.graphlane.testkit.sim.SimCompletion;
 import io.graphlane.testkit.sim.SimExecutor;
 import io.graphlane.testkit.sim.SimWork;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -35,8 +41,11 @@ class SoakEngineTest {
 
     @Test
     void twoThousandSeededFaultScenariosLeakNothingReleaseNothingEarlyAndNeverHang() {
-        SoakReport report = engine.run(2_000, SEED, r -> { });
+        Map<String, Integer> kinds = new TreeMap<>();
+        SoakReport report = engine.run(2_000, SEED, r -> kinds.merge(r.kind(), 1, Integer::sum));
         assertEquals(2_000, report.scenarios());
+        assertEquals(List.of("collective", "graph", "materialization", "pipeline"), List.copyOf(kinds.keySet()), kinds.toString());
+        assertTrue(kinds.values().stream().allMatch(n -> n >= 100), "every kind of scenario runs often: " + kinds);
         assertEquals(0, report.failures(), report.toText());
         assertEquals(0, report.leaks(), report.toText());
         assertEquals(0, report.earlyReleases(), report.toText());
@@ -87,6 +96,45 @@ class SoakEngineTest {
             assertEquals(1, report.hangs(), report.toText());
             assertEquals(SEED, report.firstFailingSeed());
             assertTrue(report.firstProblems().stream().anyMatch(p -> p.startsWith("hang: ")), report.toText());
+        }
+    }
+
+    @Test
+    void nativeMemoryNeverFreedInACollectiveScenarioIsReportedWithItsSeed() throws Exception {
+        long seed = firstSeedOfKind("collective");
+        CpuNeuralOps ops = new CpuNeuralOps();
+        List<CpuTensor> forgotten = new ArrayList<>();
+        try (SoakEngine leaking = new SoakEngine(SoakEngine.Options.defaults()
+                .withInjector(run -> forgotten.add(ops.fromHost(new float[64], 8, 8))))) {
+            ScenarioResult r = leaking.runScenario(seed);
+            assertEquals("collective", r.kind());
+            assertEquals(seed, r.seed());
+            assertTrue(r.problems().stream().anyMatch(p -> p.contains("bytes of native memory allocated during the scenario were never freed")),
+                    r.problems().toString());
+        } finally {
+            forgotten.forEach(ops::release);
+        }
+    }
+
+    @Test
+    void aLeaseHandedToTheMaterializationSupervisorIsCheckedLikeEveryOther() throws Exception {
+        long seed = firstSeedOfKind("materialization");
+        try (SoakEngine leaking = new SoakEngine(SoakEngine.Options.defaults()
+                .withInjector(run -> run.ledger().acquire("lease never handed over")))) {
+            ScenarioResult r = leaking.runScenario(seed);
+            assertEquals("materialization", r.kind());
+            assertEquals(List.of("resource 'lease never handed over' was never released"), r.problems(), r.notes().toString());
+            assertEquals(1, r.leaks());
+        }
+    }
+
+    /** The first scenario of the CI soak whose plan is of {@code kind}. */
+    private static long firstSeedOfKind(String kind) {
+        for (int i = 0; ; i++) {
+            long seed = SoakEngine.scenarioSeed(SEED, i);
+            if (SoakEngine.kindOf(seed).equals(kind)) {
+                return seed;
+            }
         }
     }
 

@@ -7,7 +7,6 @@ import io.graphlane.backend.cpu.CpuBackend;
 import io.graphlane.backend.cpu.CpuCompletion;
 import io.graphlane.backend.cpu.CpuExecutor;
 import io.graphlane.backend.cpu.CpuWork;
-import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.backend.cpu.param.CpuParameter;
@@ -97,9 +96,9 @@ public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecut
     }
 
     @Override
-    public List<TensorParallelStage> loadTensorParallel(ModelDirectory model, StagePlan plan, int degree, CollectiveSettings settings,
-                                                        Consumer<StageSpec> progress) {
-        return TensorParallelStages.load(model, plan, degree, backend, settings, progress);
+    public List<TensorParallelStage<CpuTensor>> loadTensorParallel(ModelDirectory model, StagePlan plan, int degree,
+                                                                   Consumer<StageSpec> progress) {
+        return TensorParallelStages.load(model, plan, degree, progress);
     }
 
     @Override

@@ -3,15 +3,14 @@ package io.graphlane.inference.backend;
 import io.graphlane.actors.lane.WorkTracing;
 import io.graphlane.actors.materialize.MaterializationSettings;
 import io.graphlane.actors.materialize.MaterializationSupervisor;
-import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.backend.SubmissionBackend;
 import io.graphlane.core.completion.Completion;
 import io.graphlane.core.nn.NeuralOps;
-import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
+import io.graphlane.inference.tensorparallel.TensorParallelStage;
 import io.graphlane.inference.weights.WeightSlots;
 import java.util.List;
 import java.util.function.Consumer;
@@ -80,13 +79,13 @@ public interface InferenceBackend<T, E, C extends Completion, W, P> extends Auto
     WeightSlots<P, T> weightSlots();
 
     /**
-     * Every stage of {@code plan} split over {@code degree} tensor-parallel shard lanes. Refused by default:
-     * only the CPU backend runs tensor-parallel shards.
+     * Every stage of {@code plan} split over {@code degree} tensor-parallel shards, whose works run on the pipeline's
+     * shard lanes (one lane per rank). Refused by default: only the CPU backend runs tensor-parallel shards.
      *
      * @throws GraphlaneException naming the option and what to use instead
      */
-    default List<? extends StageForward<T>> loadTensorParallel(ModelDirectory model, StagePlan plan, int degree,
-                                                               CollectiveSettings settings, Consumer<StageSpec> progress) {
+    default List<TensorParallelStage<T>> loadTensorParallel(ModelDirectory model, StagePlan plan, int degree,
+                                                            Consumer<StageSpec> progress) {
         throw new GraphlaneException("--tensor-parallel " + degree + " is not supported on " + description()
                 + ": tensor-parallel shards run on CPU lanes only; use --backend cpu or --tensor-parallel 1");
     }

@@ -67,9 +67,14 @@ public final class DecoderLayers<T> {
         ops.rmsNorm(x, weights.get(0).attentionNorm(), config.rmsNormEps(), s.normed);
         for (int l = 0; l < weights.size(); l++) {
             LayerWeights<T> w = weights.get(l);
-            attend(l, w, positions, segments, caches, s);
+            attend(l, w, positions, segments, caches, s, s.projected);
+            reduceProjection.accept(s.projected);
+            if (w.bo() != null) {
+                ops.addBias(s.projected, w.bo());
+            }
             ops.addRmsNorm(x, s.projected, w.ffnNorm(), config.rmsNormEps(), s.normed);
-            mlp(w, s);
+            mlp(w, s, s.projected);
+            reduceProjection.accept(s.projected);
             if (l + 1 < weights.size()) {
                 ops.addRmsNorm(x, s.projected, weights.get(l + 1).attentionNorm(), config.rmsNormEps(), s.normed);
             } else {
@@ -81,20 +86,40 @@ public final class DecoderLayers<T> {
     /** The attention block of stage-local layer {@code l}, in place on {@code x}; writes each segment's keys and values to its cache. */
     public void attention(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments, List<KvCache<T>> caches,
                           Scratch<T> s) {
-        ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
-        attend(l, w, positions, segments, caches, s);
+        attentionPartial(l, w, x, positions, segments, caches, s, s.projected);
+        reduceProjection.accept(s.projected);
+        if (w.bo() != null) {
+            ops.addBias(s.projected, w.bo());
+        }
         ops.add(x, s.projected, x);
+    }
+
+    /**
+     * The attention block of layer {@code l} up to its output projection, which it writes to {@code partial} (this set of
+     * heads' share of it, without the bias) instead of adding it to {@code x}; writes each segment's keys and values to its cache.
+     */
+    public void attentionPartial(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments, List<KvCache<T>> caches,
+                                 Scratch<T> s, T partial) {
+        ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
+        attend(l, w, positions, segments, caches, s, partial);
     }
 
     /** The SwiGLU MLP block, in place on {@code x}. */
     public void feedForward(LayerWeights<T> w, T x, Scratch<T> s) {
-        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
-        mlp(w, s);
+        feedForwardPartial(w, x, s, s.projected);
+        reduceProjection.accept(s.projected);
         ops.add(x, s.projected, x);
     }
 
-    /** Attention from the normed input {@code s.normed} to the (reduced) output projection in {@code s.projected}. */
-    private void attend(int l, LayerWeights<T> w, int[] positions, List<Segment> segments, List<KvCache<T>> caches, Scratch<T> s) {
+    /** The SwiGLU MLP block up to its down projection, which it writes to {@code partial} (these columns' share of it) instead of adding it to {@code x}. */
+    public void feedForwardPartial(LayerWeights<T> w, T x, Scratch<T> s, T partial) {
+        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
+        mlp(w, s, partial);
+    }
+
+    /** Attention from the normed input {@code s.normed} to this set of heads' output projection in {@code partial} (no reduce, no bias). */
+    private void attend(int l, LayerWeights<T> w, int[] positions, List<Segment> segments, List<KvCache<T>> caches, Scratch<T> s,
+                        T partial) {
         ops.linear(s.normed, w.wq(), s.q);
         ops.linear(s.normed, w.wk(), s.k);
         ops.linear(s.normed, w.wv(), s.v);
@@ -114,20 +139,15 @@ public final class DecoderLayers<T> {
                     headCount, kvHeadCount, config.headDim(), ops.rowSlice(s.attended, row, end));
             row = end;
         }
-        ops.linear(s.attended, w.wo(), s.projected);
-        reduceProjection.accept(s.projected);
-        if (w.bo() != null) {
-            ops.addBias(s.projected, w.bo());
-        }
+        ops.linear(s.attended, w.wo(), partial);
     }
 
-    /** The SwiGLU MLP from the normed input {@code s.normed} to the (reduced) down projection in {@code s.projected}. */
-    private void mlp(LayerWeights<T> w, Scratch<T> s) {
+    /** The SwiGLU MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce). */
+    private void mlp(LayerWeights<T> w, Scratch<T> s, T partial) {
         ops.linear(s.normed, w.wGate(), s.gate);
         ops.linear(s.normed, w.wUp(), s.up);
         ops.siluMul(s.gate, s.up, s.gate);
-        ops.linear(s.gate, w.wDown(), s.projected);
-        reduceProjection.accept(s.projected);
+        ops.linear(s.gate, w.wDown(), partial);
     }
 
     /**

@@ -5,7 +5,6 @@ import io.graphlane.actors.lane.WorkTracing;
 import io.graphlane.actors.materialize.MaterializationSettings;
 import io.graphlane.actors.materialize.MaterializationSupervisor;
 import io.graphlane.backend.cpu.CpuWork;
-import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.completion.Completion;
@@ -128,10 +127,13 @@ public final class InferencePipeline implements TextGenerator {
 
     /** The number of pipeline stages. */
     public int stageCount() {
-        return stages.lanes.laneIds().size();
+        return stages.stageLanes.size();
     }
 
-    /** The lanes of the stages, in order (their trace tracks are named after them). */
+    /**
+     * The lanes of the stages, stage by stage (their trace tracks are named after them): {@code stage-k}, or with
+     * tensor parallelism {@code stage-k-shard-r} for each rank r.
+     */
     public LaneGroup<?, ?, ?> lanes() {
         return stages.lanes;
     }
@@ -221,12 +223,14 @@ public final class InferencePipeline implements TextGenerator {
         PipelineLoad load = stages.pipeline.load();
         List<ServingStats.Stage> stageStats = new ArrayList<>();
         List<ServingStats.Lane> laneStats = new ArrayList<>();
-        List<LaneId> ids = stages.lanes.laneIds();
-        for (int k = 0; k < ids.size(); k++) {
-            LaneId lane = ids.get(k);
-            stageStats.add(new ServingStats.Stage(lane.name(), stages.program.busyNanos(k), stages.program.kvCachePositions(k)));
-            var laneLoad = stages.lanes.load(lane);
-            laneStats.add(new ServingStats.Lane(lane.name(), laneLoad.queued(), laneLoad.inFlight()));
+        for (int k = 0; k < stages.stageLanes.size(); k++) {
+            List<LaneId> ids = stages.stageLanes.get(k);
+            String stage = ids.size() == 1 ? ids.get(0).name() : "stage-" + k;
+            stageStats.add(new ServingStats.Stage(stage, stages.program.busyNanos(k), stages.program.kvCachePositions(k)));
+            for (LaneId lane : ids) {
+                var laneLoad = stages.lanes.load(lane);
+                laneStats.add(new ServingStats.Lane(lane.name(), laneLoad.queued(), laneLoad.inFlight()));
+            }
         }
         return Optional.of(new ServingStats(load.running(), load.waiting(), stageStats, laneStats));
     }
@@ -260,14 +264,18 @@ public final class InferencePipeline implements TextGenerator {
         /** The supervised weights of single-lane stages; null when the stages are tensor-parallel (they own their shards). */
         private final SupervisedWeightsLoader<P, T> weights;
         private final LaneGroup<E, C, W> lanes;
+        /** Per stage, its lanes: one, or one per tensor-parallel rank. */
+        private final List<List<LaneId>> stageLanes;
         private final LlamaStageProgram<T, W> program;
         private final Pipeline<W, StageSlot<T>> pipeline;
 
         private Stages(ActorRef<MaterializationSupervisor.Command<P>> supervisor, SupervisedWeightsLoader<P, T> weights,
-                       LaneGroup<E, C, W> lanes, LlamaStageProgram<T, W> program, Pipeline<W, StageSlot<T>> pipeline) {
+                       LaneGroup<E, C, W> lanes, List<List<LaneId>> stageLanes, LlamaStageProgram<T, W> program,
+                       Pipeline<W, StageSlot<T>> pipeline) {
             this.supervisor = supervisor;
             this.weights = weights;
             this.lanes = lanes;
+            this.stageLanes = stageLanes;
             this.program = program;
             this.pipeline = pipeline;
         }
@@ -291,7 +299,7 @@ public final class InferencePipeline implements TextGenerator {
                 List<StageForward<T>> forwards = new ArrayList<>();
                 List<StageWeights<T>> loaded = new ArrayList<>();
                 if (b.tensorParallel > 1) {
-                    forwards.addAll(backend.loadTensorParallel(model, plan, b.tensorParallel, b.collectiveSettings, b.progress));
+                    forwards.addAll(backend.loadTensorParallel(model, plan, b.tensorParallel, b.progress));
                 } else {
                     // A stage's leases are all taken at once, so every shard may be pinned together.
                     int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
@@ -304,23 +312,30 @@ public final class InferencePipeline implements TextGenerator {
                         }
                     }
                 }
+                // One lane per stage, or one per rank of a tensor-parallel stage: each owned by its lane actor.
                 List<String> laneNames = new ArrayList<>();
                 for (int i = 0; i < b.stages; i++) {
-                    laneNames.add("stage-" + i);
+                    for (int r = 0; r < b.tensorParallel; r++) {
+                        laneNames.add(b.tensorParallel == 1 ? "stage-" + i : "stage-" + i + "-shard-" + r);
+                    }
                 }
                 backend.computeLanes(b.stages * b.tensorParallel);
                 lanes = LaneGroup.builder(system, backend.device()).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
                         .workTracing(backend.workTracing()).spawn();
+                List<List<LaneId>> stageLanes = new ArrayList<>();
+                for (int i = 0; i < b.stages; i++) {
+                    stageLanes.add(List.copyOf(lanes.laneIds().subList(i * b.tensorParallel, (i + 1) * b.tensorParallel)));
+                }
                 for (int i = 0; i < loaded.size(); i++) {
                     // Each stage gets its lane's own ops: they keep scratch space (a cuBLAS handle) and run on that lane only.
-                    LaneId lane = lanes.laneIds().get(i);
+                    LaneId lane = stageLanes.get(i).get(0);
                     forwards.add(new LlamaStage<>(config, loaded.get(i), backend.ops(lanes.executor(lane))));
                 }
                 LlamaStageProgram<T, W> program = new LlamaStageProgram<>(forwards, backend::work);
                 PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(b.stages);
-                Pipeline<W, StageSlot<T>> pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings,
+                Pipeline<W, StageSlot<T>> pipeline = Pipeline.startMultiLane(system, lanes.registry(), stageLanes, program, settings,
                         "pipeline-" + instance);
-                return new Stages<>(supervisor, supervised, lanes, program, pipeline);
+                return new Stages<>(supervisor, supervised, lanes, stageLanes, program, pipeline);
             } catch (RuntimeException | Error e) {
                 if (lanes != null) {
                     stopLanes(lanes, "a pipeline that failed to start");
@@ -364,7 +379,6 @@ public final class InferencePipeline implements TextGenerator {
         private String modelName;
         private int stages = 1;
         private int tensorParallel = 1;
-        private CollectiveSettings collectiveSettings = CollectiveSettings.defaults();
         private ActorSystem<?> system;
         private PipelineSettings settings;
         private TraceRecorder trace = TraceRecorder.DISABLED;
@@ -394,17 +408,12 @@ public final class InferencePipeline implements TextGenerator {
 
         /**
          * Tensor-parallel degree (default 1): each stage's layers split over {@code degree} shard lanes
-         * that all-reduce after attention and after the MLP. It must divide the model's heads, kv heads
-         * and intermediate width.
+         * whose partial projections are summed after attention and after the MLP by reduce works, each
+         * ordered after every rank's partial work. It must divide the model's heads, kv heads and
+         * intermediate width.
          */
         public Builder tensorParallel(int degree) {
             this.tensorParallel = degree;
-            return this;
-        }
-
-        /** How the shards of a tensor-parallel stage wait for each other (default {@link CollectiveSettings#defaults()}). */
-        public Builder collectiveSettings(CollectiveSettings settings) {
-            this.collectiveSettings = Objects.requireNonNull(settings, "settings");
             return this;
         }
 

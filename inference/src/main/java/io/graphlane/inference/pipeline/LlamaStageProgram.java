@@ -5,6 +5,7 @@ import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
+import io.graphlane.inference.tensorparallel.TensorParallelStage;
 import io.graphlane.scheduler.pipeline.MicroBatch;
 import io.graphlane.scheduler.pipeline.SampledToken;
 import io.graphlane.scheduler.pipeline.StageProgram;
@@ -23,10 +24,12 @@ import java.util.function.Function;
  * samples each request's next token with the request's sampling state: on its lane when the
  * logits are readable at once (the CPU), otherwise from their host copy once the step completed
  * ({@link #sampledTokens}, on a device whose work only enqueues). Everything that touches
- * a stage (its forward, its KV caches) runs on that stage's lane (a tensor-parallel stage fans out
- * from there to its shard lanes): the caches of ended requests are dropped, and those of failed
- * steps rewound, by the next work on the lane (in order, before it reads them), or when the
- * program is closed.
+ * a stage (its forward, its KV caches) runs on that stage's lane: the caches of ended requests are
+ * dropped, and those of failed steps rewound, by the next work on the lane (in order, before it reads
+ * them), or when the program is closed. A {@link TensorParallelStage} runs on T lanes, one per rank: its
+ * step is the stage's plan of partial and reduce works ordered by completion handles
+ * ({@link TensorParallelStage#plan}), rank 0's last work fills the stage's slot (and samples on the last
+ * stage), and each rank's caches change by that rank's next work on its own lane.
  *
  * @param <T> the backend tensor
  * @param <W> backend-native work
@@ -60,6 +63,12 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         return stages.size();
     }
 
+    /** One lane per stage, or one per rank of a tensor-parallel stage. */
+    @Override
+    public int laneCount(int stage) {
+        return stages.get(stage) instanceof TensorParallelStage<T> tp ? tp.degree() : 1;
+    }
+
     @Override
     public StageStep<W, StageSlot<T>> plan(int stage, MicroBatch batch, StageSlot<T> input) {
         StageForward<T> llama = stages.get(stage);
@@ -69,6 +78,9 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         }
         StageSlot<T> out = new StageSlot<>(llama.ops());
         boolean last = stage == stages.size() - 1;
+        if (llama instanceof TensorParallelStage<T> tp) {
+            return planShards(stage, tp, batch, segments, input, out, last);
+        }
         Runnable body = () -> {
             long started = System.nanoTime();
             try {
@@ -80,14 +92,41 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         return new StageStep<>(asWork.apply(body), out);
     }
 
+    /** Stage {@code stage}'s step as its tensor-parallel plan: each rank's works on its own lane, timed into the stage's busy time. */
+    private StageStep<W, StageSlot<T>> planShards(int stage, TensorParallelStage<T> tp, MicroBatch batch, List<Segment> segments,
+                                                 StageSlot<T> input, StageSlot<T> out, boolean last) {
+        List<StageStep.Submission<Runnable>> works = tp.plan(segments, () -> inputOf(stage, batch, segments, input),
+                produced -> deliver(tp, batch, out, produced, last));
+        List<StageStep.Submission<W>> submissions = new ArrayList<>(works.size());
+        for (StageStep.Submission<Runnable> w : works) {
+            Runnable body = w.work();
+            submissions.add(new StageStep.Submission<>(w.lane(), asWork.apply(() -> {
+                long started = System.nanoTime();
+                try {
+                    body.run();
+                } finally {
+                    busyNanos.addAndGet(stage, System.nanoTime() - started);
+                }
+            }), w.after(), w.retain()));
+        }
+        return new StageStep<>(submissions, out);
+    }
+
     /** The body of stage {@code stage}'s work for one step, on its lane. */
     private void run(int stage, StageForward<T> llama, MicroBatch batch, List<Segment> segments, StageSlot<T> input, StageSlot<T> out,
                      boolean last) {
         applyPending(stage);
-        StageInput<T> in = stage == 0
+        deliver(llama, batch, out, llama.forward(inputOf(stage, batch, segments, input)), last);
+    }
+
+    private StageInput<T> inputOf(int stage, MicroBatch batch, List<Segment> segments, StageSlot<T> input) {
+        return stage == 0
                 ? new StageInput.Tokens<>(segments, concatTokens(batch))
                 : new StageInput.Hidden<>(segments, input.output().tensor());
-        StageOutput<T> produced = llama.forward(in);
+    }
+
+    /** Fills the stage's slot with what it produced; on the last stage samples from the logits, or leaves their host copy. */
+    private void deliver(StageForward<T> llama, MicroBatch batch, StageSlot<T> out, StageOutput<T> produced, boolean last) {
         out.fill(produced);
         if (last) {
             HostCopy logits = llama.ops().copyToHost(produced.tensor());
@@ -104,11 +143,12 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
     }
 
     /**
-     * How long stage {@code stage}'s work bodies have run on its lane so far. On the CPU that is the stage's
-     * compute; on a device whose work only enqueues, it is the time spent enqueueing (and sampling).
+     * How long stage {@code stage}'s work bodies have run on its lane so far (for a tensor-parallel stage, the mean
+     * over its shard lanes, so that it stays a share of wall time). On the CPU that is the stage's compute; on a device
+     * whose work only enqueues, it is the time spent enqueueing (and sampling).
      */
     public long busyNanos(int stage) {
-        return busyNanos.get(stage);
+        return busyNanos.get(stage) / laneCount(stage);
     }
 
     /** Positions stage {@code stage} holds in its KV caches now; safe to read from any thread. */
@@ -129,15 +169,23 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
 
     @Override
     public void forget(long requestId) {
-        for (Queue<Consumer<StageForward<T>>> q : pending) {
-            q.add(stage -> stage.endRequest(requestId));
+        for (int s = 0; s < stages.size(); s++) {
+            if (stages.get(s) instanceof TensorParallelStage<T> tp) {
+                tp.endRequestOnLanes(requestId);
+            } else {
+                pending.get(s).add(stage -> stage.endRequest(requestId));
+            }
         }
     }
 
     @Override
     public void rewind(long requestId, int position) {
-        for (Queue<Consumer<StageForward<T>>> q : pending) {
-            q.add(stage -> stage.rewind(requestId, position));
+        for (int s = 0; s < stages.size(); s++) {
+            if (stages.get(s) instanceof TensorParallelStage<T> tp) {
+                tp.rewindOnLanes(requestId, position);
+            } else {
+                pending.get(s).add(stage -> stage.rewind(requestId, position));
+            }
         }
     }
 

@@ -1,88 +1,202 @@
 package io.graphlane.inference.tensorparallel;
 
-import io.graphlane.backend.cpu.CpuBackend;
-import io.graphlane.backend.cpu.CpuCompletion;
-import io.graphlane.backend.cpu.CpuExecutor;
-import io.graphlane.backend.cpu.nn.CpuNeuralOps;
-import io.graphlane.backend.cpu.nn.CpuTensor;
-import io.graphlane.core.completion.Outcome;
+import io.graphlane.actors.lane.Retained;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
+import io.graphlane.scheduler.pipeline.StageStep;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
- * A pipeline stage split over T shard lanes. Its {@link #forward} runs as the stage lane's work:
- * it submits one shard step to each shard lane (rank 0 reads the stage input), the shards meet in
- * their collectives on their own lane workers, and the stage lane waits on its worker (the device
- * side) for the exact completions of the T submissions, so the stage step's completion covers all
- * of them. A failed shard fails the step; the others, told by the group, fail instead of waiting.
+ * A pipeline stage split over T shard lanes inside one JVM, planned as lane works ordered by completion handles
+ * ({@link #plan}): per rank r, with P = 2 × layers partial phases (each layer's attention, then its MLP),
+ *
+ * <pre>
+ *   work (0, r):      begin (residual stream from the stage input), partial 0            after the previous stage
+ *   work (p, r):      reduce partial p−1 of every rank into the residual, partial p      after work (p−1, r') for every r'
+ *   work (P, r):      rank 0: reduce partial P−1, the stage output; every rank: commit    after work (P−1, r') for every r'
+ * </pre>
+ *
+ * <p>A reduce reads the other ranks' partial buffers after their works' exact completions, so no work waits for
+ * another rank (there are no collectives on this path); the works (P, r) are the stage's exits, so the next stage
+ * orders after every rank. Every buffer of a step (each rank's residual stream, scratch and partials) is retained by
+ * every work of the step and freed exactly once, when the last of them has completed, also when a work failed or was
+ * never run. A rank's KV caches advance only when its last work runs, i.e. when every work of the step succeeded.
+ *
+ * <p>{@link #forward} runs the same works in plan order on the calling thread, for callers outside the pipeline
+ * engine (the logits command, tests).
+ *
+ * @param <T> the backend tensor
  */
-public final class TensorParallelStage implements StageForward<CpuTensor> {
-    private final CpuBackend backend;
-    private final List<CpuExecutor> shardLanes;
-    private final List<LlamaShard<CpuTensor>> shards;
-    private final NeuralOps<CpuTensor> outputOps = new CpuNeuralOps();
+public final class TensorParallelStage<T> implements StageForward<T> {
+    private final List<LlamaShard<T>> shards;
+    /** Per rank, changes to its request state asked for by the engine's thread, applied by the rank's next work on its lane. */
+    private final List<Queue<Consumer<LlamaShard<T>>>> pending = new ArrayList<>();
+    private final AtomicLong stepsHeld = new AtomicLong();
+    private final AtomicLong overReleases = new AtomicLong();
+    /** Test seam: called with (rank, phase) before each partial work's body; may throw to fail that work. */
+    volatile PartialHook beforePartial = (rank, phase) -> { };
 
-    /** A stage whose rank r runs {@code shards.get(r)} on {@code shardLanes.get(r)}. */
-    public TensorParallelStage(CpuBackend backend, List<CpuExecutor> shardLanes, List<LlamaShard<CpuTensor>> shards) {
-        if (shardLanes.size() != shards.size()) {
-            throw new IllegalArgumentException(shards.size() + " shards need as many lanes, got " + shardLanes.size());
+    /** Called before a partial work. */
+    @FunctionalInterface
+    interface PartialHook {
+        void before(int rank, int phase);
+    }
+
+    /** A stage whose rank r is {@code shards.get(r)} (shards without collectives, in rank order). */
+    public TensorParallelStage(List<LlamaShard<T>> shards) {
+        if (shards.isEmpty()) {
+            throw new IllegalArgumentException("a tensor-parallel stage needs at least one shard");
         }
-        this.backend = backend;
-        this.shardLanes = List.copyOf(shardLanes);
+        for (int r = 0; r < shards.size(); r++) {
+            if (shards.get(r).rank() != r) {
+                throw new IllegalArgumentException("shard " + r + " of a stage has rank " + shards.get(r).rank());
+            }
+            pending.add(new ConcurrentLinkedQueue<>());
+        }
         this.shards = List.copyOf(shards);
     }
 
     /** The shards in rank order. */
-    public List<LlamaShard<CpuTensor>> shards() {
+    public List<LlamaShard<T>> shards() {
         return shards;
     }
 
-    @Override
-    public StageOutput<CpuTensor> forward(StageInput<CpuTensor> input) {
-        List<CpuCompletion> steps = new ArrayList<>(shards.size());
-        StageOutput<CpuTensor>[] rankZero = newOutputHolder();
-        for (int r = 0; r < shards.size(); r++) {
-            LlamaShard<CpuTensor> shard = shards.get(r);
-            StageInput<CpuTensor> own = r == 0 ? input : null;
-            boolean first = r == 0;
-            steps.add(backend.submit(shardLanes.get(r), () -> {
-                StageOutput<CpuTensor> out = shard.forward(input.segments(), own);
-                if (first) {
-                    rankZero[0] = out;
+    /** The tensor-parallel degree: the stage's lanes. */
+    public int degree() {
+        return shards.size();
+    }
+
+    /**
+     * Plans one step over {@code segments} as works on the stage's lanes (submission lane r runs rank r), in the
+     * order and with the {@code after} indices of {@link StageStep.Submission}; each work retains one share of the
+     * step's buffers. {@code input} is read by each rank's first work, once the previous stage completed;
+     * {@code output} is called by rank 0's last work with the stage's output (owned by the callee). Must not run
+     * anything itself: the works run on the lanes.
+     */
+    public List<StageStep.Submission<Runnable>> plan(List<Segment> segments, Supplier<StageInput<T>> input,
+                                                     Consumer<StageOutput<T>> output) {
+        int t = shards.size();
+        int phases = shards.get(0).phases();
+        List<LlamaShard.Step<T>> steps = new ArrayList<>(t);
+        for (int r = 0; r < t; r++) {
+            steps.add(new LlamaShard.Step<>(segments));
+        }
+        StepBuffers buffers = new StepBuffers(steps, (phases + 1) * t);
+        T embedding = shards.get(0).embedding();
+        List<StageStep.Submission<Runnable>> works = new ArrayList<>((phases + 1) * t);
+        for (int p = 0; p <= phases; p++) {
+            List<Integer> after = new ArrayList<>(t);
+            if (p > 0) {
+                for (int r = 0; r < t; r++) {
+                    after.add((p - 1) * t + r);
                 }
-            }));
-        }
-        Throwable failure = null;
-        for (CpuCompletion step : steps) {
-            if (step.awaitUninterruptibly() instanceof Outcome.Failed failed && failure == null) {
-                failure = failed.cause();
+            }
+            for (int r = 0; r < t; r++) {
+                works.add(new StageStep.Submission<>(r, body(r, p, phases, steps, input, output, embedding), after,
+                        List.of(buffers.share())));
             }
         }
-        if (failure != null) {
-            if (rankZero[0] != null) {
-                outputOps.release(rankZero[0].tensor());
-            }
-            throw failure instanceof RuntimeException r ? r : new IllegalStateException("tensor-parallel shard step failed", failure);
-        }
-        return rankZero[0];
+        return works;
     }
 
+    private Runnable body(int r, int p, int phases, List<LlamaShard.Step<T>> steps, Supplier<StageInput<T>> input,
+                          Consumer<StageOutput<T>> output, T embedding) {
+        LlamaShard<T> shard = shards.get(r);
+        LlamaShard.Step<T> own = steps.get(r);
+        if (p == 0) {
+            return () -> {
+                applyPending(r);
+                shard.begin(own, input.get(), embedding);
+                beforePartial.before(r, 0);
+                shard.partial(own, 0);
+            };
+        }
+        if (p < phases) {
+            return () -> {
+                shard.reduce(own, p - 1, partials(steps, p - 1));
+                beforePartial.before(r, p);
+                shard.partial(own, p);
+            };
+        }
+        if (r == 0) {
+            return () -> {
+                shard.reduce(own, p - 1, partials(steps, p - 1));
+                output.accept(shard.finish(own));
+            };
+        }
+        return () -> shard.finish(own);
+    }
+
+    private List<T> partials(List<LlamaShard.Step<T>> steps, int phase) {
+        List<T> all = new ArrayList<>(steps.size());
+        for (LlamaShard.Step<T> s : steps) {
+            all.add(s.partial(phase));
+        }
+        return all;
+    }
+
+    /** Runs a step's works in plan order on the calling thread; no work of this stage may run on its lanes meanwhile. */
     @Override
-    public NeuralOps<CpuTensor> ops() {
-        return outputOps;
+    public StageOutput<T> forward(StageInput<T> input) {
+        List<StageOutput<T>> out = new ArrayList<>(1);
+        List<StageStep.Submission<Runnable>> works = plan(input.segments(), () -> input, out::add);
+        try {
+            for (StageStep.Submission<Runnable> w : works) {
+                w.work().run();
+            }
+        } catch (RuntimeException | Error e) {
+            out.forEach(o -> ops().release(o.tensor()));
+            throw e;
+        } finally {
+            works.forEach(w -> w.retain().forEach(Retained::release));
+        }
+        return out.get(0);
     }
 
+    /** Rank 0's ops: they read and free the stage's output. */
+    @Override
+    public NeuralOps<T> ops() {
+        return shards.get(0).ops();
+    }
+
+    /** Frees every rank's cache of {@code requestId} now; only when no work of the stage runs (see {@link #endRequestOnLanes}). */
     @Override
     public boolean endRequest(long requestId) {
         boolean any = false;
-        for (LlamaShard<CpuTensor> shard : shards) {
+        for (LlamaShard<T> shard : shards) {
             any |= shard.endRequest(requestId);
         }
         return any;
+    }
+
+    /** Forgets every rank's positions of {@code requestId} from {@code position} on, now; only when no work of the stage runs. */
+    @Override
+    public boolean rewind(long requestId, int position) {
+        boolean any = false;
+        for (LlamaShard<T> shard : shards) {
+            any |= shard.rewind(requestId, position);
+        }
+        return any;
+    }
+
+    /** Frees {@code requestId}'s caches, each rank's by the rank's next work on its lane (or at {@link #close}). */
+    public void endRequestOnLanes(long requestId) {
+        pending.forEach(q -> q.add(shard -> shard.endRequest(requestId)));
+    }
+
+    /** Rewinds {@code requestId} to {@code position}, each rank by its next work on its lane (or at {@link #close}). */
+    public void rewindOnLanes(long requestId, int position) {
+        pending.forEach(q -> q.add(shard -> shard.rewind(requestId, position)));
     }
 
     /** Every shard holds the same positions (a slice of each one's features): rank 0's count is the stage's. */
@@ -91,27 +205,66 @@ public final class TensorParallelStage implements StageForward<CpuTensor> {
         return shards.get(0).kvCachePositions();
     }
 
-    @Override
-    public boolean rewind(long requestId, int position) {
-        boolean any = false;
-        for (LlamaShard<CpuTensor> shard : shards) {
-            any |= shard.rewind(requestId, position);
-        }
-        return any;
+    /** Steps whose buffers are not freed yet: planned, and some work of them not completed (or not yet released). */
+    long stepsHeld() {
+        return stepsHeld.get();
     }
 
-    /** Frees the shards' KV caches and weights, and stops the shard lanes; call once no work runs on them. */
+    /** Buffer shares released more than once: always 0 unless retention is broken. */
+    long overReleases() {
+        return overReleases.get();
+    }
+
+    /** Applies what is pending, frees the shards' KV caches and weights; call once no work runs on the stage's lanes. */
     @Override
     public void close() {
-        for (LlamaShard<CpuTensor> shard : shards) {
+        for (int r = 0; r < shards.size(); r++) {
+            applyPending(r);
+            LlamaShard<T> shard = shards.get(r);
             shard.close();
             ShardedWeightsLoader.release(shard.weights(), shard.ops());
         }
-        shardLanes.forEach(backend::shutdownExecutor);
     }
 
-    @SuppressWarnings("unchecked")
-    private static StageOutput<CpuTensor>[] newOutputHolder() {
-        return (StageOutput<CpuTensor>[]) new StageOutput[1];
+    private void applyPending(int rank) {
+        Queue<Consumer<LlamaShard<T>>> q = pending.get(rank);
+        for (Consumer<LlamaShard<T>> change = q.poll(); change != null; change = q.poll()) {
+            change.accept(shards.get(rank));
+        }
+    }
+
+    /** The buffers of one step on every rank, freed once when the last of its works lets go of its share. */
+    private final class StepBuffers {
+        private final List<LlamaShard.Step<T>> steps;
+        private final AtomicInteger holders;
+
+        StepBuffers(List<LlamaShard.Step<T>> steps, int holders) {
+            this.steps = steps;
+            this.holders = new AtomicInteger(holders);
+            stepsHeld.incrementAndGet();
+        }
+
+        Share share() {
+            return new Share();
+        }
+
+        /** One work's hold on the step's buffers; the lane closes it once, after that work's exact completion. */
+        final class Share implements AutoCloseable {
+            private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+
+            @Override
+            public void close() {
+                if (!closed.compareAndSet(false, true)) {
+                    overReleases.incrementAndGet();
+                    throw new IllegalStateException("a share of a tensor-parallel step's buffers was released twice");
+                }
+                if (holders.decrementAndGet() == 0) {
+                    for (int r = 0; r < steps.size(); r++) {
+                        shards.get(r).release(steps.get(r));
+                    }
+                    stepsHeld.decrementAndGet();
+                }
+            }
+        }
     }
 }

@@ -1,26 +1,41 @@
 /**
- * Tensor parallelism for the Llama family inside one JVM: each pipeline stage's layers split over
- * T shard lanes (Megatron-style). Rank r holds its query and key/value heads (rows of q/k/v and
- * their biases), its intermediate columns of the MLP (rows of gate/up), and the matching input
- * slices of the row-parallel projections (columns of o and down, in the Hugging Face layout where
- * a weight row is an output feature); norms and the output bias are replicated; the embedding and
- * the head live on rank 0 only. Every shard is a checkpoint recipe whose range is pushed down to
- * the lease ({@link io.graphlane.checkpoint.recipe.DerivedWeight#shard}): a rank never maps what it
- * does not own.
+ * Tensor parallelism for the Llama family: each pipeline stage's layers split over T shards
+ * (Megatron-style). Rank r holds its query and key/value heads (rows of q/k/v and their biases), its
+ * intermediate columns of the MLP (rows of gate/up), and the matching input slices of the
+ * row-parallel projections (columns of o and down, in the Hugging Face layout where a weight row is
+ * an output feature); norms and the output bias are replicated; the embedding and the head live on
+ * rank 0 only. Every shard is a checkpoint recipe whose range is pushed down to the lease
+ * ({@link io.graphlane.checkpoint.recipe.DerivedWeight#shard}): a rank never maps what it does not own.
  *
- * <p>How it plugs into the pipeline (the simplest correct design): the pipeline engine and the lane
- * actors are unchanged and still see one lane per stage. A stage's step, submitted by its lane
- * actor, is {@link io.graphlane.inference.tensorparallel.TensorParallelStage#forward}: it submits
- * one shard step to each of the stage's T shard lanes, the shards all-gather rank 0's input, run
- * their layers with an all-reduce after attention and after the MLP (the CPU collectives, called
- * synchronously on the shard lanes' workers), and rank 0 leaves the stage output; the stage lane
- * waits for the T exact completions on its worker, so the step's completion, which the next stage
- * orders after, covers the whole step. A failure in any shard makes it leave its group, the others
- * fail naming it, and the step fails; the group stays poisoned, so later steps of that stage fail
- * with that cause rather than run out of order.
+ * <p>Two paths run the same shard math ({@link io.graphlane.inference.tensorparallel.LlamaShard} over
+ * {@link io.graphlane.inference.llama.DecoderLayers}):
  *
- * <p>Refuses: a degree that does not divide the heads, the key/value heads or the intermediate
- * width, naming the config field and both values. Across nodes a rank would be a node's lane and
- * the group's transport the cluster's: the shard code only sees {@link io.graphlane.inference.tensorparallel.ShardComm}.
+ * <ul>
+ *   <li><b>In one JVM</b> ({@code run/serve/logits --tensor-parallel T}, {@code InferencePipeline}):
+ *       a stage is a {@link io.graphlane.inference.tensorparallel.TensorParallelStage}, whose T shards
+ *       run on T shard lanes, each lane owned by its lane actor; there is no stage lane and no
+ *       collective. The pipeline engine sends every shard's works through the shard's lane actor as
+ *       part of the step's plan ({@link io.graphlane.inference.tensorparallel.TensorParallelStage#plan}):
+ *       per layer, each rank's partial work (its share of attention's o-projection, then of the MLP's
+ *       down-projection), and on each lane a work that sums every rank's partial into its residual stream
+ *       ordered {@code after} all T partial works' completion handles (then goes on with the next partial).
+ *       A reduce reads the other ranks' partial buffers once their completions passed; no work waits for
+ *       another rank. The stage's exits are each rank's last work, so the next stage's works order after
+ *       every shard. A step's buffers (residual streams, scratch, the partials) are retained by every work
+ *       of the step and freed exactly once after the last one completed, also on failure. A failed shard
+ *       work fails its step only (the works ordered after it are poisoned and never run; no cache advances
+ *       on a rank whose last work did not run); the next step runs as usual.</li>
+ *   <li><b>Across nodes</b> ({@code graphlane node --tensor-parallel T}, {@code cluster-config}'s
+ *       {@code ShardGenerations}, {@code StageHost}, {@code ShardHost}): each node holds one shard, built
+ *       with a {@link io.graphlane.inference.tensorparallel.ShardComm} over the cluster transport
+ *       ({@link io.graphlane.inference.tensorparallel.CpuShardComm}); a step runs as one work per shard
+ *       ({@link io.graphlane.inference.tensorparallel.LlamaShard#forward}) that all-gathers rank 0's input
+ *       and all-reduces after attention and after the MLP in the group's collectives, rank 0 led by a
+ *       {@link io.graphlane.inference.tensorparallel.LeadShardStage}. A failure in any shard makes it leave
+ *       its group, so the others fail naming it instead of waiting.</li>
+ * </ul>
+ *
+ * <p>Refuses: a degree that does not divide the heads, the key/value heads or the intermediate width,
+ * naming the config field and both values.
  */
 package io.graphlane.inference.tensorparallel;

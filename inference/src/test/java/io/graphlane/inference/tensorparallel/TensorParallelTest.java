@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.graphlane.backend.cpu.CpuBackend;
-import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.api.GenerationRequest;
@@ -40,15 +38,15 @@ class TensorParallelTest {
     @CsvSource({"1,1", "1,2", "2,1", "2,2"})
     void shardedStagesGiveTheReferenceLogits(int degree, int stageCount) {
         ModelDirectory model = ModelDirectory.open(Fixture.dir(""));
-        try (CpuBackend backend = new CpuBackend()) {
-            List<TensorParallelStage> stages = TensorParallelStages.load(model, StagePlan.balanced(model.config().layerCount(), stageCount),
-                    degree, backend, CollectiveSettings.defaults(), s -> { });
+        {
+            List<TensorParallelStage<CpuTensor>> stages = TensorParallelStages.load(model,
+                    StagePlan.balanced(model.config().layerCount(), stageCount), degree, s -> { });
             try {
                 for (Fixture.Prompt p : Fixture.prompts()) {
                     List<Segment> segments = List.of(new Segment(1, 0, p.ids().length));
                     StageInput<CpuTensor> in = new StageInput.Tokens<>(segments, p.ids());
                     StageOutput<CpuTensor> out = null;
-                    for (TensorParallelStage stage : stages) {
+                    for (TensorParallelStage<CpuTensor> stage : stages) {
                         StageOutput<CpuTensor> next = stage.forward(in);
                         if (out != null) {
                             stage.ops().release(out.tensor());

@@ -28,13 +28,13 @@ public final class Pipeline<W, A> {
     private volatile boolean stopRequested;
     private final PipelineLoad load = new PipelineLoad();
 
-    private Pipeline(ActorSystem<?> system, LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
+    private Pipeline(ActorSystem<?> system, LaneRegistry registry, List<List<LaneId>> stageLanes, StageProgram<W, A> program,
                      PipelineSettings settings, String name) {
         this.system = system;
         this.registry = registry;
         this.settings = settings;
         CompletableFuture<Void> stopping = new CompletableFuture<>();
-        this.engine = system.systemActorOf(PipelineEngine.create(registry, stageLanes, program, settings, held, load, stopping), name,
+        this.engine = system.systemActorOf(PipelineEngine.createMultiLane(registry, stageLanes, program, settings, held, load, stopping), name,
                 Props.empty());
         // The engine says so itself as it stops; the watch covers a stop that skipped its own signal.
         ActorTermination.of(system, engine, name + "-watch").thenRun(() -> stopping.complete(null));
@@ -47,6 +47,20 @@ public final class Pipeline<W, A> {
      */
     public static <W, A> Pipeline<W, A> start(ActorSystem<?> system, LaneRegistry registry, List<LaneId> stageLanes,
                                               StageProgram<W, A> program, PipelineSettings settings, String name) {
+        Objects.requireNonNull(program, "program");
+        if (stageLanes.size() != program.stageCount()) {
+            throw new IllegalArgumentException("the stage program has " + program.stageCount() + " stages but " + stageLanes.size()
+                    + " stage lanes were given");
+        }
+        return new Pipeline<>(system, registry, stageLanes.stream().map(List::of).toList(), program, settings, name);
+    }
+
+    /**
+     * Starts an engine over stages that may each run on several lanes ({@code stageLanes.get(k)} are stage k's lanes,
+     * as many as the program's {@link StageProgram#laneCount}); see {@link #start}.
+     */
+    public static <W, A> Pipeline<W, A> startMultiLane(ActorSystem<?> system, LaneRegistry registry, List<List<LaneId>> stageLanes,
+                                                       StageProgram<W, A> program, PipelineSettings settings, String name) {
         Objects.requireNonNull(program, "program");
         return new Pipeline<>(system, registry, stageLanes, program, settings, name);
     }

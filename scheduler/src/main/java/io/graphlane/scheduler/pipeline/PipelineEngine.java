@@ -3,6 +3,7 @@ package io.graphlane.scheduler.pipeline;
 import io.graphlane.actors.lane.LaneProtocol;
 import io.graphlane.actors.lane.LaneRegistry;
 import io.graphlane.actors.lane.LaneStoppedException;
+import io.graphlane.actors.lane.Retained;
 import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
@@ -12,6 +13,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -30,9 +32,12 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * micro-batches moving through the stage lanes. For each step it plans every stage's work at
  * once and sends stage k's submission to stage k's lane actor ordered after stage k−1's
  * completion handle (named before submission), so the stages hand off on the device side and
- * the engine never waits. Several micro-batches occupy different stages at the same time; a
- * request has at most one step in flight, so its tokens stay in order. The last stage's
- * {@code Finished} reply brings the sampled tokens back; the engine appends them, checks the
+ * the engine never waits. A stage over several lanes (a tensor-parallel stage: one lane per shard)
+ * plans several submissions with orders between them ({@link StageStep.Submission}); the engine names
+ * each one's handle, sends it to its lane with its intra-stage {@code after} handles, and orders the
+ * next stage's entry submissions after every exit of this one. Several micro-batches occupy different
+ * stages at the same time; a request has at most one step in flight, so its tokens stay in order. The
+ * {@code Finished} replies of the last stage's exits bring the sampled tokens back; the engine appends them, checks the
  * stop conditions and schedules the request's next step. The request states, their deadlines,
  * cancels and single ends are kept in a {@link RequestLedger}; this engine adds the admission
  * queue, the micro-batches and the stage lanes.
@@ -82,15 +87,67 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     record DeadlineReached(long requestId) implements Command {
     }
 
-    /** One micro-batch in flight: its entries, every stage's handle, and the last stage's output. */
-    private record InFlight<A>(MicroBatch batch, long laneRequestId, List<CompletionHandle> handles, SharedRelease<A> lastOutput) {
-        CompletionHandle last() {
-            return handles.get(handles.size() - 1);
+    /**
+     * One micro-batch in flight: its entries, every submission's handle, the last stage's exits (the step ends once
+     * each of them finished) and the last stage's output.
+     */
+    private static final class InFlight<A> {
+        private final MicroBatch batch;
+        private final long laneRequestId;
+        private final List<CompletionHandle> handles;
+        private final Set<CompletionHandle> exits;
+        private final SharedRelease<A> lastOutput;
+        private int exitsLeft;
+        private Outcome failed;
+
+        InFlight(MicroBatch batch, long laneRequestId, List<CompletionHandle> handles, Set<CompletionHandle> exits,
+                 SharedRelease<A> lastOutput) {
+            this.batch = batch;
+            this.laneRequestId = laneRequestId;
+            this.handles = handles;
+            this.exits = exits;
+            this.lastOutput = lastOutput;
+            this.exitsLeft = exits.size();
+        }
+
+        MicroBatch batch() {
+            return batch;
+        }
+
+        long laneRequestId() {
+            return laneRequestId;
+        }
+
+        List<CompletionHandle> handles() {
+            return handles;
+        }
+
+        SharedRelease<A> lastOutput() {
+            return lastOutput;
+        }
+
+        /** Records that {@code handle} finished with {@code outcome}; true once it was the last exit of the step to finish. */
+        boolean exitFinished(CompletionHandle handle, Outcome outcome) {
+            if (!exits.contains(handle)) {
+                return false;
+            }
+            if (outcome instanceof Outcome.Failed && failed == null) {
+                failed = outcome;
+            }
+            return --exitsLeft == 0;
+        }
+
+        /** The step's outcome once every exit finished: the first failure among them, else {@code last}. */
+        Outcome outcome(Outcome last) {
+            return failed != null ? failed : last;
         }
     }
 
     private final LaneRegistry registry;
-    private final List<LaneId> stageLanes;
+    /** Per stage, its lanes (one, or one per shard of a tensor-parallel stage). */
+    private final List<List<LaneId>> stageLanes;
+    /** Every lane of every stage, stage by stage; {@link #lanes} holds their actors in the same order. */
+    private final List<LaneId> laneIds;
     private final List<ActorRef<LaneProtocol.Command>> lanes;
     private final StageProgram<W, A> program;
     private final PipelineSettings settings;
@@ -107,11 +164,12 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final Map<Long, InFlight<A>> inFlight = new LinkedHashMap<>();
     private final CompletableFuture<Void> stopping;
     /**
-     * Stage submissions sent and not yet answered by their lane, with the outputs each holds. A lane
-     * answers every submission it receives before it stops; one still unanswered when the lane has
-     * stopped reached it too late and was lost, so the engine lets go of what it held.
+     * Stage submissions sent and not yet answered by their lane, with the values each retains (the outputs
+     * it holds, and what its stage program gave it to retain). A lane answers every submission it receives
+     * before it stops; one still unanswered when the lane has stopped reached it too late and was lost, so
+     * the engine lets go of what it held.
      */
-    private final Map<CompletionHandle, List<SharedRelease<A>>> unanswered = new HashMap<>();
+    private final Map<CompletionHandle, List<Object>> unanswered = new HashMap<>();
     /** Set once the engine was told to stop: why every later request fails at once. */
     private Throwable stopCause;
     /** Who asked the engine to stop: told once it has let go of every stage output it held. */
@@ -121,19 +179,26 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private long steps;
     private long tokens;
 
-    private PipelineEngine(ActorContext<Command> context, TimerScheduler<Command> timers, LaneRegistry registry, List<LaneId> stageLanes,
+    private PipelineEngine(ActorContext<Command> context, TimerScheduler<Command> timers, LaneRegistry registry, List<List<LaneId>> stageLanes,
                            StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted, PipelineLoad load,
                            CompletableFuture<Void> stopping) {
         super(context);
         this.load = load;
         this.stopping = stopping;
         this.registry = registry;
-        this.stageLanes = List.copyOf(stageLanes);
+        List<List<LaneId>> perStage = new ArrayList<>();
+        List<LaneId> all = new ArrayList<>();
+        for (List<LaneId> l : stageLanes) {
+            perStage.add(List.copyOf(l));
+            all.addAll(l);
+        }
+        this.stageLanes = List.copyOf(perStage);
+        this.laneIds = List.copyOf(all);
         this.program = program;
         this.settings = settings;
         this.requests = new RequestLedger<>(timers, DeadlineReached::new, admitted, this::ended);
         List<ActorRef<LaneProtocol.Command>> refs = new ArrayList<>();
-        for (LaneId lane : stageLanes) {
+        for (LaneId lane : laneIds) {
             ActorRef<LaneProtocol.Command> ref = registry.lane(lane);
             refs.add(ref);
             // A stage lane that stops for good answers nothing sent to it afterwards: learn of it, or requests would wait forever.
@@ -167,10 +232,31 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
                                                   PipelineSettings settings, AtomicInteger admitted, PipelineLoad load,
                                                   CompletableFuture<Void> stopping) {
-        java.util.Objects.requireNonNull(load, "load");
         if (stageLanes.size() != program.stageCount()) {
             throw new IllegalArgumentException("the stage program has " + program.stageCount() + " stages but " + stageLanes.size()
                     + " stage lanes were given");
+        }
+        return createMultiLane(registry, stageLanes.stream().map(List::of).toList(), program, settings, admitted, load, stopping);
+    }
+
+    /**
+     * As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger, PipelineLoad, CompletableFuture)},
+     * over stages that may each run on several lanes: {@code stageLanes.get(k)} are stage k's lanes, as many as
+     * {@link StageProgram#laneCount} says, and a submission of stage k on lane index r goes to {@code stageLanes.get(k).get(r)}.
+     */
+    public static <W, A> Behavior<Command> createMultiLane(LaneRegistry registry, List<List<LaneId>> stageLanes,
+                                                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted,
+                                                           PipelineLoad load, CompletableFuture<Void> stopping) {
+        java.util.Objects.requireNonNull(load, "load");
+        if (stageLanes.size() != program.stageCount()) {
+            throw new IllegalArgumentException("the stage program has " + program.stageCount() + " stages but lanes for " + stageLanes.size()
+                    + " stages were given");
+        }
+        for (int k = 0; k < stageLanes.size(); k++) {
+            if (stageLanes.get(k).size() != program.laneCount(k)) {
+                throw new IllegalArgumentException("stage " + k + " of the stage program runs on " + program.laneCount(k) + " lane(s) but "
+                        + stageLanes.get(k).size() + " were given");
+            }
         }
         return Behaviors.supervise(Behaviors.<Command>setup(ctx -> Behaviors.withTimers(timers ->
                 new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admitted, load, stopping))))
@@ -209,12 +295,12 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private Behavior<Command> onLaneTerminated(Terminated t) {
         int k = lanes.indexOf(t.getRef());
         if (k >= 0) {
-            LaneId lane = stageLanes.get(k);
+            LaneId lane = laneIds.get(k);
             unanswered.entrySet().removeIf(e -> {
                 if (!e.getKey().lane().equals(lane)) {
                     return false;
                 }
-                e.getValue().forEach(SharedRelease::release);
+                e.getValue().forEach(Retained::release);
                 return true;
             });
             if (stopCause == null) {
@@ -237,11 +323,23 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
 
     private void laneStopped(LaneId lane) {
         if (laneGone == null) {
-            laneGone = new LaneStoppedException(lane, "stage " + stageLanes.indexOf(lane) + " of the pipeline");
+            laneGone = new LaneStoppedException(lane, stageOf(lane) + " of the pipeline");
             LaneStoppedException cause = laneGone;
             requests.failAll(id -> cause);
             abandonInFlight();
         }
+    }
+
+    /** Which stage {@code lane} serves, in words: {@code stage 1}, or {@code stage 1 (lane 0 of 2)} on a stage of several lanes. */
+    private String stageOf(LaneId lane) {
+        for (int k = 0; k < stageLanes.size(); k++) {
+            int r = stageLanes.get(k).indexOf(lane);
+            if (r >= 0) {
+                int of = stageLanes.get(k).size();
+                return of == 1 ? "stage " + k : "stage " + k + " (lane " + r + " of " + of + ")";
+            }
+        }
+        return "lane " + lane;
     }
 
     private Behavior<Command> onCancel(Cancel cancel) {
@@ -326,9 +424,9 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             unanswered.remove(handleOf(reply));
             if (reply instanceof LaneProtocol.Finished finished) {
                 InFlight<A> f = stepOfHandle.get(finished.handle());
-                if (f != null && f.last().equals(finished.handle())) {
+                if (f != null && f.exitFinished(finished.handle(), finished.outcome())) {
                     forgetStep(f);
-                    stepEnded(f, finished.outcome());
+                    stepEnded(f, f.outcome(finished.outcome()));
                 }
             } else if (reply instanceof LaneProtocol.Rejected rejected) {
                 if (rejected.reason() instanceof LaneProtocol.LaneStopped stopped) {
@@ -446,44 +544,115 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         return new MicroBatch.Entry(a.id(), a.nextInput(), a.position(), a.request().sampling());
     }
 
-    /** Plans every stage of one step and sends each stage's submission to its lane, chained by handles. */
+    /**
+     * Plans every stage of one step, then sends each stage's submissions to its lanes, chained by handles: a stage's
+     * entries after the previous stage's exits, its other submissions after the earlier ones of the stage they name.
+     */
     private void submitStep(MicroBatch batch) {
         int stages = stageLanes.size();
-        long firstSequence = registry.reserveSequences(stages);
         long laneRequestId = batch.id();
-        List<CompletionHandle> handles = new ArrayList<>(stages);
-        SharedRelease<A> previousOutput = null;
         steps++;
+        List<StageStep<W, A>> planned = new ArrayList<>(stages);
+        A previous = null;
+        try {
+            for (int k = 0; k < stages; k++) {
+                StageStep<W, A> step = program.plan(k, batch, previous);
+                planned.add(step);
+                checkLanes(k, step);
+                previous = step.output();
+            }
+        } catch (RuntimeException e) {
+            // Nothing of the step was sent: let go of what the planned stages hold, and the step fails.
+            for (StageStep<W, A> step : planned) {
+                step.submissions().forEach(s -> s.retain().forEach(Retained::release));
+                program.release(step.output());
+            }
+            stepEnded(new InFlight<>(batch, laneRequestId, List.of(), Set.of(), null), Outcome.failure(e));
+            return;
+        }
+        List<CompletionHandle> handles = new ArrayList<>();
+        List<CompletionHandle> previousExits = List.of();
+        SharedRelease<A> previousOutput = null;
         for (int k = 0; k < stages; k++) {
-            CompletionHandle handle = CompletionHandle.local(stageLanes.get(k), firstSequence + k);
-            StageStep<W, A> step;
-            try {
-                step = program.plan(k, batch, previousOutput == null ? null : previousOutput.value());
-            } catch (RuntimeException e) {
-                // Stage k was never sent: the stages before it run and are abandoned, the step fails.
-                for (int j = 0; j < k; j++) {
-                    lanes.get(j).tell(new LaneProtocol.Cancel(laneRequestId));
+            StageStep<W, A> step = planned.get(k);
+            List<StageStep.Submission<W>> subs = step.submissions();
+            int n = subs.size();
+            int[] consumersWithin = new int[n];
+            for (StageStep.Submission<W> s : subs) {
+                s.after().forEach(j -> consumersWithin[j]++);
+            }
+            int nextEntries = k < stages - 1 ? entryCount(planned.get(k + 1)) : 0;
+            // The output is held by every submission of this stage and by each of its readers (the next stage's
+            // entries, or the engine after the last stage); it is freed once, after all of them let go.
+            SharedRelease<A> output = SharedRelease.of(step.output(), program, n + (k < stages - 1 ? nextEntries : 1));
+            long firstSequence = registry.reserveSequences(n);
+            CompletionHandle[] stageHandles = new CompletionHandle[n];
+            List<CompletionHandle> exits = new ArrayList<>(1);
+            List<ActorRef<LaneProtocol.Command>> refs = stageRefs(k);
+            for (int i = 0; i < n; i++) {
+                StageStep.Submission<W> s = subs.get(i);
+                CompletionHandle handle = CompletionHandle.local(stageLanes.get(k).get(s.lane()), firstSequence + i);
+                stageHandles[i] = handle;
+                boolean entry = s.after().isEmpty();
+                List<CompletionHandle> after;
+                if (entry) {
+                    after = previousExits;
+                } else {
+                    after = new ArrayList<>(s.after().size());
+                    for (int j : s.after()) {
+                        after.add(stageHandles[j]);
+                    }
                 }
-                stepEnded(new InFlight<>(batch, laneRequestId, handles, previousOutput), Outcome.failure(e));
-                return;
+                List<Object> retain = new ArrayList<>(s.retain().size() + 2);
+                retain.addAll(s.retain());
+                retain.add(output.asCloseable());
+                if (entry && previousOutput != null) {
+                    retain.add(previousOutput.asCloseable());
+                }
+                boolean exit = consumersWithin[i] == 0;
+                int consumers = consumersWithin[i] + (exit ? nextEntries : 0);
+                refs.get(s.lane()).tell(new LaneProtocol.Submit<>(handle, s.work(), after, retain, laneRequestId,
+                        LaneProtocol.NO_DEADLINE, consumers, replies));
+                unanswered.put(handle, retain);
+                handles.add(handle);
+                if (exit) {
+                    exits.add(handle);
+                }
             }
-            // The output is held by this stage's work and by its reader (the next stage's work, or the
-            // engine for the last stage); it is freed once, after both let go.
-            SharedRelease<A> output = SharedRelease.of(step.output(), program, 2);
-            List<Object> retain = new ArrayList<>(2);
-            retain.add(output.asCloseable());
-            if (previousOutput != null) {
-                retain.add(previousOutput.asCloseable());
-            }
-            List<CompletionHandle> after = handles.isEmpty() ? List.of() : List.of(handles.get(handles.size() - 1));
-            lanes.get(k).tell(new LaneProtocol.Submit<>(handle, step.work(), after, retain, laneRequestId, LaneProtocol.NO_DEADLINE,
-                    k < stages - 1 ? 1 : 0, replies));
-            unanswered.put(handle, previousOutput == null ? List.of(output) : List.of(output, previousOutput));
-            handles.add(handle);
+            previousExits = List.copyOf(exits);
             previousOutput = output;
         }
-        InFlight<A> f = new InFlight<>(batch, laneRequestId, List.copyOf(handles), previousOutput);
+        InFlight<A> f = new InFlight<>(batch, laneRequestId, List.copyOf(handles), Set.copyOf(previousExits), previousOutput);
         inFlight.put(laneRequestId, f);
         handles.forEach(h -> stepOfHandle.put(h, f));
+    }
+
+    /** Refuses a planned step that names a lane stage {@code k} does not have. */
+    private void checkLanes(int k, StageStep<W, A> step) {
+        int have = stageLanes.get(k).size();
+        for (StageStep.Submission<W> s : step.submissions()) {
+            if (s.lane() >= have) {
+                throw new IllegalStateException("the stage program planned work on lane " + s.lane() + " of stage " + k + ", which has "
+                        + have + " lane(s)");
+            }
+        }
+    }
+
+    private static int entryCount(StageStep<?, ?> step) {
+        int n = 0;
+        for (int i = 0; i < step.submissions().size(); i++) {
+            if (step.isEntry(i)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private List<ActorRef<LaneProtocol.Command>> stageRefs(int k) {
+        int from = 0;
+        for (int j = 0; j < k; j++) {
+            from += stageLanes.get(j).size();
+        }
+        return lanes.subList(from, from + stageLanes.get(k).size());
     }
 }

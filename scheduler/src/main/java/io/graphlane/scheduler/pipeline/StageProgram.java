@@ -5,7 +5,9 @@ package io.graphlane.scheduler.pipeline;
  * engine plans every stage of a step at once (each stage reading the previous stage's output)
  * and sends the work to the stage lanes, which order each stage after the one before on the
  * device side. Implementations keep per-request state (KV caches) per stage; a request has
- * at most one step in flight, and its steps on one stage run in order (one lane per stage).
+ * at most one step in flight, and its steps on one stage run in order (on each of the stage's lanes).
+ * A stage runs on one lane, or on {@link #laneCount several} (the shards of a tensor-parallel stage):
+ * then its step is several submissions with orders between them ({@link StageStep.Submission}).
  *
  * @param <W> backend-native work
  * @param <A> a stage's output: an activation, or on the last stage the sampled tokens
@@ -14,6 +16,11 @@ public interface StageProgram<W, A> {
 
     /** The number of stages. */
     int stageCount();
+
+    /** How many lanes stage {@code stage} runs on (1 unless the stage is split over several). */
+    default int laneCount(int stage) {
+        return 1;
+    }
 
     /**
      * Plans stage {@code stage}'s work for {@code batch}: work that reads {@code input} (the previous

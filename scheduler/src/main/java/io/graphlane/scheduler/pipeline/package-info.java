@@ -3,7 +3,11 @@
  * over one lane per stage; the {@link io.graphlane.scheduler.pipeline.PipelineEngine} actor owns each request's
  * lifecycle (admitted → queued → active → finished | cancelled | deadline-exceeded | failed), forms micro-batches
  * and sends every stage of a step to the stage lanes at once, chained by completion handles, so stage k+1 orders
- * after stage k on the device side and several micro-batches occupy different stages at the same time. The part of
+ * after stage k on the device side and several micro-batches occupy different stages at the same time. A stage may run
+ * on several lanes (a tensor-parallel stage, one lane per shard: {@link io.graphlane.scheduler.pipeline.StageProgram#laneCount},
+ * {@code Pipeline.startMultiLane}): its step is then several {@link io.graphlane.scheduler.pipeline.StageStep.Submission}s
+ * ordered among themselves by index, its entries after every exit of the previous stage, and a step ends once every exit
+ * of the last stage has finished. The part of
  * the lifecycle that does not depend on where stages run (per-request state, deadlines, cancels, the single end, the
  * admission count) lives in {@link io.graphlane.scheduler.pipeline.RequestLedger}, which the engine over stages hosted
  * on other cluster nodes shares. A request's sampling state travels typed, as a
