@@ -80,6 +80,16 @@ public interface NeuralOps<T> {
      */
     void rmsNorm(T x, T weight, float eps, T out);
 
+    /**
+     * The residual add fused with the norm that follows it: {@code x = x + residual}, then
+     * {@code out = rmsNorm(x, weight, eps)}. {@code out} must not overlap {@code x} or {@code residual}.
+     * The default composes {@link #add} and {@link #rmsNorm}; a backend may do both in fewer passes over memory.
+     */
+    default void addRmsNorm(T x, T residual, T weight, float eps, T out) {
+        add(x, residual, x);
+        rmsNorm(x, weight, eps, out);
+    }
+
     /** A linear projection without bias: {@code out = x · weightᵀ}, x {@code n × k}, weight {@code m × k}, out {@code n × m}. */
     void linear(T x, T weight, T out);
 
@@ -93,6 +103,15 @@ public interface NeuralOps<T> {
      * {@code positions[r] · theta^(-2i/headDim)}.
      */
     void rope(T x, int[] positions, int headDim, float theta);
+
+    /**
+     * {@link #rope} on the queries {@code q} and the keys {@code k} of the same rows (each with its own
+     * head count), in place. The default rotates one, then the other; a backend may share the angles.
+     */
+    default void ropeQk(T q, T k, int[] positions, int headDim, float theta) {
+        rope(q, positions, headDim, theta);
+        rope(k, positions, headDim, theta);
+    }
 
     /**
      * Causal grouped-query attention over a key/value cache. Row {@code r} of {@code q}

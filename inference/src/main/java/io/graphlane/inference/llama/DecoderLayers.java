@@ -46,10 +46,41 @@ public final class DecoderLayers<T> {
         return new DecoderLayers<>(ops, config, config.headCount(), config.kvHeadCount(), config.intermediateSize(), t -> { });
     }
 
-    /** Scratch tensors for a step of {@code rows} positions; release them with {@link Scratch#release()}. */
+    /**
+     * Scratch tensors for a step of {@code rows} positions; {@link Scratch#fit} reuses them for a later step, and
+     * {@link Scratch#release()} frees them.
+     */
     public Scratch<T> scratch(int rows) {
         return new Scratch<>(ops, config.hiddenSize(), headCount * config.headDim(), kvHeadCount * config.headDim(),
-                intermediateWidth, rows);
+                intermediateWidth).fit(rows);
+    }
+
+    /**
+     * Every layer of {@code weights} in order, in place on {@code x}: the same as {@link #attention} then
+     * {@link #feedForward} per layer, with each residual add fused into the norm that follows it.
+     */
+    public void layers(List<LayerWeights<T>> weights, T x, int[] positions, List<Segment> segments, List<KvCache<T>> caches,
+                       Scratch<T> s) {
+        if (weights.isEmpty()) {
+            return;
+        }
+        ops.rmsNorm(x, weights.get(0).attentionNorm(), config.rmsNormEps(), s.normed);
+        for (int l = 0; l < weights.size(); l++) {
+            LayerWeights<T> w = weights.get(l);
+            attend(l, w, positions, segments, caches, s, s.projected);
+            reduceProjection.accept(s.projected);
+            if (w.bo() != null) {
+                ops.addBias(s.projected, w.bo());
+            }
+            ops.addRmsNorm(x, s.projected, w.ffnNorm(), config.rmsNormEps(), s.normed);
+            mlp(w, s, s.projected);
+            reduceProjection.accept(s.projected);
+            if (l + 1 < weights.size()) {
+                ops.addRmsNorm(x, s.projected, weights.get(l + 1).attentionNorm(), config.rmsNormEps(), s.normed);
+            } else {
+                ops.add(x, s.projected, x);
+            }
+        }
     }
 
     /** The attention block of stage-local layer {@code l}, in place on {@code x}; writes each segment's keys and values to its cache. */
@@ -70,6 +101,25 @@ public final class DecoderLayers<T> {
     public void attentionPartial(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments, List<KvCache<T>> caches,
                                  Scratch<T> s, T partial) {
         ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
+        attend(l, w, positions, segments, caches, s, partial);
+    }
+
+    /** The SwiGLU MLP block, in place on {@code x}. */
+    public void feedForward(LayerWeights<T> w, T x, Scratch<T> s) {
+        feedForwardPartial(w, x, s, s.projected);
+        reduceProjection.accept(s.projected);
+        ops.add(x, s.projected, x);
+    }
+
+    /** The SwiGLU MLP block up to its down projection, which it writes to {@code partial} (these columns' share of it) instead of adding it to {@code x}. */
+    public void feedForwardPartial(LayerWeights<T> w, T x, Scratch<T> s, T partial) {
+        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
+        mlp(w, s, partial);
+    }
+
+    /** Attention from the normed input {@code s.normed} to this set of heads' output projection in {@code partial} (no reduce, no bias). */
+    private void attend(int l, LayerWeights<T> w, int[] positions, List<Segment> segments, List<KvCache<T>> caches, Scratch<T> s,
+                        T partial) {
         ops.linear(s.normed, w.wq(), s.q);
         ops.linear(s.normed, w.wk(), s.k);
         ops.linear(s.normed, w.wv(), s.v);
@@ -78,8 +128,7 @@ public final class DecoderLayers<T> {
             ops.addBias(s.k, w.bk());
             ops.addBias(s.v, w.bv());
         }
-        ops.rope(s.q, positions, config.headDim(), config.ropeTheta());
-        ops.rope(s.k, positions, config.headDim(), config.ropeTheta());
+        ops.ropeQk(s.q, s.k, positions, config.headDim(), config.ropeTheta());
         int row = 0;
         for (int i = 0; i < segments.size(); i++) {
             Segment segment = segments.get(i);
@@ -93,51 +142,65 @@ public final class DecoderLayers<T> {
         ops.linear(s.attended, w.wo(), partial);
     }
 
-    /** The SwiGLU MLP block, in place on {@code x}. */
-    public void feedForward(LayerWeights<T> w, T x, Scratch<T> s) {
-        feedForwardPartial(w, x, s, s.projected);
-        reduceProjection.accept(s.projected);
-        ops.add(x, s.projected, x);
-    }
-
-    /** The SwiGLU MLP block up to its down projection, which it writes to {@code partial} (these columns' share of it) instead of adding it to {@code x}. */
-    public void feedForwardPartial(LayerWeights<T> w, T x, Scratch<T> s, T partial) {
-        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
+    /** The SwiGLU MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce). */
+    private void mlp(LayerWeights<T> w, Scratch<T> s, T partial) {
         ops.linear(s.normed, w.wGate(), s.gate);
         ops.linear(s.normed, w.wUp(), s.up);
         ops.siluMul(s.gate, s.up, s.gate);
         ops.linear(s.gate, w.wDown(), partial);
     }
 
-    /** The intermediate tensors of one step. */
+    /**
+     * The intermediate tensors of one step: views of buffers kept from step to step, which grow only when a step
+     * has more rows than any before.
+     */
     public static final class Scratch<T> {
-        private final NeuralOps<T> ops;
-        final T normed;
-        final T q;
-        final T k;
-        final T v;
-        final T attended;
-        final T projected;
-        final T gate;
-        final T up;
+        private final List<RowBuffer<T>> buffers;
+        private final RowBuffer<T> normedRows;
+        private final RowBuffer<T> qRows;
+        private final RowBuffer<T> kRows;
+        private final RowBuffer<T> vRows;
+        private final RowBuffer<T> attendedRows;
+        private final RowBuffer<T> projectedRows;
+        private final RowBuffer<T> gateRows;
+        private final RowBuffer<T> upRows;
+        T normed;
+        T q;
+        T k;
+        T v;
+        T attended;
+        T projected;
+        T gate;
+        T up;
 
-        Scratch(NeuralOps<T> ops, int hidden, int queryWidth, int kvWidth, int intermediate, int n) {
-            this.ops = ops;
-            this.normed = ops.allocate(n, hidden);
-            this.q = ops.allocate(n, queryWidth);
-            this.k = ops.allocate(n, kvWidth);
-            this.v = ops.allocate(n, kvWidth);
-            this.attended = ops.allocate(n, queryWidth);
-            this.projected = ops.allocate(n, hidden);
-            this.gate = ops.allocate(n, intermediate);
-            this.up = ops.allocate(n, intermediate);
+        Scratch(NeuralOps<T> ops, int hidden, int queryWidth, int kvWidth, int intermediate) {
+            this.normedRows = new RowBuffer<>(ops, hidden);
+            this.qRows = new RowBuffer<>(ops, queryWidth);
+            this.kRows = new RowBuffer<>(ops, kvWidth);
+            this.vRows = new RowBuffer<>(ops, kvWidth);
+            this.attendedRows = new RowBuffer<>(ops, queryWidth);
+            this.projectedRows = new RowBuffer<>(ops, hidden);
+            this.gateRows = new RowBuffer<>(ops, intermediate);
+            this.upRows = new RowBuffer<>(ops, intermediate);
+            this.buffers = List.of(normedRows, qRows, kRows, vRows, attendedRows, projectedRows, gateRows, upRows);
+        }
+
+        /** Makes these tensors {@code rows} rows long for the next step, allocating only if no step before had as many. */
+        public Scratch<T> fit(int rows) {
+            normed = normedRows.rows(rows);
+            q = qRows.rows(rows);
+            k = kRows.rows(rows);
+            v = vRows.rows(rows);
+            attended = attendedRows.rows(rows);
+            projected = projectedRows.rows(rows);
+            gate = gateRows.rows(rows);
+            up = upRows.rows(rows);
+            return this;
         }
 
         /** Frees every scratch tensor. */
         public void release() {
-            for (T t : List.of(normed, q, k, v, attended, projected, gate, up)) {
-                ops.release(t);
-            }
+            buffers.forEach(RowBuffer::release);
         }
     }
 }

@@ -32,6 +32,12 @@ public final class LlamaStage<T> implements StageForward<T> {
     private final NeuralOps<T> ops;
     private final RequestCaches<T> caches;
     private final DecoderLayers<T> layers;
+    /** The step's intermediate tensors, kept from step to step (created by the first step, freed by {@link #close}). */
+    private DecoderLayers.Scratch<T> scratch;
+    /** The residual stream of the last stage, which hands on logits instead and so can keep it. */
+    private final RowBuffer<T> residual;
+    /** The last stage's rows at each segment's last position, for the head. */
+    private final RowBuffer<T> lastRows;
 
     /** A stage over loaded weights, issuing its operations through {@code ops}. */
     public LlamaStage(LlamaConfig config, StageWeights<T> weights, NeuralOps<T> ops) {
@@ -40,6 +46,8 @@ public final class LlamaStage<T> implements StageForward<T> {
         this.ops = ops;
         this.layers = DecoderLayers.whole(ops, config);
         this.caches = new RequestCaches<>(ops, weights.stage().toString(), weights.layers().size(), config.kvWidth(), config.maxPositions());
+        this.residual = new RowBuffer<>(ops, config.hiddenSize());
+        this.lastRows = new RowBuffer<>(ops, config.hiddenSize());
     }
 
     /** The stage this instance runs. */
@@ -67,7 +75,8 @@ public final class LlamaStage<T> implements StageForward<T> {
      * Runs this stage's layers over one micro-batch and returns the next stage's activation, or
      * on the last stage the logits at each segment's last position. The input is read, never
      * freed. Every request's positions must continue where its cache ends; if the step fails,
-     * no cache advances.
+     * no cache advances. Once a step of as many rows has run (and while no cache has to grow), a
+     * step allocates only the tensor it returns: its intermediate values live in buffers the stage keeps.
      */
     @Override
     public StageOutput<T> forward(StageInput<T> input) {
@@ -75,25 +84,23 @@ public final class LlamaStage<T> implements StageForward<T> {
         requireInputMatchesStage(input);
         List<KvCache<T>> requestCaches = caches.reserve(segments);
         int[] positions = RequestCaches.positionsOf(segments);
-        T x = ops.allocate(positions.length, config.hiddenSize());
-        DecoderLayers.Scratch<T> s = layers.scratch(positions.length);
-        boolean handedOver = false;
+        boolean last = spec().isLast();
+        T x = last ? residual.rows(positions.length) : ops.allocate(positions.length, config.hiddenSize());
+        scratch = scratch == null ? layers.scratch(positions.length) : scratch.fit(positions.length);
+        boolean releaseX = !last;
         try {
             if (input instanceof StageInput.Tokens<T> tokens) {
                 ops.embedding(weights.embedding(), tokens.tokenIds(), x);
             } else {
                 ops.copy(((StageInput.Hidden<T>) input).activation(), x);
             }
-            for (int l = 0; l < weights.layers().size(); l++) {
-                layers.attention(l, weights.layers().get(l), x, positions, segments, requestCaches, s);
-                layers.feedForward(weights.layers().get(l), x, s);
-            }
+            layers.layers(weights.layers(), x, positions, segments, requestCaches, scratch);
             StageOutput<T> output;
-            if (spec().isLast()) {
+            if (last) {
                 output = new StageOutput.Logits<>(segments, head(x, segments));
             } else {
                 output = new StageOutput.Hidden<>(segments, x);
-                handedOver = true;
+                releaseX = false;
             }
             for (int i = 0; i < segments.size(); i++) {
                 requestCaches.get(i).commit(segments.get(i).length());
@@ -101,8 +108,7 @@ public final class LlamaStage<T> implements StageForward<T> {
             caches.publishUsage();
             return output;
         } finally {
-            s.release();
-            if (!handedOver) {
+            if (releaseX) {
                 ops.release(x);
             }
         }
@@ -138,28 +144,30 @@ public final class LlamaStage<T> implements StageForward<T> {
         return caches.length(requestId);
     }
 
-    /** Frees every KV cache; the weights belong to whoever loaded them. */
+    /** Frees every KV cache and the step buffers; the weights belong to whoever loaded them. */
     @Override
     public void close() {
         caches.releaseAll();
+        if (scratch != null) {
+            scratch.release();
+            scratch = null;
+        }
+        residual.release();
+        lastRows.release();
     }
 
     /** The final norm and the head at each segment's last position. */
     private T head(T x, List<Segment> segments) {
-        T last = ops.allocate(segments.size(), config.hiddenSize());
-        try {
-            int row = 0;
-            for (int i = 0; i < segments.size(); i++) {
-                row += segments.get(i).length();
-                ops.copy(ops.rowSlice(x, row - 1, row), ops.rowSlice(last, i, i + 1));
-            }
-            ops.rmsNorm(last, weights.finalNorm(), config.rmsNormEps(), last);
-            T logits = ops.allocate(segments.size(), config.vocabSize());
-            ops.linear(last, weights.lmHead(), logits);
-            return logits;
-        } finally {
-            ops.release(last);
+        T last = lastRows.rows(segments.size());
+        int row = 0;
+        for (int i = 0; i < segments.size(); i++) {
+            row += segments.get(i).length();
+            ops.copy(ops.rowSlice(x, row - 1, row), ops.rowSlice(last, i, i + 1));
         }
+        ops.rmsNorm(last, weights.finalNorm(), config.rmsNormEps(), last);
+        T logits = ops.allocate(segments.size(), config.vocabSize());
+        ops.linear(last, weights.lmHead(), logits);
+        return logits;
     }
 
     private void requireInputMatchesStage(StageInput<T> input) {

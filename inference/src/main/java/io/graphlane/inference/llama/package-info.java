@@ -13,7 +13,8 @@
  * <p>Guarantees: Hugging Face semantics (F32 RMSNorm, rotate-half RoPE, grouped-query attention,
  * SwiGLU, tied or untied head, q/k/v and output biases where the checkpoint has them); a stage's
  * forward is ordinary lane work (one thread at a time, no blocking beyond its own ops); a failed
- * step advances no cache. Refuses: a request's positions out of order or past the model's maximum,
+ * step advances no cache; once warmed, a step allocates only the tensor it hands on (its
+ * intermediate values live in buffers the stage keeps, the KV caches grow by doubling). Refuses: a request's positions out of order or past the model's maximum,
  * a request twice in one step, inputs of the wrong kind for the stage (token ids only on stage 0).
  */
 package io.graphlane.inference.llama;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.demo.SeededWeights;
@@ -38,6 +39,24 @@ class LlamaStageTest {
         float[] single = prefillLogits(config, tensors, 1, PROMPT);
         for (int stages = 2; stages <= 4; stages++) {
             assertArrayEquals(single, prefillLogits(config, tensors, stages, PROMPT), 0f, stages + " stages");
+        }
+    }
+
+    @Test
+    void aWarmedDecodeStepAllocatesOnlyTheTensorEachStageHandsOn() {
+        LlamaConfig config = TestModels.small(false, true);
+        Map<String, float[]> tensors = SeededWeights.generate(config, 9);
+        for (int stageCount = 1; stageCount <= 3; stageCount += 2) {
+            try (StagedModel<CpuTensor> model = TestModels.staged(config, tensors, stageCount)) {
+                CpuNeuralOps ops = (CpuNeuralOps) model.stages().get(0).ops();
+                model.step(List.of(new Segment(1, 0, 4), new Segment(2, 0, 3)), new int[] {3, 17, 42, 8, 8, 0, 49});
+                for (int i = 0; i < 8; i++) {
+                    long before = ops.allocationCount();
+                    model.step(List.of(new Segment(1, 4 + i, 1), new Segment(2, 3 + i, 1)), new int[] {i, 2 * i});
+                    // each stage hands on one tensor (the activation, or the logits on the last), freed by the model
+                    assertEquals(stageCount, ops.allocationCount() - before, stageCount + " stage(s), decode step " + i);
+                }
+            }
         }
     }
 

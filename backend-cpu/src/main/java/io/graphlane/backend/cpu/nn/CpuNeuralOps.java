@@ -13,10 +13,11 @@ import java.util.Objects;
 
 /**
  * {@link NeuralOps} on the CPU: projections through OpenBLAS {@code cblas_sgemm} (one row:
- * {@code cblas_sgemv}) reading off-heap buffers in place, every other operation as a plain
- * loop over them, all in F32; a packed weight ({@link PackedMatrix}) is widened inside the
- * projection ({@link PackedLinear}) and the embedding. Operations run synchronously on the calling
- * thread (a packed projection also on as many pool threads as OpenBLAS is given, as OpenBLAS does).
+ * {@code cblas_sgemv}) reading off-heap buffers in place, attention as small {@code cblas_sgemm}s
+ * over the cache read in place, every other operation as a plain loop over them, all in F32; a packed
+ * weight ({@link PackedMatrix}) is widened inside the projection ({@link PackedLinear}) and the embedding.
+ * Operations run synchronously on the calling thread (a packed projection also on as many pool threads
+ * as OpenBLAS is given, as OpenBLAS does).
  *
  * <p>An instance keeps scratch space between calls, so it belongs to one lane (one thread at
  * a time); {@link CpuNeuralBackend#ops} hands out one per lane.
@@ -25,9 +26,10 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     /** Below this many rows a projection runs as one matrix-vector product per row. */
     static final int GEMV_ROWS = 8;
 
-    private float[] scores = new float[64];
-    private float[] queryHead = new float[64];
-    private float[] accumulator = new float[64];
+    /** Attention scores of one group of query heads over the cache, reused and grown by doubling. */
+    private FloatBuffer scores;
+    private CpuTensor scoresStorage;
+    private long allocations;
     private float[] inverseFrequencies = new float[0];
     private int cachedHeadDim = -1;
     private float cachedTheta = Float.NaN;
@@ -39,7 +41,17 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
 
     @Override
     public CpuTensor allocate(int rows, int cols) {
+        allocations++;
         return CpuTensor.allocate(rows, cols);
+    }
+
+    /**
+     * How many tensors of native memory this instance has allocated so far ({@link #allocate},
+     * {@link #fromHost}, {@link #fromBuffer}, {@link #allocateUninitialized} and its own scratch
+     * space): a warmed decode step should add only the tensor it hands on.
+     */
+    public long allocationCount() {
+        return allocations;
     }
 
     /**
@@ -48,6 +60,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
      * {@link #allocate}.
      */
     public CpuTensor allocateUninitialized(int rows, int cols) {
+        allocations++;
         return CpuTensor.allocate(rows, cols, false);
     }
 
@@ -58,6 +71,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             throw new ShapeMismatchException("fromHost", "data", rows * (long) cols + " floats (" + rows + " x " + cols + ")",
                     data.length + " floats");
         }
+        allocations++;
         CpuTensor tensor = CpuTensor.allocate(rows, cols);
         tensor.data().put(0, data);
         return tensor;
@@ -72,6 +86,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             throw new ShapeMismatchException("fromBuffer", "data", rows * (long) cols + " floats (" + rows + " x " + cols + ")",
                     data.remaining() + " floats");
         }
+        allocations++;
         CpuTensor tensor = CpuTensor.allocate(rows, cols);
         tensor.data().put(0, data, data.position(), data.remaining());
         return tensor;
@@ -151,10 +166,41 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 float v = in.get(base + i);
                 sumOfSquares += v * v;
             }
-            float scale = (float) (1.0 / Math.sqrt((float) (sumOfSquares / dim) + eps));
+            normalizeRow(in, w, base, dim, sumOfSquares, eps, target);
+        }
+    }
+
+    /**
+     * {@code x = x + residual}, then {@code out = rmsNorm(x)}, in two passes over each row instead of
+     * three: the sum of squares is taken while the sum is written. The same arithmetic as
+     * {@link #add} followed by {@link #rmsNorm}, so the same result to the bit.
+     */
+    @Override
+    public void addRmsNorm(CpuTensor x, CpuTensor residual, CpuTensor weight, float eps, CpuTensor out) {
+        int dim = x.cols();
+        requireSameShape("addRmsNorm", "residual", x, residual);
+        requireVector("addRmsNorm", "weight", weight, dim);
+        requireSameShape("addRmsNorm", "out", x, out);
+        FloatBuffer sum = x.data();
+        FloatBuffer add = residual.data();
+        FloatBuffer w = weight.data();
+        FloatBuffer target = out.data();
+        for (int r = 0; r < x.rows(); r++) {
+            int base = r * dim;
+            double sumOfSquares = 0;
             for (int i = 0; i < dim; i++) {
-                target.put(base + i, w.get(i) * (in.get(base + i) * scale));
+                float v = sum.get(base + i) + add.get(base + i);
+                sum.put(base + i, v);
+                sumOfSquares += v * v;
             }
+            normalizeRow(sum, w, base, dim, sumOfSquares, eps, target);
+        }
+    }
+
+    private static void normalizeRow(FloatBuffer in, FloatBuffer w, int base, int dim, double sumOfSquares, float eps, FloatBuffer target) {
+        float scale = (float) (1.0 / Math.sqrt((float) (sumOfSquares / dim) + eps));
+        for (int i = 0; i < dim; i++) {
+            target.put(base + i, w.get(i) * (in.get(base + i) * scale));
         }
     }
 
@@ -204,32 +250,63 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
 
     @Override
     public void rope(CpuTensor x, int[] positions, int headDim, float theta) {
-        ShapeMismatchException.require("rope", "positions", "length (rows of x)", x.rows(), positions.length);
+        requireRopeShape("x", x, positions, headDim);
+        rotate(x, null, positions, headDim, theta);
+    }
+
+    /** Rotates {@code q} and {@code k} in one pass over the positions: each angle's cosine and sine serve both. */
+    @Override
+    public void ropeQk(CpuTensor q, CpuTensor k, int[] positions, int headDim, float theta) {
+        requireRopeShape("q", q, positions, headDim);
+        requireRopeShape("k", k, positions, headDim);
+        rotate(q, k, positions, headDim, theta);
+    }
+
+    private static void requireRopeShape(String operand, CpuTensor x, int[] positions, int headDim) {
+        ShapeMismatchException.require("rope", "positions", "length (rows of " + operand + ")", x.rows(), positions.length);
         if (headDim <= 0 || headDim % 2 != 0 || x.cols() % headDim != 0) {
-            throw new ShapeMismatchException("rope", "x", "cols a multiple of an even headDim " + headDim, "cols = " + x.cols());
+            throw new ShapeMismatchException("rope", operand, "cols a multiple of an even headDim " + headDim, "cols = " + x.cols());
         }
+    }
+
+    /** Rotates every head of {@code a} and, unless null, of {@code b}, both of {@code positions.length} rows. */
+    private void rotate(CpuTensor a, CpuTensor b, int[] positions, int headDim, float theta) {
         float[] invFreq = inverseFrequencies(headDim, theta);
         int half = headDim / 2;
-        int heads = x.cols() / headDim;
-        FloatBuffer data = x.data();
-        for (int r = 0; r < x.rows(); r++) {
+        FloatBuffer first = a.data();
+        FloatBuffer second = b == null ? null : b.data();
+        for (int r = 0; r < positions.length; r++) {
             float position = positions[r];
             for (int i = 0; i < half; i++) {
                 float angle = position * invFreq[i];
                 float cos = (float) Math.cos(angle);
                 float sin = (float) Math.sin(angle);
-                for (int h = 0; h < heads; h++) {
-                    int first = r * x.cols() + h * headDim + i;
-                    int second = first + half;
-                    float x1 = data.get(first);
-                    float x2 = data.get(second);
-                    data.put(first, x1 * cos - x2 * sin);
-                    data.put(second, x2 * cos + x1 * sin);
+                rotatePair(first, r * a.cols() + i, a.cols() / headDim, headDim, half, cos, sin);
+                if (second != null) {
+                    rotatePair(second, r * b.cols() + i, b.cols() / headDim, headDim, half, cos, sin);
                 }
             }
         }
     }
 
+    /** Rotates the pair {@code (i, i + half)} of each of {@code heads} heads of a row, {@code start} being the first head's {@code i}. */
+    private static void rotatePair(FloatBuffer data, int start, int heads, int headDim, int half, float cos, float sin) {
+        for (int h = 0; h < heads; h++) {
+            int first = start + h * headDim;
+            int second = first + half;
+            float x1 = data.get(first);
+            float x2 = data.get(second);
+            data.put(first, x1 * cos - x2 * sin);
+            data.put(second, x2 * cos + x1 * sin);
+        }
+    }
+
+    /**
+     * For each query row and each key/value head, two small products over the cache rows the row sees:
+     * the scores of the head's group of query heads against the keys, {@code S = scale · Q·Kᵀ}, then
+     * after a row softmax {@code S·V}, written straight into {@code out}. The cache is read in place
+     * (strided by its width) and the scores live in one scratch buffer reused across calls.
+     */
     @Override
     public void attention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
                           int headCount, int kvHeadCount, int headDim, CpuTensor out) {
@@ -242,53 +319,33 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         requireSameShape("attention", "values", keys, values);
         requireSameShape("attention", "out", q, out);
         ShapeMismatchException.require("attention", "positions", "length (rows of q)", q.rows(), positions.length);
+        for (int r = 0; r < q.rows(); r++) {
+            if (positions[r] < 0 || positions[r] >= keys.rows()) {
+                throw new IndexOutOfBoundsException("attention: position " + positions[r] + " of query row " + r
+                        + " is outside the key/value cache of " + keys.rows() + " rows");
+            }
+        }
         int groupSize = headCount / kvHeadCount;
         int kvWidth = keys.cols();
+        int groupWidth = groupSize * headDim;
         float scale = (float) (1.0 / Math.sqrt(headDim));
         FloatBuffer queries = q.data();
         FloatBuffer k = keys.data();
         FloatBuffer v = values.data();
         FloatBuffer target = out.data();
-        ensureScratch(headDim);
         for (int r = 0; r < q.rows(); r++) {
-            int last = positions[r];
-            if (last < 0 || last >= keys.rows()) {
-                throw new IndexOutOfBoundsException("attention: position " + last + " of query row " + r
-                        + " is outside the key/value cache of " + keys.rows() + " rows");
-            }
-            if (scores.length < last + 1) {
-                scores = new float[Math.max(last + 1, scores.length * 2)];
-            }
-            for (int h = 0; h < headCount; h++) {
-                int queryBase = r * q.cols() + h * headDim;
-                int kvOffset = (h / groupSize) * headDim;
-                queries.get(queryBase, queryHead, 0, headDim);
-                float max = Float.NEGATIVE_INFINITY;
-                for (int t = 0; t <= last; t++) {
-                    int keyBase = t * kvWidth + kvOffset;
-                    float dot = 0f;
-                    for (int i = 0; i < headDim; i++) {
-                        dot += queryHead[i] * k.get(keyBase + i);
-                    }
-                    float score = dot * scale;
-                    scores[t] = score;
-                    max = Math.max(max, score);
-                }
-                float sum = 0f;
-                for (int t = 0; t <= last; t++) {
-                    float e = (float) Math.exp(scores[t] - max);
-                    scores[t] = e;
-                    sum += e;
-                }
-                java.util.Arrays.fill(accumulator, 0, headDim, 0f);
-                for (int t = 0; t <= last; t++) {
-                    float p = scores[t] / sum;
-                    int valueBase = t * kvWidth + kvOffset;
-                    for (int i = 0; i < headDim; i++) {
-                        accumulator[i] += p * v.get(valueBase + i);
-                    }
-                }
-                target.put(queryBase, accumulator, 0, headDim);
+            int seen = positions[r] + 1;
+            FloatBuffer s = scores(groupSize * seen);
+            // the cache rows [0, seen) of one head: seen rows of headDim floats, kvWidth apart
+            int cacheSpan = (seen - 1) * kvWidth + headDim;
+            for (int kvHead = 0; kvHead < kvHeadCount; kvHead++) {
+                int queryBase = r * q.cols() + kvHead * groupWidth;
+                int kvOffset = kvHead * headDim;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, groupSize, seen, headDim, scale,
+                        queries.slice(queryBase, groupWidth), headDim, k.slice(kvOffset, cacheSpan), kvWidth, 0f, s, seen);
+                softmaxRows(s, groupSize, seen);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, groupSize, headDim, seen, 1f,
+                        s, seen, v.slice(kvOffset, cacheSpan), kvWidth, 0f, target.slice(queryBase, groupWidth), headDim);
             }
         }
     }
@@ -322,9 +379,12 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
 
     @Override
     public void softmax(CpuTensor x) {
-        FloatBuffer data = x.data();
-        int cols = x.cols();
-        for (int r = 0; r < x.rows(); r++) {
+        softmaxRows(x.data(), x.rows(), x.cols());
+    }
+
+    /** Replaces each of the first {@code rows} rows of {@code cols} floats by its softmax, in F32 with the row maximum subtracted. */
+    private static void softmaxRows(FloatBuffer data, int rows, int cols) {
+        for (int r = 0; r < rows; r++) {
             int base = r * cols;
             float max = Float.NEGATIVE_INFINITY;
             for (int i = 0; i < cols; i++) {
@@ -378,11 +438,17 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         return inverseFrequencies;
     }
 
-    private void ensureScratch(int headDim) {
-        if (queryHead.length < headDim) {
-            queryHead = new float[headDim];
-            accumulator = new float[headDim];
+    /** The scores scratch buffer holding at least {@code floats} floats, grown by doubling (rarely: it only follows the longest sequence). */
+    private FloatBuffer scores(int floats) {
+        if (scoresStorage == null || scoresStorage.cols() < floats) {
+            int size = Math.max(floats, scoresStorage == null ? 256 : 2 * scoresStorage.cols());
+            if (scoresStorage != null) {
+                scoresStorage.release();
+            }
+            scoresStorage = allocateUninitialized(1, size);
+            scores = scoresStorage.data();
         }
+        return scores;
     }
 
     private static void requireSameShape(String operation, String operand, CpuTensor expected, CpuTensor found) {

@@ -7,6 +7,8 @@
  * instead be a {@link io.graphlane.backend.cpu.nn.PackedMatrix} (BF16, F16 or 8-bit blocks): the
  * projection widens it in its own Java kernel (rows split over as many threads as OpenBLAS gets, or,
  * for many input rows, tiles widened into F32 scratch for {@code sgemm}), the embedding widens rows.
+ * Attention reads the KV cache in place through small {@code cblas_sgemm}s per key/value head, with its
+ * scores in a scratch buffer the instance keeps; {@code allocationCount} counts the tensors an instance allocated.
  *
  * <p>Guarantees: operations run synchronously on the calling thread (the lane's worker), so a
  * model's forward pass is ordinary lane work; a released tensor is refused rather than read.
