@@ -119,9 +119,7 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
             throw new IllegalArgumentException("collective group " + group + ": this node's transport receives for rank " + rank + ", not " + to);
         }
         Envelope envelope = inbox.poll(Math.max(0, timeoutNanos), TimeUnit.NANOSECONDS);
-        if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk && plane != null) {
-            plane.consumed(envelope.from());
-        } else if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk) {
+        if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk && plane == null) {
             int from = envelope.from();
             if (++consumed[from] >= creditBatch) {
                 creditTargets.get(from).tell(new CollectiveRankActor.Credit(rank, consumed[from]));
@@ -129,6 +127,17 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
             }
         }
         return envelope;
+    }
+
+    /**
+     * With sockets, gives the buffer {@code chunk} was read into back to its link's reader (the member read the floats
+     * straight from it); with Artery, nothing (the chunk's floats are a copy, and credit returned when it was polled).
+     */
+    @Override
+    public void consumed(int to, int from, CollectiveMessage.Chunk chunk) {
+        if (plane != null) {
+            plane.consumed(from, chunk);
+        }
     }
 
     /**

@@ -42,15 +42,22 @@ import org.slf4j.LoggerFactory;
  * <p>Frames: a 4-byte little-endian length (checked, before anything is allocated for the frame, against the larger of
  * the group's chunk frame and 8 MiB; a handshake's group name against {@link #MAX_GROUP_NAME_BYTES}), then what
  * {@link CollectiveWireSerializer} writes for a {@link CollectiveRankActor.Deliver} or {@link CollectiveRankActor.Goodbye}
- * (the same Kryo frames Artery carries; a chunk's floats copied in bulk into and out of the frame). {@link #send} frames the message on the caller's thread
- * (a chunk into a pooled direct buffer of the group's chunk size) and hands the frame to the link's writer thread: it
- * never waits for the network. One writer and one reader thread per peer (daemon, named after the group, the ranks and
- * the direction); sockets with TCP_NODELAY and large buffers.
+ * (the same Kryo frames Artery carries). {@link #send} frames the message on the caller's thread (a chunk's floats in
+ * one bulk copy into a pooled direct buffer of the group's chunk frame) and hands the frame to the link's writer thread:
+ * it never waits for the network. One writer and one reader thread per peer (daemon, named after the group, the ranks and
+ * the direction); sockets with TCP_NODELAY and large buffers. Socket I/O is only {@code read(ByteBuffer)} and
+ * {@code write(ByteBuffer)} on the link's channel.
  *
- * <p>Memory: the receiving side bounds it. A link's reader puts at most {@code window-chunks} chunks the member has not
- * polled yet into the inbox and then stops reading, so TCP's own flow control holds the sender's writer; what the sender's
- * member sends ahead of that waits, framed, in the writer's queue (at most what the algorithm sends before its next
- * receive: one ring step's segment, or one block per peer of an all-to-all).
+ * <p>Receiving moves each byte once: the reader reads a frame into one of its link's pooled direct buffers and a chunk's
+ * values handed to the member are a view of that very buffer ({@link CollectiveWireSerializer#fromBinaryViewing}), which
+ * the member folds or copies straight into its output; once it has, {@link #consumed(int, CollectiveMessage.Chunk)} gives
+ * the buffer back to the reader. Every other frame is decoded (copied) and its buffer given back at once.
+ *
+ * <p>Memory: the receiving side bounds it. A link's reader holds at most {@code window-chunks} frame buffers the member
+ * has not consumed and then stops reading, so TCP's own flow control holds the sender's writer; what the sender's member
+ * sends ahead of that waits, framed, in the writer's queue (at most what the algorithm sends before its next receive: one
+ * ring step's segment, or one block per peer of an all-to-all). Per link: at most {@code window-chunks} receive buffers
+ * and as many pooled send frames, each of the group's chunk frame, allocated on first use and reused.
  *
  * <p>Loss and close: a socket that ends (EOF, reset, a frame this node cannot read) before its peer said goodbye reports
  * that peer lost through {@link PeerStatus}, once, whichever of the plane and the rank actor notices first. An orderly
@@ -374,11 +381,14 @@ final class SocketPayloadPlane {
         return Math.toIntExact(bound);
     }
 
-    /** The member polled a chunk from rank {@code from}: that link's reader may put one more into the inbox. */
-    void consumed(int from) {
+    /**
+     * The member has read {@code chunk}, which this plane received from rank {@code from}: its buffer goes back to that
+     * link's reader, which may read one more frame.
+     */
+    void consumed(int from, CollectiveMessage.Chunk chunk) {
         Link link = links.get(from);
         if (link != null) {
-            link.window.release();
+            link.giveBack(chunk);
         }
     }
 
@@ -451,11 +461,21 @@ final class SocketPayloadPlane {
         }
     }
 
+    /** A received chunk the member holds: the buffer it was read into and the view of its floats the member was given. */
+    private record Held(ByteBuffer body, java.nio.FloatBuffer values) {
+    }
+
     /** One pair's socket, its writer queue and its reader. */
     private final class Link {
         final int peer;
         final LinkedBlockingQueue<Frame> queue = new LinkedBlockingQueue<>();
+        /** Send frames of the group's chunk frame, written and free for the next chunk. */
         final ArrayBlockingQueue<ByteBuffer> pool = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
+        /** Receive buffers of the group's chunk frame that the member gave back. */
+        final ArrayBlockingQueue<ByteBuffer> received = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
+        /** The chunks handed to the member and not given back yet, in arrival order. */
+        final java.util.concurrent.ConcurrentLinkedQueue<Held> held = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        /** Receive buffers the reader may still fill: it takes one before each frame. */
         final Semaphore window = new Semaphore(SocketPayloadPlane.this.window);
         final CompletableFuture<Void> finished = new CompletableFuture<>();
         volatile SocketChannel channel;
@@ -538,7 +558,6 @@ final class SocketPayloadPlane {
         void readLoop() {
             SocketChannel ch = channel;
             ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
-            ByteBuffer body = ByteBuffer.allocateDirect(Math.min(chunkFrameBytes, 1 << 20)).order(ByteOrder.LITTLE_ENDIAN);
             String failure = null;
             try {
                 while (true) {
@@ -553,22 +572,24 @@ final class SocketPayloadPlane {
                     if (length <= 0 || length > maxFrameBytes) {
                         throw new WireFormatException("a payload frame of " + length + " bytes; expected 1.." + maxFrameBytes);
                     }
-                    if (body.capacity() < length) {
-                        body = ByteBuffer.allocateDirect(Math.max(length, Math.min(maxFrameBytes, body.capacity() * 2))).order(ByteOrder.LITTLE_ENDIAN);
-                    }
-                    body.clear();
+                    window.acquire();
+                    ByteBuffer body = receiveBuffer(length);
                     body.limit(length);
                     if (!readFully(ch, body, false)) {
                         throw new IOException("the socket closed in the middle of a frame");
                     }
                     body.flip();
-                    Object message = serializer.fromBinary(body, "");
+                    Object message = serializer.fromBinaryViewing(body);
                     if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
-                        if (d.message() instanceof CollectiveMessage.Chunk) {
-                            window.acquire();
+                        if (d.message() instanceof CollectiveMessage.Chunk c) {
+                            // The member reads the floats straight from body, and gives it back once it has.
+                            held.add(new Held(body, c.values()));
+                        } else {
+                            recycle(body);
                         }
                         inbox.add(new Envelope(peer, d.message()));
                     } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
+                        recycle(body);
                         peerSaidGoodbye = true;
                         status.depart(peer);
                         queueGoodbye();
@@ -588,6 +609,42 @@ final class SocketPayloadPlane {
                 abort();
             }
             done(false);
+        }
+
+        /** A cleared buffer for a frame of {@code length} bytes: a pooled direct one for a frame up to a chunk's, else its own. */
+        private ByteBuffer receiveBuffer(int length) {
+            if (length > chunkFrameBytes) {
+                return ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
+            }
+            ByteBuffer b = received.poll();
+            if (b == null) {
+                b = ByteBuffer.allocateDirect(chunkFrameBytes).order(ByteOrder.LITTLE_ENDIAN);
+            }
+            b.clear();
+            return b;
+        }
+
+        /** {@code body} is free again: pooled if it is a pooled one, and the reader may take one more. */
+        private void recycle(ByteBuffer body) {
+            if (body.isDirect() && body.capacity() == chunkFrameBytes && !linkAborted) {
+                received.offer(body);
+            }
+            window.release();
+        }
+
+        /** The member has read {@code chunk} (normally the oldest held): its buffer goes back to the reader. */
+        void giveBack(CollectiveMessage.Chunk chunk) {
+            Held h = held.peek();
+            if (h != null && h.values() == chunk.values() && held.remove(h)) {
+                recycle(h.body());
+                return;
+            }
+            for (Held other : held) {
+                if (other.values() == chunk.values() && held.remove(other)) {
+                    recycle(other.body());
+                    return;
+                }
+            }
         }
 
         private boolean readFully(SocketChannel ch, ByteBuffer into, boolean eofAllowed) throws IOException {
@@ -631,6 +688,7 @@ final class SocketPayloadPlane {
                 queue.clear();
                 // A closed plane may stay referenced (by its node's termination hook): it keeps no frames.
                 pool.clear();
+                received.clear();
             }
             closeQuietly(channel);
             Thread w = writer;

@@ -64,6 +64,11 @@ class ClusterCollectiveConformanceTest extends CpuCollectiveLaws {
         public Envelope poll(int to, long timeoutNanos) throws InterruptedException {
             return ranks.get(to).poll(to, timeoutNanos);
         }
+
+        @Override
+        public void consumed(int to, int from, CollectiveMessage.Chunk chunk) {
+            ranks.get(to).consumed(to, from, chunk);
+        }
     }
 
     @Override

@@ -102,7 +102,7 @@ class SocketPayloadPlaneTest {
         float[] got = new float[1000];
         chunk.values().get(0, got);
         assertArrayEquals(floats, got);
-        one.plane().consumed(0);
+        one.plane().consumed(0, chunk);
         assertEquals(new Envelope(0, new CollectiveMessage.Consumed(3, 0)), one.inbox().poll(10, TimeUnit.SECONDS));
         assertEquals(new Envelope(0, new CollectiveMessage.Left(0, "member 0 failed")), one.inbox().poll(10, TimeUnit.SECONDS));
         // Rank 0 goes away without a goodbye: rank 1 hears of it once, naming rank 0.

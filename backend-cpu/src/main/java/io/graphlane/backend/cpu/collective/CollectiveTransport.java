@@ -39,4 +39,14 @@ public interface CollectiveTransport {
      * {@code timeoutNanos}; {@code null} if none arrived in time. Called only by that member's thread.
      */
     Envelope poll(int to, long timeoutNanos) throws InterruptedException;
+
+    /**
+     * Member {@code to} has finished reading {@code chunk}, a chunk (not lent) that {@link #poll} delivered from member
+     * {@code from}: the transport may reuse the storage behind its values (a transport across nodes hands the member a
+     * view of the very buffer the socket was read into, and reads the next chunk into it). Called once per such chunk, in
+     * the order the chunks from {@code from} arrived, by that member's thread; a chunk of a failed collective may never
+     * be. The default does nothing (the values are the member's own copy).
+     */
+    default void consumed(int to, int from, CollectiveMessage.Chunk chunk) {
+    }
 }

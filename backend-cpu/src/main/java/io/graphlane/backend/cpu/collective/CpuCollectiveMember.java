@@ -53,6 +53,10 @@ public final class CpuCollectiveMember {
     private final float[] scratchIncoming = new float[SCRATCH_FLOATS];
     private long nextSequence;
     private CollectiveException poisoned;
+    private long sendNanos;
+    private long receiveNanos;
+    private long reduceNanos;
+    private long waitNanos;
 
     CpuCollectiveMember(String group, int rank, CollectiveTransport transport, CollectiveSettings settings) {
         this.group = group;
@@ -250,6 +254,11 @@ public final class CpuCollectiveMember {
         }
     }
 
+    /** Where this member's collectives have spent their time so far (see {@link CollectivePhases}). */
+    public synchronized CollectivePhases phases() {
+        return new CollectivePhases(sendNanos, receiveNanos, reduceNanos, waitNanos);
+    }
+
     /** The failure that poisoned this member, or {@code null} while it is healthy. */
     public synchronized CollectiveException poisonedBy() {
         return poisoned;
@@ -393,7 +402,9 @@ public final class CpuCollectiveMember {
                 if (loan != null) {
                     lent.add(loan);
                 }
+                long t0 = System.nanoTime();
                 transport.send(rank, to, new CollectiveMessage.Chunk(sequence, landsAt + sent * step, src.slice(at, length).asReadOnlyBuffer(), loan));
+                sendNanos += System.nanoTime() - t0;
             }
             if (c < recvChunks) {
                 long expectedAt = recvOffset + c * step;
@@ -420,13 +431,18 @@ public final class CpuCollectiveMember {
         }
     }
 
-    /** Folds or copies one received chunk into {@code dst} at {@code at}; a lent chunk is read inside its loan and answered. */
+    /**
+     * Folds or copies one received chunk into {@code dst} at {@code at}, straight from the chunk's values (over a
+     * transport across nodes, the buffer its socket was read into); a lent chunk is read inside its loan and answered, any
+     * other handed back to the transport once read.
+     */
     private void consume(CollectiveMessage.Chunk chunk, int from, FloatBuffer dst, int at, int length, ReduceOp op, FloatBuffer mine)
             throws InterruptedException {
         ChunkLoan loan = chunk.loan();
         if (loan != null && !loan.beginRead()) {
             throw withdrawn(chunk, from);
         }
+        long t0 = System.nanoTime();
         try {
             if (op == null) {
                 dst.put(at, chunk.values(), 0, length);
@@ -438,8 +454,16 @@ public final class CpuCollectiveMember {
                 loan.endRead();
             }
         }
+        long spent = System.nanoTime() - t0;
+        if (op == null) {
+            receiveNanos += spent;
+        } else {
+            reduceNanos += spent;
+        }
         if (loan != null) {
             transport.send(rank, from, new CollectiveMessage.Consumed(chunk.sequence(), chunk.offset()));
+        } else {
+            transport.consumed(rank, from, chunk);
         }
     }
 
@@ -490,8 +514,10 @@ public final class CpuCollectiveMember {
     private CollectiveMessage next(ArrayDeque<CollectiveMessage> queue, int from, long sequence, String phase, long deadline)
             throws InterruptedException {
         while (queue.isEmpty()) {
-            long left = deadline - System.nanoTime();
+            long now = System.nanoTime();
+            long left = deadline - now;
             CollectiveTransport.Envelope envelope = left > 0 ? transport.poll(rank, left) : null;
+            waitNanos += System.nanoTime() - now;
             if (envelope == null) {
                 throw new MemberAbsentException(group, sequence, from, rank, phase, timeout);
             }
