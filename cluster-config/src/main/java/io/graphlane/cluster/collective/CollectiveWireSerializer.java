@@ -57,6 +57,8 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
     private static final int MAX_COUNTS = 1 << 20;
     /** Set while this thread decodes through {@link #fromBinaryViewing}: a chunk's floats are then a view of the frame. */
     private static final ThreadLocal<boolean[]> VIEWING = ThreadLocal.withInitial(() -> new boolean[1]);
+    /** Set while this thread frames through {@link #toBinaryHeader}: a chunk's floats are then left out. */
+    private static final ThreadLocal<boolean[]> HEADER_ONLY = ThreadLocal.withInitial(() -> new boolean[1]);
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public CollectiveWireSerializer(ExtendedActorSystem system) {
@@ -117,11 +119,29 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
         }
     }
 
+    /**
+     * The socket plane's sending path: frames {@code deliver}, which holds a chunk, into {@code buf} from its position
+     * exactly as {@link #toBinary(Object, ByteBuffer)} would, but stops before the chunk's floats, which the plane writes
+     * right behind these bytes straight from their own memory.
+     */
+    void toBinaryHeader(CollectiveRankActor.Deliver deliver, ByteBuffer buf) {
+        boolean[] headerOnly = HEADER_ONLY.get();
+        headerOnly[0] = true;
+        try {
+            toBinary(deliver, buf);
+        } finally {
+            headerOnly[0] = false;
+        }
+    }
+
     // ------------------------------------------------------------------ floats in bulk
 
     /** Writes the floats of {@code values} (from its position to its limit), little-endian, in one bulk copy where it can. */
     static void writeFloats(Output out, FloatBuffer values) {
         int n = values.remaining();
+        if (HEADER_ONLY.get()[0]) {
+            return;
+        }
         if (out instanceof ByteBufferOutput bbo) {
             ByteBuffer target = bbo.getByteBuffer();
             int at = bbo.position();

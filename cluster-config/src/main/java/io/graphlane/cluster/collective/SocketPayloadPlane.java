@@ -85,7 +85,15 @@ final class SocketPayloadPlane {
         void linkFailed(int peer, String why);
     }
 
-    private record Frame(ByteBuffer bytes, boolean pooled, boolean goodbye) {
+    /**
+     * A frame the writer writes: {@code bytes}, then {@code payload} if there is one (a chunk's floats in the sender's
+     * own memory, written from there; {@code ticket} numbers such frames per link). {@code pool} takes {@code bytes}
+     * back once written, if not null.
+     */
+    private record Frame(ByteBuffer bytes, ArrayBlockingQueue<ByteBuffer> pool, boolean goodbye, ByteBuffer payload, long ticket) {
+        Frame(ByteBuffer bytes, ArrayBlockingQueue<ByteBuffer> pool, boolean goodbye) {
+            this(bytes, pool, goodbye, null, 0);
+        }
     }
 
     private final String group;
@@ -348,13 +356,32 @@ final class SocketPayloadPlane {
             return;
         }
         ByteBuffer frame;
-        boolean pooled = false;
-        if (message instanceof CollectiveMessage.Chunk chunk && (long) chunk.values().remaining() * Float.BYTES + CHUNK_FRAME_OVERHEAD <= chunkFrameBytes) {
+        ArrayBlockingQueue<ByteBuffer> pool = null;
+        boolean fits = message instanceof CollectiveMessage.Chunk c
+                && (long) c.values().remaining() * Float.BYTES + CHUNK_FRAME_OVERHEAD <= chunkFrameBytes;
+        if (fits && message instanceof CollectiveMessage.Chunk chunk && chunk.values().isDirect()
+                && chunk.values().order() == ByteOrder.LITTLE_ENDIAN && chunk.values().hasRemaining()) {
+            // The floats are already laid out as the wire wants them: only the header is framed, and the writer
+            // writes the floats from the tensor's memory (the member waits in awaitSent before it changes them).
+            ByteBuffer head = link.heads.poll();
+            if (head == null) {
+                head = ByteBuffer.allocateDirect(4 + CHUNK_FRAME_OVERHEAD).order(ByteOrder.LITTLE_ENDIAN);
+            }
+            head.clear();
+            head.position(4);
+            serializer.toBinaryHeader(new CollectiveRankActor.Deliver(rank, message), head);
+            ByteBuffer payload = bytesOf(chunk.values());
+            head.putInt(0, head.position() - 4 + payload.remaining());
+            head.flip();
+            link.enqueuePayload(head, payload);
+            return;
+        }
+        if (fits) {
             frame = link.pool.poll();
             if (frame == null) {
                 frame = ByteBuffer.allocateDirect(chunkFrameBytes).order(ByteOrder.LITTLE_ENDIAN);
             }
-            pooled = true;
+            pool = link.pool;
         } else {
             frame = ByteBuffer.allocate(frameBound(message)).order(ByteOrder.LITTLE_ENDIAN);
         }
@@ -363,7 +390,59 @@ final class SocketPayloadPlane {
         serializer.toBinary(new CollectiveRankActor.Deliver(rank, message), frame);
         frame.putInt(0, frame.position() - 4);
         frame.flip();
-        link.enqueue(new Frame(frame, pooled, false));
+        link.enqueue(new Frame(frame, pool, false));
+    }
+
+    /** The remaining floats of {@code floats}, a direct buffer, as bytes over the same memory (no copy). */
+    private static ByteBuffer bytesOf(java.nio.FloatBuffer floats) {
+        return new org.bytedeco.javacpp.FloatPointer(floats.slice()).asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /**
+     * Waits at most {@code timeoutNanos} until every chunk queued to be written from its sender's memory has been
+     * written (or dropped with its link); false if the time ran out first.
+     */
+    boolean awaitSent(long timeoutNanos) throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutNanos;
+        for (int r = 0; r < links.length(); r++) {
+            Link link = links.get(r);
+            if (link != null && !link.awaitWritten(link.lastQueued, deadline)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Drops every chunk queued to be written from its sender's memory and not started yet, and waits at most
+     * {@code timeoutNanos} for one being written; a link whose write does not end in time is closed (aborting it).
+     */
+    void withdrawSent(long timeoutNanos) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        for (int r = 0; r < links.length(); r++) {
+            Link link = links.get(r);
+            if (link == null) {
+                continue;
+            }
+            long upTo = link.lastQueued;
+            link.withdrawnUpTo = upTo;
+            boolean ended;
+            try {
+                long writing = link.writingTicket;
+                ended = writing == 0 || writing > upTo || link.awaitWritten(writing, deadline);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                ended = false;
+            }
+            if (!ended) {
+                // Closing the socket ends the blocked write at once; the writer thread then ends too.
+                link.abort();
+                if (!link.awaitWriterEnd(System.nanoTime() + timeoutNanos)) {
+                    LOG.warn("collective group {} rank {}: the writer to rank {} did not end within {} ms of its socket closing",
+                            group, rank, r, timeoutNanos / 1_000_000);
+                }
+            }
+        }
     }
 
     /** An upper bound of the frame of a message other than a chunk that fits the pooled buffers. */
@@ -471,6 +550,18 @@ final class SocketPayloadPlane {
         final LinkedBlockingQueue<Frame> queue = new LinkedBlockingQueue<>();
         /** Send frames of the group's chunk frame, written and free for the next chunk. */
         final ArrayBlockingQueue<ByteBuffer> pool = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
+        /** Headers of chunks written from their sender's memory, written and free for the next chunk. */
+        final ArrayBlockingQueue<ByteBuffer> heads = new ArrayBlockingQueue<>(2 * SocketPayloadPlane.this.window);
+        /** The ticket of the last frame queued with a payload in its sender's memory (0: none yet). */
+        volatile long lastQueued;
+        /** The ticket up to which such frames are written (or dropped). */
+        volatile long lastWritten;
+        /** The ticket of the frame whose payload the writer is writing now, or 0. */
+        volatile long writingTicket;
+        /** Frames with tickets up to this one are dropped instead of written (their sender failed). */
+        volatile long withdrawnUpTo;
+        /** The member's thread while it waits for {@link #lastWritten}. */
+        volatile Thread sentWaiter;
         /** Receive buffers of the group's chunk frame that the member gave back. */
         final ArrayBlockingQueue<ByteBuffer> received = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
         /** The chunks handed to the member and not given back yet, in arrival order. */
@@ -482,6 +573,7 @@ final class SocketPayloadPlane {
         volatile Thread writer;
         volatile Thread reader;
         volatile boolean peerSaidGoodbye;
+        volatile boolean writerEnded;
         volatile boolean linkAborted;
         private boolean goodbyeQueued;
         private boolean writerDone;
@@ -514,6 +606,70 @@ final class SocketPayloadPlane {
             queue.add(frame);
         }
 
+        /** Queues a chunk's header and its floats, to be written from where they are, under the next ticket. */
+        synchronized void enqueuePayload(ByteBuffer head, ByteBuffer payload) {
+            if (goodbyeQueued || linkAborted) {
+                return;
+            }
+            long ticket = lastQueued + 1;
+            queue.add(new Frame(head, heads, false, payload, ticket));
+            lastQueued = ticket;
+        }
+
+        /** True once the frames up to {@code ticket} are written or dropped, or the writer has ended; false at {@code deadline}. */
+        boolean awaitWritten(long ticket, long deadline) throws InterruptedException {
+            if (lastWritten >= ticket) {
+                return true;
+            }
+            sentWaiter = Thread.currentThread();
+            try {
+                while (lastWritten < ticket) {
+                    if (linkAborted || writerEnded) {
+                        return awaitWriterEnd(deadline);
+                    }
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(this, left);
+                    if (Thread.interrupted()) {
+                        throw new InterruptedException();
+                    }
+                }
+                return true;
+            } finally {
+                sentWaiter = null;
+            }
+        }
+
+        /** True once this link's writer thread has ended (so it reads no payload any more); false at {@code deadline}. */
+        boolean awaitWriterEnd(long deadline) {
+            Thread w = writer;
+            if (w == null || w == Thread.currentThread() || writingTicket == 0) {
+                return true;
+            }
+            try {
+                long left = deadline - System.nanoTime();
+                if (left > 0) {
+                    w.join(Math.max(1, left / 1_000_000));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return !w.isAlive() || writingTicket == 0;
+        }
+
+        /** The frame's payload is written (or dropped): its header goes back to the pool and a waiting member hears of it. */
+        private void payloadDone(Frame f) {
+            writingTicket = 0;
+            lastWritten = f.ticket();
+            heads.offer(f.bytes());
+            Thread waiting = sentWaiter;
+            if (waiting != null) {
+                java.util.concurrent.locks.LockSupport.unpark(waiting);
+            }
+        }
+
         synchronized void queueGoodbye() {
             if (goodbyeQueued || linkAborted) {
                 return;
@@ -524,7 +680,7 @@ final class SocketPayloadPlane {
             serializer.toBinary(new CollectiveRankActor.Goodbye(rank), frame);
             frame.putInt(0, frame.position() - 4);
             frame.flip();
-            queue.add(new Frame(frame, false, true));
+            queue.add(new Frame(frame, null, true));
         }
 
         void writeLoop() {
@@ -533,11 +689,18 @@ final class SocketPayloadPlane {
                 while (!linkAborted) {
                     Frame f = queue.take();
                     ByteBuffer bytes = f.bytes();
-                    while (bytes.hasRemaining()) {
-                        ch.write(bytes);
+                    if (f.payload() != null) {
+                        writingTicket = f.ticket();
+                        if (f.ticket() > withdrawnUpTo) {
+                            writeAll(ch, bytes);
+                            writeAll(ch, f.payload());
+                        }
+                        payloadDone(f);
+                        continue;
                     }
-                    if (f.pooled()) {
-                        pool.offer(bytes);
+                    writeAll(ch, bytes);
+                    if (f.pool() != null) {
+                        f.pool().offer(bytes);
                     }
                     if (f.goodbye()) {
                         ch.shutdownOutput();
@@ -552,7 +715,19 @@ final class SocketPayloadPlane {
                 }
                 abort();
             }
+            writingTicket = 0;
+            writerEnded = true;
+            Thread waiting = sentWaiter;
+            if (waiting != null) {
+                java.util.concurrent.locks.LockSupport.unpark(waiting);
+            }
             done(true);
+        }
+
+        private void writeAll(SocketChannel ch, ByteBuffer bytes) throws IOException {
+            while (bytes.hasRemaining()) {
+                ch.write(bytes);
+            }
         }
 
         void readLoop() {
@@ -689,6 +864,10 @@ final class SocketPayloadPlane {
                 // A closed plane may stay referenced (by its node's termination hook): it keeps no frames.
                 pool.clear();
                 received.clear();
+            }
+            Thread waiting = sentWaiter;
+            if (waiting != null) {
+                java.util.concurrent.locks.LockSupport.unpark(waiting);
             }
             closeQuietly(channel);
             Thread w = writer;

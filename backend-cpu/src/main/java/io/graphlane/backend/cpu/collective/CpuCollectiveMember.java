@@ -419,6 +419,15 @@ public final class CpuCollectiveMember {
                 consume(chunk, from, dst, (int) expectedAt, length, op, mine);
             }
         }
+        if (!byReference && sendChunks > 0) {
+            // The chunks may be written straight from src: the next exchange may change it.
+            long t0 = System.nanoTime();
+            boolean written = transport.awaitSent(rank, timeoutNanos);
+            waitNanos += System.nanoTime() - t0;
+            if (!written) {
+                throw new MemberAbsentException(group, sequence, to, rank, phase + " (taking member " + rank + "'s chunks)", timeout);
+            }
+        }
         for (long c = 0; byReference && c < sendChunks; c++) {
             long at = landsAt + c * step;
             CollectiveMessage m = receiveAnswer(to, sequence, phase, System.nanoTime() + timeoutNanos);
@@ -487,12 +496,18 @@ public final class CpuCollectiveMember {
         }
     }
 
-    /** Makes sure no member reads this member's storage any more: withdraws every chunk lent and not yet answered for. */
+    /**
+     * Makes sure nothing reads this member's storage any more: withdraws every chunk lent and not yet answered for,
+     * and every chunk sent and not yet written.
+     */
     private void withdrawLoans() {
         for (ChunkLoan loan : lent) {
             loan.withdraw();
         }
         lent.clear();
+        if (!byReference) {
+            transport.withdrawSent(rank);
+        }
     }
 
     /** Frees {@code tensor} once nothing lent from it can be read any more. */
