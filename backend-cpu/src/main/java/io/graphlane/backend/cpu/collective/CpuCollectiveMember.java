@@ -379,7 +379,9 @@ public final class CpuCollectiveMember {
      * be {@code dst} itself); without, they are copied.
      *
      * <p>Over a transport that copies, sends run up to {@link #SEND_AHEAD} chunks ahead of the receive
-     * this waits for (a send never reads what this exchange receives).
+     * this waits for (a send never reads what this exchange receives); received chunks are folded or copied straight
+     * from the transport's buffer and handed back, and the exchange returns only once the transport has written its
+     * chunks ({@link CollectiveTransport#awaitSent}), since it may write them from {@code src} itself.
      *
      * <p>Over a transport that shares memory each side is one chunk lent by reference: the receiver
      * folds or copies straight from the sender's storage and answers {@link CollectiveMessage.Consumed},
