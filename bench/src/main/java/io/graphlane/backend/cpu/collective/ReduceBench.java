@@ -32,15 +32,21 @@ public class ReduceBench {
     @Param({"262144"})
     int floats;
 
+    /** The length of the member's two scratch arrays ({@code CpuCollectiveMember} uses 4096). */
+    @Param({"4096"})
+    int scratch;
+
     private float[] mineArray;
     private float[] incomingArray;
     private FloatBuffer mine;
     private FloatBuffer incoming;
-    private final float[] scratchA = new float[4096];
-    private final float[] scratchB = new float[4096];
+    private float[] scratchA;
+    private float[] scratchB;
 
     @Setup
     public void setUp() {
+        scratchA = new float[scratch];
+        scratchB = new float[scratch];
         mineArray = new float[floats];
         incomingArray = new float[floats];
         mine = ByteBuffer.allocateDirect(floats * Float.BYTES).order(ByteOrder.nativeOrder()).asFloatBuffer();
