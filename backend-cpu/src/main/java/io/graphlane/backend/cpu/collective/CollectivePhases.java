@@ -5,7 +5,8 @@ package io.graphlane.backend.cpu.collective;
  * member's own thread): {@code sendNanos} framing and queueing its chunks ({@link CollectiveTransport#send}),
  * {@code receiveNanos} copying received chunks into place (all-gather, all-to-all, the all-gather half of all-reduce),
  * {@code reduceNanos} folding received chunks into the output, and {@code waitNanos} waiting for the next message of
- * another member ({@link CollectiveTransport#poll}).
+ * another member ({@link CollectiveTransport#poll}) and for its own chunks to be written
+ * ({@link CollectiveTransport#awaitSent}).
  */
 public record CollectivePhases(long sendNanos, long receiveNanos, long reduceNanos, long waitNanos) {
 
