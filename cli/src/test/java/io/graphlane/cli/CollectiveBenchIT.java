@@ -42,6 +42,13 @@ class CollectiveBenchIT {
         assertEquals(o.get("bytes").asDouble() / seconds / 1e9, algbw, algbw * 1e-9);
         assertEquals(algbw * 2 * (2 - 1) / 2.0, o.get("busbw_gb_per_s").asDouble(), algbw * 1e-9);
         assertEquals(o.get("busbw_gb_per_s").asDouble() / tcp, o.get("ratio").asDouble(), 1e-9);
+        // The members' time per phase, summed over the ranks: an all-reduce sends, folds (reduce-scatter) and copies
+        // (all-gather), so each of those is measured as some time.
+        JsonNode phases = o.get("phase_ms_summed_over_ranks");
+        for (String phase : List.of("send", "receive", "reduce", "wait")) {
+            assertTrue(phases.get(phase).asDouble(-1) >= 0, phase + " in " + out);
+        }
+        assertTrue(phases.get("send").asDouble() > 0 && phases.get("reduce").asDouble() > 0 && phases.get("receive").asDouble() > 0, out);
         long left = ProcessHandle.allProcesses()
                 .filter(p -> p.info().commandLine().map(c -> c.contains("collective-worker") && c.contains(JAR.toString())).orElse(false))
                 .count();

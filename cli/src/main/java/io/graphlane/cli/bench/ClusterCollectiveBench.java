@@ -21,6 +21,16 @@ final class ClusterCollectiveBench {
     /** How long a whole run may take before it is called hung. */
     private static final long DEADLINE_SECONDS = 600;
 
+    /** Phase names as the ranks report them (milliseconds per collective, see {@code CollectivePhases}). */
+    static final List<String> PHASES = List.of("send", "receive", "reduce", "wait");
+
+    /**
+     * What a run measured: the median over runs of the slowest rank, the median plain socket copy, and per phase the
+     * milliseconds of one collective (averaged over the runs) summed over the ranks, in {@link #PHASES} order.
+     */
+    record Result(double seconds, double tcpSeconds, double[] phaseMillis) {
+    }
+
     private final CollectiveKind kind;
     private final int nodes;
     private final int rows;
@@ -41,8 +51,8 @@ final class ClusterCollectiveBench {
         this.err = err;
     }
 
-    /** Runs the ranks; returns {seconds, tcp_seconds}: the median over runs of the slowest rank, and of the socket copy. */
-    double[] run() throws Exception {
+    /** Runs the ranks and combines what they measured. */
+    Result run() throws Exception {
         try (RankProcesses ranks = new RankProcesses("bench collective", CollectiveWorker.PREFIX, DEADLINE_SECONDS, err)) {
             long heapMb = Math.max(512, 6L * rows * cols * Float.BYTES / (1 << 20) + 384);
             for (int r = 0; r < nodes; r++) {
@@ -63,11 +73,15 @@ final class ClusterCollectiveBench {
             }
             double[][] times = new double[nodes][];
             double[] tcp = null;
+            double[] phases = new double[PHASES.size()];
             ObjectMapper json = new ObjectMapper();
             for (int seen = 0; seen < nodes; seen++) {
                 RankProcesses.Line l = ranks.expect("result ");
                 JsonNode result = json.readTree(l.text().substring("result ".length()));
                 times[l.rank()] = doubles(result.get("seconds"));
+                for (int p = 0; p < phases.length; p++) {
+                    phases[p] += result.get("phase_ms").get(PHASES.get(p)).asDouble();
+                }
                 if (l.rank() == 0) {
                     tcp = doubles(result.get("tcp_seconds"));
                 }
@@ -83,7 +97,7 @@ final class ClusterCollectiveBench {
                     slowest[run] = Math.max(slowest[run], times[r][run]);
                 }
             }
-            return new double[] {median(slowest), median(tcp)};
+            return new Result(median(slowest), median(tcp), phases);
         }
     }
 

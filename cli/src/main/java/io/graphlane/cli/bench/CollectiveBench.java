@@ -111,11 +111,12 @@ public final class CollectiveBench implements Callable<Integer> {
         double factor = kind == CollectiveKind.ALL_REDUCE ? 2.0 * (n - 1) / n : (double) (n - 1) / n;
         PrintWriter out = spec.commandLine().getOut();
         if (nodes != null) {
-            double[] measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, chunkFloats, payload, spec.commandLine().getErr()).run();
-            double seconds = measured[0];
+            ClusterCollectiveBench.Result measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, chunkFloats, payload,
+                    spec.commandLine().getErr()).run();
+            double seconds = measured.seconds();
             double algbw = size / seconds / 1e9;
             double busbw = algbw * factor;
-            double tcp = size / measured[1] / 1e9;
+            double tcp = size / measured.tcpSeconds() / 1e9;
             double ratio = busbw / tcp;
             if (json) {
                 ObjectNode o = new ObjectMapper().createObjectNode();
@@ -131,12 +132,19 @@ public final class CollectiveBench implements Callable<Integer> {
                 o.put("runs", runs);
                 o.put("chunk_floats", chunkFloats);
                 o.put("cores", Runtime.getRuntime().availableProcessors());
+                ObjectNode phases = o.putObject("phase_ms_summed_over_ranks");
+                for (int p = 0; p < ClusterCollectiveBench.PHASES.size(); p++) {
+                    phases.put(ClusterCollectiveBench.PHASES.get(p), measured.phaseMillis()[p]);
+                }
                 out.println(o);
             } else {
                 out.printf(Locale.ROOT, "%s over %d node JVMs on loopback (payload over %s), %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
                         kind, nodes, payload, size, seconds, algbw, busbw);
                 out.printf(Locale.ROOT, "baseline: plain socket copy of the same bytes between two of them %.3f GB/s; ratio busbw / tcp = %.2f%n",
                         tcp, ratio);
+                double[] ms = measured.phaseMillis();
+                out.printf(Locale.ROOT, "time per collective summed over the ranks' members: send %.2f ms, receive %.2f ms, reduce %.2f ms, wait %.2f ms%n",
+                        ms[0], ms[1], ms[2], ms[3]);
             }
             out.flush();
             return 0;

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.graphlane.backend.cpu.collective.CollectiveKind;
+import io.graphlane.backend.cpu.collective.CollectivePhases;
 import io.graphlane.backend.cpu.collective.CollectiveSettings;
 import io.graphlane.backend.cpu.collective.CpuCollectiveMember;
 import io.graphlane.backend.cpu.collective.ReduceOp;
@@ -103,7 +104,12 @@ public final class CollectiveWorker implements Callable<Integer> {
             ObjectNode result = new ObjectMapper().createObjectNode();
             result.put("rank", rank);
             ArrayNode times = result.putArray("seconds");
-            measureCollective(member, kind, times);
+            CollectivePhases phases = measureCollective(member, kind, times);
+            ObjectNode perRun = result.putObject("phase_ms");
+            perRun.put("send", phases.sendNanos() / 1e6 / runs);
+            perRun.put("receive", phases.receiveNanos() / 1e6 / runs);
+            perRun.put("reduce", phases.reduceNanos() / 1e6 / runs);
+            perRun.put("wait", phases.waitNanos() / 1e6 / runs);
             ArrayNode tcp = result.putArray("tcp_seconds");
             measureSocketCopy(member, tcp);
             barrier(member, 0);
@@ -163,7 +169,8 @@ public final class CollectiveWorker implements Callable<Integer> {
         }
     }
 
-    private void measureCollective(CpuCollectiveMember member, CollectiveKind kind, ArrayNode times) {
+    /** Times the runs into {@code times}; returns where the member spent the timed runs, summed over them. */
+    private CollectivePhases measureCollective(CpuCollectiveMember member, CollectiveKind kind, ArrayNode times) {
         CpuTensor input = ops.allocate(rows, cols);
         FloatBuffer data = input.data();
         for (int i = 0; i < data.capacity(); i++) {
@@ -173,9 +180,11 @@ public final class CollectiveWorker implements Callable<Integer> {
         for (int j = 0; j < nodes; j++) {
             counts[j] = rows / nodes;
         }
+        CollectivePhases spent = new CollectivePhases(0, 0, 0, 0);
         try {
             for (int run = -2; run < runs; run++) {
                 barrier(member, 0);
+                CollectivePhases before = member.phases();
                 long start = System.nanoTime();
                 CpuTensor made = switch (kind) {
                     case ALL_REDUCE -> {
@@ -186,16 +195,19 @@ public final class CollectiveWorker implements Callable<Integer> {
                     case ALL_TO_ALL -> member.allToAll(input, counts);
                 };
                 long end = System.nanoTime();
+                CollectivePhases during = member.phases().minus(before);
                 if (made != null) {
                     ops.release(made);
                 }
                 if (run >= 0) {
                     times.add((end - start) / 1e9);
+                    spent = spent.plus(during);
                 }
             }
         } finally {
             ops.release(input);
         }
+        return spent;
     }
 
     /**

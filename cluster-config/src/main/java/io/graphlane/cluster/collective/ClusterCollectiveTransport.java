@@ -22,7 +22,9 @@ import org.apache.pekko.actor.typed.ActorRef;
  * <p>Owns: the rank's inbox (what {@link #poll} reads), its rank actor and, with {@code payload = socket}, its
  * {@link SocketPayloadPlane} (a TCP connection per peer); messages travel over those sockets, or with
  * {@code payload = artery} through the rank actors over Artery (framed by {@link CollectiveWireSerializer} either way).
- * Guarantees: {@link #send} copies a chunk's floats and returns at once, never waiting for the receiver or the network;
+ * Guarantees: {@link #send} returns at once, never waiting for the receiver or the network (with sockets, a chunk whose
+ * floats are a direct little-endian buffer, as a CPU tensor's are, is written from that memory: its member waits in
+ * {@link #awaitSent} before it changes them; any other chunk, and with Artery every chunk, is copied before it returns);
  * messages from one rank to another arrive in send order, each once; at most a window of chunks per peer waits unpolled
  * (sockets: the reader stops reading; Artery: credit returned as this rank's member consumes them), so a large tensor
  * streams and no queue overflows; a peer lost (its socket ended without a goodbye, or stopped, left, downed, removed;
@@ -119,9 +121,7 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
             throw new IllegalArgumentException("collective group " + group + ": this node's transport receives for rank " + rank + ", not " + to);
         }
         Envelope envelope = inbox.poll(Math.max(0, timeoutNanos), TimeUnit.NANOSECONDS);
-        if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk && plane != null) {
-            plane.consumed(envelope.from());
-        } else if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk) {
+        if (envelope != null && envelope.message() instanceof CollectiveMessage.Chunk && plane == null) {
             int from = envelope.from();
             if (++consumed[from] >= creditBatch) {
                 creditTargets.get(from).tell(new CollectiveRankActor.Credit(rank, consumed[from]));
@@ -129,6 +129,31 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
             }
         }
         return envelope;
+    }
+
+    /**
+     * With sockets, gives the buffer {@code chunk} was read into back to its link's reader (the member read the floats
+     * straight from it); with Artery, nothing (the chunk's floats are a copy, and credit returned when it was polled).
+     */
+    @Override
+    public void consumed(int to, int from, CollectiveMessage.Chunk chunk) {
+        if (plane != null) {
+            plane.consumed(from, chunk);
+        }
+    }
+
+    /** With sockets, waits until the chunks this rank sent straight from its tensors are written; with Artery, true (copied). */
+    @Override
+    public boolean awaitSent(int from, long timeoutNanos) throws InterruptedException {
+        return plane == null || plane.awaitSent(timeoutNanos);
+    }
+
+    /** With sockets, drops the chunks this rank sent and not yet written, and waits for one being written (see the plane). */
+    @Override
+    public void withdrawSent(int from) {
+        if (plane != null) {
+            plane.withdrawSent(closeTimeout.toNanos());
+        }
     }
 
     /**

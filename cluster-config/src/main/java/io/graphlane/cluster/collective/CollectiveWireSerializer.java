@@ -55,6 +55,10 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
     private static final byte CONSUMED = 2;
     private static final byte LEFT = 3;
     private static final int MAX_COUNTS = 1 << 20;
+    /** Set while this thread decodes through {@link #fromBinaryViewing}: a chunk's floats are then a view of the frame. */
+    private static final ThreadLocal<boolean[]> VIEWING = ThreadLocal.withInitial(() -> new boolean[1]);
+    /** Set while this thread frames through {@link #toBinaryHeader}: a chunk's floats are then left out. */
+    private static final ThreadLocal<boolean[]> HEADER_ONLY = ThreadLocal.withInitial(() -> new boolean[1]);
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public CollectiveWireSerializer(ExtendedActorSystem system) {
@@ -100,11 +104,44 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
         return decode(new ByteBufferInput(buf), buf.remaining());
     }
 
+    /**
+     * The socket plane's path: reads one frame like {@link #fromBinary}, refusing the same, except that a chunk's floats
+     * are not copied: its values are a little-endian view of {@code buf} itself, valid while the caller leaves
+     * {@code buf} unchanged (the plane reads its next frame into another buffer until the member has consumed the chunk).
+     */
+    Object fromBinaryViewing(ByteBuffer buf) {
+        boolean[] viewing = VIEWING.get();
+        viewing[0] = true;
+        try {
+            return fromBinary(buf, "");
+        } finally {
+            viewing[0] = false;
+        }
+    }
+
+    /**
+     * The socket plane's sending path: frames {@code deliver}, which holds a chunk, into {@code buf} from its position
+     * exactly as {@link #toBinary(Object, ByteBuffer)} would, but stops before the chunk's floats, which the plane writes
+     * right behind these bytes straight from their own memory.
+     */
+    void toBinaryHeader(CollectiveRankActor.Deliver deliver, ByteBuffer buf) {
+        boolean[] headerOnly = HEADER_ONLY.get();
+        headerOnly[0] = true;
+        try {
+            toBinary(deliver, buf);
+        } finally {
+            headerOnly[0] = false;
+        }
+    }
+
     // ------------------------------------------------------------------ floats in bulk
 
     /** Writes the floats of {@code values} (from its position to its limit), little-endian, in one bulk copy where it can. */
     static void writeFloats(Output out, FloatBuffer values) {
         int n = values.remaining();
+        if (HEADER_ONLY.get()[0]) {
+            return;
+        }
         if (out instanceof ByteBufferOutput bbo) {
             ByteBuffer target = bbo.getByteBuffer();
             int at = bbo.position();
@@ -125,6 +162,21 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
             values.get(values.position(), copy);
             out.writeFloats(copy, 0, n);
         }
+    }
+
+    /**
+     * The {@code n} little-endian floats (that {@link WireFields#length} found in the frame) as a buffer of their own: a view
+     * of the frame's buffer under {@link #fromBinaryViewing}, else a copy made in one bulk copy where it can.
+     */
+    static FloatBuffer chunkFloats(Input in, int n) {
+        if (in instanceof ByteBufferInput bbi && VIEWING.get()[0]) {
+            int bytes = n * Float.BYTES;
+            int at = bbi.position();
+            FloatBuffer view = bbi.getByteBuffer().slice(at, bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+            bbi.setPosition(at + bytes);
+            return view;
+        }
+        return FloatBuffer.wrap(readFloats(in, n));
     }
 
     /** Reads {@code n} little-endian floats (that {@link WireFields#length} found in the frame), in one bulk copy where it can. */
@@ -234,7 +286,7 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
                     long sequence = in.readVarLong(true);
                     long offset = in.readVarLong(true);
                     int n = WireFields.length(in, "Deliver.chunk.floats", Float.BYTES);
-                    yield new CollectiveMessage.Chunk(sequence, offset, FloatBuffer.wrap(readFloats(in, n)), null);
+                    yield new CollectiveMessage.Chunk(sequence, offset, chunkFloats(in, n), null);
                 }
                 case DESCRIPTOR -> {
                     long sequence = in.readVarLong(true);

@@ -42,15 +42,22 @@ import org.slf4j.LoggerFactory;
  * <p>Frames: a 4-byte little-endian length (checked, before anything is allocated for the frame, against the larger of
  * the group's chunk frame and 8 MiB; a handshake's group name against {@link #MAX_GROUP_NAME_BYTES}), then what
  * {@link CollectiveWireSerializer} writes for a {@link CollectiveRankActor.Deliver} or {@link CollectiveRankActor.Goodbye}
- * (the same Kryo frames Artery carries; a chunk's floats copied in bulk into and out of the frame). {@link #send} frames the message on the caller's thread
- * (a chunk into a pooled direct buffer of the group's chunk size) and hands the frame to the link's writer thread: it
- * never waits for the network. One writer and one reader thread per peer (daemon, named after the group, the ranks and
- * the direction); sockets with TCP_NODELAY and large buffers.
+ * (the same Kryo frames Artery carries). {@link #send} frames the message on the caller's thread (a chunk's floats in
+ * one bulk copy into a pooled direct buffer of the group's chunk frame) and hands the frame to the link's writer thread:
+ * it never waits for the network. One writer and one reader thread per peer (daemon, named after the group, the ranks and
+ * the direction); sockets with TCP_NODELAY and large buffers. Socket I/O is only {@code read(ByteBuffer)} and
+ * {@code write(ByteBuffer)} on the link's channel.
  *
- * <p>Memory: the receiving side bounds it. A link's reader puts at most {@code window-chunks} chunks the member has not
- * polled yet into the inbox and then stops reading, so TCP's own flow control holds the sender's writer; what the sender's
- * member sends ahead of that waits, framed, in the writer's queue (at most what the algorithm sends before its next
- * receive: one ring step's segment, or one block per peer of an all-to-all).
+ * <p>Receiving moves each byte once: the reader reads a frame into one of its link's pooled direct buffers and a chunk's
+ * values handed to the member are a view of that very buffer ({@link CollectiveWireSerializer#fromBinaryViewing}), which
+ * the member folds or copies straight into its output; once it has, {@link #consumed(int, CollectiveMessage.Chunk)} gives
+ * the buffer back to the reader. Every other frame is decoded (copied) and its buffer given back at once.
+ *
+ * <p>Memory: the receiving side bounds it. A link's reader holds at most {@code window-chunks} frame buffers the member
+ * has not consumed and then stops reading, so TCP's own flow control holds the sender's writer; what the sender's member
+ * sends ahead of that waits, framed, in the writer's queue (at most what the algorithm sends before its next receive: one
+ * ring step's segment, or one block per peer of an all-to-all). Per link: at most {@code window-chunks} receive buffers
+ * and as many pooled send frames, each of the group's chunk frame, allocated on first use and reused.
  *
  * <p>Loss and close: a socket that ends (EOF, reset, a frame this node cannot read) before its peer said goodbye reports
  * that peer lost through {@link PeerStatus}, once, whichever of the plane and the rank actor notices first. An orderly
@@ -78,7 +85,15 @@ final class SocketPayloadPlane {
         void linkFailed(int peer, String why);
     }
 
-    private record Frame(ByteBuffer bytes, boolean pooled, boolean goodbye) {
+    /**
+     * A frame the writer writes: {@code bytes}, then {@code payload} if there is one (a chunk's floats in the sender's
+     * own memory, written from there; {@code ticket} numbers such frames per link). {@code pool} takes {@code bytes}
+     * back once written, if not null.
+     */
+    private record Frame(ByteBuffer bytes, ArrayBlockingQueue<ByteBuffer> pool, boolean goodbye, ByteBuffer payload, long ticket) {
+        Frame(ByteBuffer bytes, ArrayBlockingQueue<ByteBuffer> pool, boolean goodbye) {
+            this(bytes, pool, goodbye, null, 0);
+        }
     }
 
     private final String group;
@@ -341,13 +356,32 @@ final class SocketPayloadPlane {
             return;
         }
         ByteBuffer frame;
-        boolean pooled = false;
-        if (message instanceof CollectiveMessage.Chunk chunk && (long) chunk.values().remaining() * Float.BYTES + CHUNK_FRAME_OVERHEAD <= chunkFrameBytes) {
+        ArrayBlockingQueue<ByteBuffer> pool = null;
+        boolean fits = message instanceof CollectiveMessage.Chunk c
+                && (long) c.values().remaining() * Float.BYTES + CHUNK_FRAME_OVERHEAD <= chunkFrameBytes;
+        if (fits && message instanceof CollectiveMessage.Chunk chunk && chunk.values().isDirect()
+                && chunk.values().order() == ByteOrder.LITTLE_ENDIAN && chunk.values().hasRemaining()) {
+            // The floats are already laid out as the wire wants them: only the header is framed, and the writer
+            // writes the floats from the tensor's memory (the member waits in awaitSent before it changes them).
+            ByteBuffer head = link.heads.poll();
+            if (head == null) {
+                head = ByteBuffer.allocateDirect(4 + CHUNK_FRAME_OVERHEAD).order(ByteOrder.LITTLE_ENDIAN);
+            }
+            head.clear();
+            head.position(4);
+            serializer.toBinaryHeader(new CollectiveRankActor.Deliver(rank, message), head);
+            ByteBuffer payload = bytesOf(chunk.values());
+            head.putInt(0, head.position() - 4 + payload.remaining());
+            head.flip();
+            link.enqueuePayload(head, payload);
+            return;
+        }
+        if (fits) {
             frame = link.pool.poll();
             if (frame == null) {
                 frame = ByteBuffer.allocateDirect(chunkFrameBytes).order(ByteOrder.LITTLE_ENDIAN);
             }
-            pooled = true;
+            pool = link.pool;
         } else {
             frame = ByteBuffer.allocate(frameBound(message)).order(ByteOrder.LITTLE_ENDIAN);
         }
@@ -356,7 +390,59 @@ final class SocketPayloadPlane {
         serializer.toBinary(new CollectiveRankActor.Deliver(rank, message), frame);
         frame.putInt(0, frame.position() - 4);
         frame.flip();
-        link.enqueue(new Frame(frame, pooled, false));
+        link.enqueue(new Frame(frame, pool, false));
+    }
+
+    /** The remaining floats of {@code floats}, a direct buffer, as bytes over the same memory (no copy). */
+    private static ByteBuffer bytesOf(java.nio.FloatBuffer floats) {
+        return new org.bytedeco.javacpp.FloatPointer(floats.slice()).asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /**
+     * Waits at most {@code timeoutNanos} until every chunk queued to be written from its sender's memory has been
+     * written (or dropped with its link); false if the time ran out first.
+     */
+    boolean awaitSent(long timeoutNanos) throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutNanos;
+        for (int r = 0; r < links.length(); r++) {
+            Link link = links.get(r);
+            if (link != null && !link.awaitWritten(link.lastQueued, deadline)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Drops every chunk queued to be written from its sender's memory and not started yet, and waits at most
+     * {@code timeoutNanos} for one being written; a link whose write does not end in time is closed (aborting it).
+     */
+    void withdrawSent(long timeoutNanos) {
+        long deadline = System.nanoTime() + timeoutNanos;
+        for (int r = 0; r < links.length(); r++) {
+            Link link = links.get(r);
+            if (link == null) {
+                continue;
+            }
+            long upTo = link.lastQueued;
+            link.withdrawnUpTo = upTo;
+            boolean ended;
+            try {
+                long writing = link.writingTicket;
+                ended = writing == 0 || writing > upTo || link.awaitWritten(writing, deadline);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                ended = false;
+            }
+            if (!ended) {
+                // Closing the socket ends the blocked write at once; the writer thread then ends too.
+                link.abort();
+                if (!link.awaitWriterEnd(System.nanoTime() + timeoutNanos)) {
+                    LOG.warn("collective group {} rank {}: the writer to rank {} did not end within {} ms of its socket closing",
+                            group, rank, r, timeoutNanos / 1_000_000);
+                }
+            }
+        }
     }
 
     /** An upper bound of the frame of a message other than a chunk that fits the pooled buffers. */
@@ -374,11 +460,14 @@ final class SocketPayloadPlane {
         return Math.toIntExact(bound);
     }
 
-    /** The member polled a chunk from rank {@code from}: that link's reader may put one more into the inbox. */
-    void consumed(int from) {
+    /**
+     * The member has read {@code chunk}, which this plane received from rank {@code from}: its buffer goes back to that
+     * link's reader, which may read one more frame.
+     */
+    void consumed(int from, CollectiveMessage.Chunk chunk) {
         Link link = links.get(from);
         if (link != null) {
-            link.window.release();
+            link.giveBack(chunk);
         }
     }
 
@@ -451,17 +540,40 @@ final class SocketPayloadPlane {
         }
     }
 
+    /** A received chunk the member holds: the buffer it was read into and the view of its floats the member was given. */
+    private record Held(ByteBuffer body, java.nio.FloatBuffer values) {
+    }
+
     /** One pair's socket, its writer queue and its reader. */
     private final class Link {
         final int peer;
         final LinkedBlockingQueue<Frame> queue = new LinkedBlockingQueue<>();
+        /** Send frames of the group's chunk frame, written and free for the next chunk. */
         final ArrayBlockingQueue<ByteBuffer> pool = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
+        /** Headers of chunks written from their sender's memory, written and free for the next chunk. */
+        final ArrayBlockingQueue<ByteBuffer> heads = new ArrayBlockingQueue<>(2 * SocketPayloadPlane.this.window);
+        /** The ticket of the last frame queued with a payload in its sender's memory (0: none yet). */
+        volatile long lastQueued;
+        /** The ticket up to which such frames are written (or dropped). */
+        volatile long lastWritten;
+        /** The ticket of the frame whose payload the writer is writing now, or 0. */
+        volatile long writingTicket;
+        /** Frames with tickets up to this one are dropped instead of written (their sender failed). */
+        volatile long withdrawnUpTo;
+        /** The member's thread while it waits for {@link #lastWritten}. */
+        volatile Thread sentWaiter;
+        /** Receive buffers of the group's chunk frame that the member gave back. */
+        final ArrayBlockingQueue<ByteBuffer> received = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
+        /** The chunks handed to the member and not given back yet, in arrival order. */
+        final java.util.concurrent.ConcurrentLinkedQueue<Held> held = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        /** Receive buffers the reader may still fill: it takes one before each frame. */
         final Semaphore window = new Semaphore(SocketPayloadPlane.this.window);
         final CompletableFuture<Void> finished = new CompletableFuture<>();
         volatile SocketChannel channel;
         volatile Thread writer;
         volatile Thread reader;
         volatile boolean peerSaidGoodbye;
+        volatile boolean writerEnded;
         volatile boolean linkAborted;
         private boolean goodbyeQueued;
         private boolean writerDone;
@@ -494,6 +606,70 @@ final class SocketPayloadPlane {
             queue.add(frame);
         }
 
+        /** Queues a chunk's header and its floats, to be written from where they are, under the next ticket. */
+        synchronized void enqueuePayload(ByteBuffer head, ByteBuffer payload) {
+            if (goodbyeQueued || linkAborted) {
+                return;
+            }
+            long ticket = lastQueued + 1;
+            queue.add(new Frame(head, heads, false, payload, ticket));
+            lastQueued = ticket;
+        }
+
+        /** True once the frames up to {@code ticket} are written or dropped, or the writer has ended; false at {@code deadline}. */
+        boolean awaitWritten(long ticket, long deadline) throws InterruptedException {
+            if (lastWritten >= ticket) {
+                return true;
+            }
+            sentWaiter = Thread.currentThread();
+            try {
+                while (lastWritten < ticket) {
+                    if (linkAborted || writerEnded) {
+                        return awaitWriterEnd(deadline);
+                    }
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(this, left);
+                    if (Thread.interrupted()) {
+                        throw new InterruptedException();
+                    }
+                }
+                return true;
+            } finally {
+                sentWaiter = null;
+            }
+        }
+
+        /** True once this link's writer thread has ended (so it reads no payload any more); false at {@code deadline}. */
+        boolean awaitWriterEnd(long deadline) {
+            Thread w = writer;
+            if (w == null || w == Thread.currentThread() || writingTicket == 0) {
+                return true;
+            }
+            try {
+                long left = deadline - System.nanoTime();
+                if (left > 0) {
+                    w.join(Math.max(1, left / 1_000_000));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return !w.isAlive() || writingTicket == 0;
+        }
+
+        /** The frame's payload is written (or dropped): its header goes back to the pool and a waiting member hears of it. */
+        private void payloadDone(Frame f) {
+            writingTicket = 0;
+            lastWritten = f.ticket();
+            heads.offer(f.bytes());
+            Thread waiting = sentWaiter;
+            if (waiting != null) {
+                java.util.concurrent.locks.LockSupport.unpark(waiting);
+            }
+        }
+
         synchronized void queueGoodbye() {
             if (goodbyeQueued || linkAborted) {
                 return;
@@ -504,7 +680,7 @@ final class SocketPayloadPlane {
             serializer.toBinary(new CollectiveRankActor.Goodbye(rank), frame);
             frame.putInt(0, frame.position() - 4);
             frame.flip();
-            queue.add(new Frame(frame, false, true));
+            queue.add(new Frame(frame, null, true));
         }
 
         void writeLoop() {
@@ -513,11 +689,18 @@ final class SocketPayloadPlane {
                 while (!linkAborted) {
                     Frame f = queue.take();
                     ByteBuffer bytes = f.bytes();
-                    while (bytes.hasRemaining()) {
-                        ch.write(bytes);
+                    if (f.payload() != null) {
+                        writingTicket = f.ticket();
+                        if (f.ticket() > withdrawnUpTo) {
+                            writeAll(ch, bytes);
+                            writeAll(ch, f.payload());
+                        }
+                        payloadDone(f);
+                        continue;
                     }
-                    if (f.pooled()) {
-                        pool.offer(bytes);
+                    writeAll(ch, bytes);
+                    if (f.pool() != null) {
+                        f.pool().offer(bytes);
                     }
                     if (f.goodbye()) {
                         ch.shutdownOutput();
@@ -532,13 +715,24 @@ final class SocketPayloadPlane {
                 }
                 abort();
             }
+            writingTicket = 0;
+            writerEnded = true;
+            Thread waiting = sentWaiter;
+            if (waiting != null) {
+                java.util.concurrent.locks.LockSupport.unpark(waiting);
+            }
             done(true);
+        }
+
+        private void writeAll(SocketChannel ch, ByteBuffer bytes) throws IOException {
+            while (bytes.hasRemaining()) {
+                ch.write(bytes);
+            }
         }
 
         void readLoop() {
             SocketChannel ch = channel;
             ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
-            ByteBuffer body = ByteBuffer.allocateDirect(Math.min(chunkFrameBytes, 1 << 20)).order(ByteOrder.LITTLE_ENDIAN);
             String failure = null;
             try {
                 while (true) {
@@ -553,22 +747,24 @@ final class SocketPayloadPlane {
                     if (length <= 0 || length > maxFrameBytes) {
                         throw new WireFormatException("a payload frame of " + length + " bytes; expected 1.." + maxFrameBytes);
                     }
-                    if (body.capacity() < length) {
-                        body = ByteBuffer.allocateDirect(Math.max(length, Math.min(maxFrameBytes, body.capacity() * 2))).order(ByteOrder.LITTLE_ENDIAN);
-                    }
-                    body.clear();
+                    window.acquire();
+                    ByteBuffer body = receiveBuffer(length);
                     body.limit(length);
                     if (!readFully(ch, body, false)) {
                         throw new IOException("the socket closed in the middle of a frame");
                     }
                     body.flip();
-                    Object message = serializer.fromBinary(body, "");
+                    Object message = serializer.fromBinaryViewing(body);
                     if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
-                        if (d.message() instanceof CollectiveMessage.Chunk) {
-                            window.acquire();
+                        if (d.message() instanceof CollectiveMessage.Chunk c) {
+                            // The member reads the floats straight from body, and gives it back once it has.
+                            held.add(new Held(body, c.values()));
+                        } else {
+                            recycle(body);
                         }
                         inbox.add(new Envelope(peer, d.message()));
                     } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
+                        recycle(body);
                         peerSaidGoodbye = true;
                         status.depart(peer);
                         queueGoodbye();
@@ -588,6 +784,42 @@ final class SocketPayloadPlane {
                 abort();
             }
             done(false);
+        }
+
+        /** A cleared buffer for a frame of {@code length} bytes: a pooled direct one for a frame up to a chunk's, else its own. */
+        private ByteBuffer receiveBuffer(int length) {
+            if (length > chunkFrameBytes) {
+                return ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
+            }
+            ByteBuffer b = received.poll();
+            if (b == null) {
+                b = ByteBuffer.allocateDirect(chunkFrameBytes).order(ByteOrder.LITTLE_ENDIAN);
+            }
+            b.clear();
+            return b;
+        }
+
+        /** {@code body} is free again: pooled if it is a pooled one, and the reader may take one more. */
+        private void recycle(ByteBuffer body) {
+            if (body.isDirect() && body.capacity() == chunkFrameBytes && !linkAborted) {
+                received.offer(body);
+            }
+            window.release();
+        }
+
+        /** The member has read {@code chunk} (normally the oldest held): its buffer goes back to the reader. */
+        void giveBack(CollectiveMessage.Chunk chunk) {
+            Held h = held.peek();
+            if (h != null && h.values() == chunk.values() && held.remove(h)) {
+                recycle(h.body());
+                return;
+            }
+            for (Held other : held) {
+                if (other.values() == chunk.values() && held.remove(other)) {
+                    recycle(other.body());
+                    return;
+                }
+            }
         }
 
         private boolean readFully(SocketChannel ch, ByteBuffer into, boolean eofAllowed) throws IOException {
@@ -631,6 +863,11 @@ final class SocketPayloadPlane {
                 queue.clear();
                 // A closed plane may stay referenced (by its node's termination hook): it keeps no frames.
                 pool.clear();
+                received.clear();
+            }
+            Thread waiting = sentWaiter;
+            if (waiting != null) {
+                java.util.concurrent.locks.LockSupport.unpark(waiting);
             }
             closeQuietly(channel);
             Thread w = writer;

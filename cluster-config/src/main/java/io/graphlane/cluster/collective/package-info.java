@@ -16,16 +16,19 @@
  *       ({@link io.graphlane.cluster.collective.SocketPayloadPlane}). Each rank binds an ephemeral port on its node's
  *       Artery host and announces it, with a join nonce, in its greeting; the lower rank of each pair connects to the
  *       higher one and identifies itself; the join completes once every pair's socket is up. Frames are the Kryo frames
- *       of {@link io.graphlane.cluster.collective.CollectiveWireSerializer} behind a length, floats copied in bulk; one
- *       writer and one reader thread per peer. Memory is bounded on the receiving side: a link's reader stops once
- *       {@code window-chunks} of its chunks wait unpolled, and TCP's flow control holds the sender.</li>
+ *       of {@link io.graphlane.cluster.collective.CollectiveWireSerializer} behind a length; one writer and one reader
+ *       thread per peer. A CPU tensor's chunk is written from the tensor's own memory behind its framed header, and a
+ *       received chunk is a view of the pooled buffer its frame was read into, which the member folds or copies straight
+ *       into its output and then gives back. Memory is bounded on the receiving side: a link's reader stops once
+ *       {@code window-chunks} of its buffers wait for the member, and TCP's flow control holds the sender.</li>
  *   <li>{@code artery}: actor messages between the rank actors on Artery's large-message stream (Kryo ids 210-214,
  *       floats copied in bulk straight into Artery's buffers) under credit-based flow control (at most
  *       {@code window-chunks} chunks in flight per peer), so no bounded Artery queue ever drops one.</li>
  * </ul>
  * Every rank of a group must use the same plane; a join with mixed planes fails naming the rank and the key.
  *
- * <p>Guarantees: {@code send} copies and returns at once; per pair of ranks messages arrive in order, each once (with
+ * <p>Guarantees: {@code send} returns at once (a chunk it writes from the tensor's memory is written, or withdrawn,
+ * before the member changes that memory: {@code awaitSent}, {@code withdrawSent}); per pair of ranks messages arrive in order, each once (with
  * sockets, across every kind, since they share the pair's one connection); a peer whose payload socket ends without a
  * goodbye, whose rank actor stops, whose node leaves, is downed or removed is reported once, whichever is noticed
  * first, into the member's inbox as a {@code Left} naming its rank and node, so every surviving member's collective

@@ -64,6 +64,21 @@ class ClusterCollectiveConformanceTest extends CpuCollectiveLaws {
         public Envelope poll(int to, long timeoutNanos) throws InterruptedException {
             return ranks.get(to).poll(to, timeoutNanos);
         }
+
+        @Override
+        public void consumed(int to, int from, CollectiveMessage.Chunk chunk) {
+            ranks.get(to).consumed(to, from, chunk);
+        }
+
+        @Override
+        public boolean awaitSent(int from, long timeoutNanos) throws InterruptedException {
+            return ranks.get(from).awaitSent(from, timeoutNanos);
+        }
+
+        @Override
+        public void withdrawSent(int from) {
+            ranks.get(from).withdrawSent(from);
+        }
     }
 
     @Override

@@ -55,9 +55,14 @@ class SocketPayloadPlaneTest {
     }
 
     private static Rank rank(String group, int rank) throws Exception {
+        return rank(group, rank, 4, 1000);
+    }
+
+    private static Rank rank(String group, int rank, int window, int chunkFloats) throws Exception {
         LinkedBlockingQueue<Envelope> inbox = new LinkedBlockingQueue<>();
         PeerStatus status = new PeerStatus(group, rank, 2, inbox);
-        SocketPayloadPlane plane = SocketPayloadPlane.open(group, rank, 4, 1 << 20, 1000, wire, status, inbox, "127.0.0.1", "127.0.0.1");
+        SocketPayloadPlane plane = SocketPayloadPlane.open(group, rank, window, 1 << 20, chunkFloats, wire, status, inbox, "127.0.0.1",
+                "127.0.0.1");
         CompletableFuture<Integer> up = new CompletableFuture<>();
         plane.start(new SocketPayloadPlane.Listener() {
             @Override
@@ -102,7 +107,7 @@ class SocketPayloadPlaneTest {
         float[] got = new float[1000];
         chunk.values().get(0, got);
         assertArrayEquals(floats, got);
-        one.plane().consumed(0);
+        one.plane().consumed(0, chunk);
         assertEquals(new Envelope(0, new CollectiveMessage.Consumed(3, 0)), one.inbox().poll(10, TimeUnit.SECONDS));
         assertEquals(new Envelope(0, new CollectiveMessage.Left(0, "member 0 failed")), one.inbox().poll(10, TimeUnit.SECONDS));
         // Rank 0 goes away without a goodbye: rank 1 hears of it once, naming rank 0.
@@ -114,6 +119,79 @@ class SocketPayloadPlaneTest {
                 && left.reason().contains("payload socket"), left.reason());
         assertNull(one.inbox().poll(200, TimeUnit.MILLISECONDS), "one loss, reported once");
         one.plane().abort();
+    }
+
+    /**
+     * Chunks in direct little-endian memory (as a CPU tensor's are) are written from it: once awaitSent returns, the
+     * sender may overwrite its storage and the receiver still reads what was sent, from a view of the buffer its socket
+     * was read into; buffers given back are read into again, so three windows of chunks pass through a window of four.
+     */
+    @Test
+    void chunksAreWrittenFromTheSendersMemoryAndReadIntoBuffersGivenBack() throws Exception {
+        Rank one = rank("zero-copy", 1);
+        Rank zero = rank("zero-copy", 0);
+        zero.plane().connect(1, one.plane().host(), one.plane().port(), one.plane().nonce());
+        zero.up().get(10, TimeUnit.SECONDS);
+        one.up().get(10, TimeUnit.SECONDS);
+        FloatBuffer storage = ByteBuffer.allocateDirect(1000 * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        try {
+            for (int c = 0; c < 12; c++) {
+                for (int i = 0; i < 1000; i++) {
+                    storage.put(i, c * 1000 + i);
+                }
+                zero.plane().send(1, new CollectiveMessage.Chunk(1, c * 1000L, storage.slice(0, 1000 - c).asReadOnlyBuffer(), null));
+                assertTrue(zero.plane().awaitSent(TimeUnit.SECONDS.toNanos(10)), "chunk " + c + " written");
+                // The sender may change its storage now: what was sent is on its way already.
+                for (int i = 0; i < 1000; i++) {
+                    storage.put(i, -1);
+                }
+                Envelope e = one.inbox().poll(10, TimeUnit.SECONDS);
+                assertTrue(e != null, "chunk " + c + " received");
+                CollectiveMessage.Chunk chunk = assertInstanceOf(CollectiveMessage.Chunk.class, e.message());
+                assertEquals(c * 1000L, chunk.offset());
+                assertEquals(1000 - c, chunk.values().remaining());
+                assertTrue(chunk.values().isDirect(), "a view of the receive buffer, not a copy on the heap");
+                for (int i = 0; i < 1000 - c; i++) {
+                    assertEquals(c * 1000 + i, chunk.values().get(i), "chunk " + c + " float " + i);
+                }
+                one.plane().consumed(0, chunk);
+            }
+        } finally {
+            zero.plane().abort();
+            one.plane().abort();
+        }
+    }
+
+    /**
+     * A failed member withdraws what it sent from its memory: with the receiver not reading, awaitSent runs out of time,
+     * and withdrawSent, unable to stop the write under way, closes the link, so the writer reads that memory no more
+     * and the receiver hears of the loss.
+     */
+    @Test
+    void aWithdrawnWriteThatCannotEndClosesItsLink() throws Exception {
+        Rank one = rank("withdraw", 1, 1, 1 << 20);
+        Rank zero = rank("withdraw", 0, 1, 1 << 20);
+        zero.plane().connect(1, one.plane().host(), one.plane().port(), one.plane().nonce());
+        zero.up().get(10, TimeUnit.SECONDS);
+        one.up().get(10, TimeUnit.SECONDS);
+        FloatBuffer storage = ByteBuffer.allocateDirect((1 << 20) * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        try {
+            // One chunk fills the receiver's window; the others fill the socket buffers (1 MiB each way) and stall the writer.
+            for (int c = 0; c < 4; c++) {
+                zero.plane().send(1, new CollectiveMessage.Chunk(1, (long) c << 20, storage.slice(0, 1 << 20).asReadOnlyBuffer(), null));
+            }
+            assertTrue(!zero.plane().awaitSent(TimeUnit.MILLISECONDS.toNanos(300)), "the receiver takes nothing more");
+            zero.plane().withdrawSent(TimeUnit.MILLISECONDS.toNanos(300));
+            assertTrue(zero.plane().awaitSent(0), "nothing reads the sender's memory after withdrawSent");
+            CollectiveMessage.Chunk first = assertInstanceOf(CollectiveMessage.Chunk.class, one.inbox().poll(10, TimeUnit.SECONDS).message());
+            one.plane().consumed(0, first);
+            Envelope lost = one.inbox().poll(10, TimeUnit.SECONDS);
+            assertTrue(lost != null, "the receiver hears of the closed link");
+            assertEquals(0, assertInstanceOf(CollectiveMessage.Left.class, lost.message()).member());
+        } finally {
+            zero.plane().abort();
+            one.plane().abort();
+        }
     }
 
     /** Both ranks close in order: each one's goodbye is answered, both closes complete, and neither reports a loss. */

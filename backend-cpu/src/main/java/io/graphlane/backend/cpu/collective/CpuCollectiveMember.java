@@ -53,6 +53,10 @@ public final class CpuCollectiveMember {
     private final float[] scratchIncoming = new float[SCRATCH_FLOATS];
     private long nextSequence;
     private CollectiveException poisoned;
+    private long sendNanos;
+    private long receiveNanos;
+    private long reduceNanos;
+    private long waitNanos;
 
     CpuCollectiveMember(String group, int rank, CollectiveTransport transport, CollectiveSettings settings) {
         this.group = group;
@@ -250,6 +254,11 @@ public final class CpuCollectiveMember {
         }
     }
 
+    /** Where this member's collectives have spent their time so far (see {@link CollectivePhases}). */
+    public synchronized CollectivePhases phases() {
+        return new CollectivePhases(sendNanos, receiveNanos, reduceNanos, waitNanos);
+    }
+
     /** The failure that poisoned this member, or {@code null} while it is healthy. */
     public synchronized CollectiveException poisonedBy() {
         return poisoned;
@@ -370,7 +379,9 @@ public final class CpuCollectiveMember {
      * be {@code dst} itself); without, they are copied.
      *
      * <p>Over a transport that copies, sends run up to {@link #SEND_AHEAD} chunks ahead of the receive
-     * this waits for (a send never reads what this exchange receives).
+     * this waits for (a send never reads what this exchange receives); received chunks are folded or copied straight
+     * from the transport's buffer and handed back, and the exchange returns only once the transport has written its
+     * chunks ({@link CollectiveTransport#awaitSent}), since it may write them from {@code src} itself.
      *
      * <p>Over a transport that shares memory each side is one chunk lent by reference: the receiver
      * folds or copies straight from the sender's storage and answers {@link CollectiveMessage.Consumed},
@@ -393,7 +404,9 @@ public final class CpuCollectiveMember {
                 if (loan != null) {
                     lent.add(loan);
                 }
+                long t0 = System.nanoTime();
                 transport.send(rank, to, new CollectiveMessage.Chunk(sequence, landsAt + sent * step, src.slice(at, length).asReadOnlyBuffer(), loan));
+                sendNanos += System.nanoTime() - t0;
             }
             if (c < recvChunks) {
                 long expectedAt = recvOffset + c * step;
@@ -408,6 +421,15 @@ public final class CpuCollectiveMember {
                 consume(chunk, from, dst, (int) expectedAt, length, op, mine);
             }
         }
+        if (!byReference && sendChunks > 0) {
+            // The chunks may be written straight from src: the next exchange may change it.
+            long t0 = System.nanoTime();
+            boolean written = transport.awaitSent(rank, timeoutNanos);
+            waitNanos += System.nanoTime() - t0;
+            if (!written) {
+                throw new MemberAbsentException(group, sequence, to, rank, phase + " (taking member " + rank + "'s chunks)", timeout);
+            }
+        }
         for (long c = 0; byReference && c < sendChunks; c++) {
             long at = landsAt + c * step;
             CollectiveMessage m = receiveAnswer(to, sequence, phase, System.nanoTime() + timeoutNanos);
@@ -420,13 +442,18 @@ public final class CpuCollectiveMember {
         }
     }
 
-    /** Folds or copies one received chunk into {@code dst} at {@code at}; a lent chunk is read inside its loan and answered. */
+    /**
+     * Folds or copies one received chunk into {@code dst} at {@code at}, straight from the chunk's values (over a
+     * transport across nodes, the buffer its socket was read into); a lent chunk is read inside its loan and answered, any
+     * other handed back to the transport once read.
+     */
     private void consume(CollectiveMessage.Chunk chunk, int from, FloatBuffer dst, int at, int length, ReduceOp op, FloatBuffer mine)
             throws InterruptedException {
         ChunkLoan loan = chunk.loan();
         if (loan != null && !loan.beginRead()) {
             throw withdrawn(chunk, from);
         }
+        long t0 = System.nanoTime();
         try {
             if (op == null) {
                 dst.put(at, chunk.values(), 0, length);
@@ -438,8 +465,16 @@ public final class CpuCollectiveMember {
                 loan.endRead();
             }
         }
+        long spent = System.nanoTime() - t0;
+        if (op == null) {
+            receiveNanos += spent;
+        } else {
+            reduceNanos += spent;
+        }
         if (loan != null) {
             transport.send(rank, from, new CollectiveMessage.Consumed(chunk.sequence(), chunk.offset()));
+        } else {
+            transport.consumed(rank, from, chunk);
         }
     }
 
@@ -463,12 +498,18 @@ public final class CpuCollectiveMember {
         }
     }
 
-    /** Makes sure no member reads this member's storage any more: withdraws every chunk lent and not yet answered for. */
+    /**
+     * Makes sure nothing reads this member's storage any more: withdraws every chunk lent and not yet answered for,
+     * and every chunk sent and not yet written.
+     */
     private void withdrawLoans() {
         for (ChunkLoan loan : lent) {
             loan.withdraw();
         }
         lent.clear();
+        if (!byReference) {
+            transport.withdrawSent(rank);
+        }
     }
 
     /** Frees {@code tensor} once nothing lent from it can be read any more. */
@@ -490,8 +531,10 @@ public final class CpuCollectiveMember {
     private CollectiveMessage next(ArrayDeque<CollectiveMessage> queue, int from, long sequence, String phase, long deadline)
             throws InterruptedException {
         while (queue.isEmpty()) {
-            long left = deadline - System.nanoTime();
+            long now = System.nanoTime();
+            long left = deadline - now;
             CollectiveTransport.Envelope envelope = left > 0 ? transport.poll(rank, left) : null;
+            waitNanos += System.nanoTime() - now;
             if (envelope == null) {
                 throw new MemberAbsentException(group, sequence, from, rank, phase, timeout);
             }

@@ -22,8 +22,14 @@
  * queue per member; across nodes it is the cluster transport of {@code io.graphlane.cluster.collective}
  * (one endpoint per node), over which
  * {@link io.graphlane.backend.cpu.collective.CpuCollectiveMember#over} makes each node's member, with
- * consensus and the algorithms unchanged. Over a transport that copies, a member streams its segments
- * as chunks of the group's chunk size and sends a few chunks ahead of the one it waits for.
+ * consensus and the algorithms unchanged. Over a transport that does not share memory, a member streams its segments
+ * as chunks of the group's chunk size and sends a few chunks ahead of the one it waits for; it folds (or copies) each
+ * received chunk straight from the transport's buffer into its output, with no staging copy, and hands the buffer back
+ * ({@link io.graphlane.backend.cpu.collective.CollectiveTransport#consumed}); a transport may write a chunk from the
+ * tensor's own memory, so an exchange ends only once its chunks are written
+ * ({@link io.graphlane.backend.cpu.collective.CollectiveTransport#awaitSent}) and a failed collective withdraws them.
+ * The fold runs in blocks through two small float arrays (bulk copies in and out, a plain counted loop between that C2
+ * vectorizes; {@code bench/}'s {@code ReduceBench} measures it against a plain array loop).
  *
  * <p>Refuses: reductions the CPU does not compute (product, average) with
  * {@link io.graphlane.core.backend.AbsentCapabilityException}, before anything is queued; send
