@@ -57,7 +57,7 @@ class SocketPayloadPlaneTest {
     private static Rank rank(String group, int rank) throws Exception {
         LinkedBlockingQueue<Envelope> inbox = new LinkedBlockingQueue<>();
         PeerStatus status = new PeerStatus(group, rank, 2, inbox);
-        SocketPayloadPlane plane = SocketPayloadPlane.open(group, rank, 4, 1 << 20, 1000, wire, status, inbox, "127.0.0.1", "127.0.0.1");
+        SocketPayloadPlane plane = SocketPayloadPlane.open(group, rank, 4, 1 << 20, 1000, wire, status, inbox, "127.0.0.1", "127.0.0.1", null);
         CompletableFuture<Integer> up = new CompletableFuture<>();
         plane.start(new SocketPayloadPlane.Listener() {
             @Override

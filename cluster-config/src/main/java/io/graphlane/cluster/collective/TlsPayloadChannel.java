@@ -1,0 +1,304 @@
+package io.graphlane.cluster.collective;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLEngineResult;
+import javax.net.ssl.SSLException;
+
+/**
+ * A payload socket under TLS: the JDK's {@link SSLEngine} over a blocking {@link SocketChannel}. The engine does every
+ * piece of the protocol (handshake, records, alerts, key updates); this class only moves its bytes to and from the
+ * socket.
+ *
+ * <p>Threads: reads hold the read lock and writes the write lock, so the plane's reader and writer run at once (the
+ * engine allows one wrap and one unwrap concurrently). A record the reader receives that needs an answer (a key update
+ * asking for the peer's) is wrapped and sent by the reader under the write lock, so records leave in the engine's order.
+ */
+final class TlsPayloadChannel implements PayloadChannel {
+    private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
+    /** Records a write wraps before it sends them in one go. */
+    private static final int RECORDS_PER_WRITE = 16;
+
+    private final SocketChannel channel;
+    private final SSLEngine engine;
+    private final String remote;
+    private final Object readLock = new Object();
+    private final Object writeLock = new Object();
+    /** Bytes read from the socket not unwrapped yet (write mode). */
+    private ByteBuffer netIn;
+    /** Plaintext unwrapped but not read yet (read mode). */
+    private ByteBuffer appIn;
+    /** Records wrapped, being sent (each write sends all of it before it returns). */
+    private ByteBuffer netOut;
+    private boolean inboundDone;
+
+    TlsPayloadChannel(SocketChannel channel, SSLEngine engine, String remote) {
+        this.channel = channel;
+        this.engine = engine;
+        this.remote = remote;
+        int packet = engine.getSession().getPacketBufferSize();
+        this.netIn = ByteBuffer.allocateDirect(packet * 2);
+        this.appIn = ByteBuffer.allocate(engine.getSession().getApplicationBufferSize());
+        this.appIn.limit(0);
+        this.netOut = ByteBuffer.allocateDirect(packet * RECORDS_PER_WRITE);
+    }
+
+    /**
+     * Runs the TLS handshake to its end, blocking; a peer that is refused (its certificate is not trusted, it sent no
+     * certificate where one is required) or that is not speaking TLS ends it with an exception.
+     */
+    void handshake() throws IOException {
+        engine.beginHandshake();
+        SSLEngineResult.HandshakeStatus status = engine.getHandshakeStatus();
+        try {
+            while (status != SSLEngineResult.HandshakeStatus.FINISHED && status != SSLEngineResult.HandshakeStatus.NOT_HANDSHAKING) {
+                switch (status) {
+                    case NEED_WRAP -> status = wrapHandshake();
+                    case NEED_UNWRAP, NEED_UNWRAP_AGAIN -> {
+                        SSLEngineResult r = unwrapIntoAppIn();
+                        if (r.getStatus() == SSLEngineResult.Status.CLOSED) {
+                            throw new SSLException("the peer closed TLS during the handshake");
+                        }
+                        if (r.getStatus() == SSLEngineResult.Status.BUFFER_UNDERFLOW && readSocket() < 0) {
+                            throw new EOFException("the peer closed the connection during the TLS handshake");
+                        }
+                        status = r.getHandshakeStatus();
+                    }
+                    case NEED_TASK -> status = runTasks();
+                    default -> throw new SSLException("unexpected TLS handshake status " + status);
+                }
+            }
+        } catch (SSLException e) {
+            sendAlertQuietly();
+            throw e;
+        }
+    }
+
+    /** The engine's session, once the handshake ended. */
+    javax.net.ssl.SSLSession session() {
+        return engine.getSession();
+    }
+
+    @Override
+    public int read(ByteBuffer dst) throws IOException {
+        synchronized (readLock) {
+            while (true) {
+                if (appIn.hasRemaining()) {
+                    return drainAppIn(dst);
+                }
+                if (inboundDone) {
+                    return -1;
+                }
+                if (netIn.position() > 0) {
+                    // Straight into the caller's buffer when a whole record fits it: no copy through appIn.
+                    boolean direct = dst.remaining() >= engine.getSession().getApplicationBufferSize();
+                    SSLEngineResult r;
+                    if (direct) {
+                        netIn.flip();
+                        try {
+                            r = engine.unwrap(netIn, dst);
+                        } finally {
+                            netIn.compact();
+                        }
+                    } else {
+                        r = unwrapIntoAppIn();
+                    }
+                    answerIfAsked(r.getHandshakeStatus());
+                    switch (r.getStatus()) {
+                        case OK -> {
+                            if (direct && r.bytesProduced() > 0) {
+                                return r.bytesProduced();
+                            }
+                            if (r.bytesProduced() > 0 || r.bytesConsumed() > 0) {
+                                continue;
+                            }
+                        }
+                        case CLOSED -> {
+                            inboundDone = true;
+                            if (direct && r.bytesProduced() > 0) {
+                                return r.bytesProduced();
+                            }
+                            continue;
+                        }
+                        case BUFFER_OVERFLOW -> {
+                            growAppIn();
+                            continue;
+                        }
+                        case BUFFER_UNDERFLOW -> growNetInIfFull();
+                        default -> throw new SSLException("unexpected TLS status " + r.getStatus());
+                    }
+                }
+                if (readSocket() < 0) {
+                    if (netIn.position() > 0) {
+                        throw new EOFException("the connection closed in the middle of a TLS record");
+                    }
+                    // TCP ended without TLS's close: the plane's own goodbye tells an orderly end from a cut one.
+                    inboundDone = true;
+                    return -1;
+                }
+            }
+        }
+    }
+
+    @Override
+    public int write(ByteBuffer src) throws IOException {
+        synchronized (writeLock) {
+            int written = 0;
+            while (src.hasRemaining()) {
+                netOut.clear();
+                while (src.hasRemaining()) {
+                    SSLEngineResult r = engine.wrap(src, netOut);
+                    written += r.bytesConsumed();
+                    if (r.getStatus() == SSLEngineResult.Status.CLOSED) {
+                        throw new SSLException("TLS output is closed");
+                    }
+                    if (r.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_TASK) {
+                        runTasks();
+                    }
+                    if (r.getStatus() == SSLEngineResult.Status.BUFFER_OVERFLOW) {
+                        if (netOut.position() == 0) {
+                            netOut = ByteBuffer.allocateDirect(engine.getSession().getPacketBufferSize() * RECORDS_PER_WRITE);
+                            continue;
+                        }
+                        break;
+                    }
+                }
+                netOut.flip();
+                writeFully(netOut);
+            }
+            return written;
+        }
+    }
+
+    @Override
+    public void shutdownOutput() throws IOException {
+        synchronized (writeLock) {
+            engine.closeOutbound();
+            while (!engine.isOutboundDone()) {
+                netOut.clear();
+                SSLEngineResult r = engine.wrap(EMPTY, netOut);
+                netOut.flip();
+                writeFully(netOut);
+                if (r.bytesProduced() == 0) {
+                    break;
+                }
+            }
+            channel.shutdownOutput();
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        channel.close();
+    }
+
+    @Override
+    public String toString() {
+        return remote;
+    }
+
+    // ------------------------------------------------------------------ the engine's bytes
+
+    private int drainAppIn(ByteBuffer dst) {
+        int n = Math.min(appIn.remaining(), dst.remaining());
+        ByteBuffer slice = appIn.slice();
+        slice.limit(n);
+        dst.put(slice);
+        appIn.position(appIn.position() + n);
+        return n;
+    }
+
+    /** Unwraps one record of {@code netIn} into {@code appIn} (which must be read out). */
+    private SSLEngineResult unwrapIntoAppIn() throws IOException {
+        netIn.flip();
+        appIn.compact();
+        try {
+            return engine.unwrap(netIn, appIn);
+        } finally {
+            appIn.flip();
+            netIn.compact();
+        }
+    }
+
+    private int readSocket() throws IOException {
+        growNetInIfFull();
+        return channel.read(netIn);
+    }
+
+    private void growNetInIfFull() {
+        int packet = engine.getSession().getPacketBufferSize();
+        if (netIn.remaining() < packet) {
+            ByteBuffer bigger = ByteBuffer.allocateDirect(netIn.position() + packet);
+            netIn.flip();
+            bigger.put(netIn);
+            netIn = bigger;
+        }
+    }
+
+    private void growAppIn() {
+        ByteBuffer bigger = ByteBuffer.allocate(appIn.remaining() + engine.getSession().getApplicationBufferSize());
+        bigger.put(appIn);
+        bigger.flip();
+        appIn = bigger;
+    }
+
+    /** Sends what the engine has to say during the handshake; the status after it. */
+    private SSLEngineResult.HandshakeStatus wrapHandshake() throws IOException {
+        synchronized (writeLock) {
+            netOut.clear();
+            SSLEngineResult r = engine.wrap(EMPTY, netOut);
+            netOut.flip();
+            writeFully(netOut);
+            if (r.getStatus() == SSLEngineResult.Status.CLOSED && r.getHandshakeStatus() != SSLEngineResult.HandshakeStatus.NEED_WRAP) {
+                throw new SSLException("TLS closed during the handshake");
+            }
+            return r.getHandshakeStatus();
+        }
+    }
+
+    /** A record the reader unwrapped asks for an answer (a key update): the reader sends it. */
+    private void answerIfAsked(SSLEngineResult.HandshakeStatus status) throws IOException {
+        while (true) {
+            switch (status) {
+                case NEED_TASK -> status = runTasks();
+                case NEED_WRAP -> {
+                    if (engine.isOutboundDone()) {
+                        return;
+                    }
+                    status = wrapHandshake();
+                }
+                default -> {
+                    return;
+                }
+            }
+        }
+    }
+
+    private SSLEngineResult.HandshakeStatus runTasks() {
+        Runnable task;
+        while ((task = engine.getDelegatedTask()) != null) {
+            task.run();
+        }
+        return engine.getHandshakeStatus();
+    }
+
+    private void writeFully(ByteBuffer bytes) throws IOException {
+        while (bytes.hasRemaining()) {
+            channel.write(bytes);
+        }
+    }
+
+    /** After a failed handshake the engine holds an alert for the peer: send it, so the peer learns why. */
+    private void sendAlertQuietly() {
+        try {
+            for (int i = 0; i < 4 && engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP; i++) {
+                wrapHandshake();
+            }
+        } catch (IOException | RuntimeException ignored) {
+            // The connection is refused either way.
+        }
+    }
+}
