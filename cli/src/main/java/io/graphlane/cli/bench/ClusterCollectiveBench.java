@@ -40,6 +40,10 @@ final class ClusterCollectiveBench {
     private final String payload;
     private final PrintWriter err;
     private final List<Process> ranks = new ArrayList<>();
+    /** With --tls: the GRAPHLANE_TLS_* variables every rank gets (a key store made for this run); else empty. */
+    private final java.util.Map<String, String> tlsEnvironment = new java.util.HashMap<>();
+    private boolean tls;
+    private Path tlsDirectory;
     private final BlockingQueue<Line> lines = new LinkedBlockingQueue<>();
     private final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS);
 
@@ -54,11 +58,20 @@ final class ClusterCollectiveBench {
         this.err = err;
     }
 
+    /** Runs Artery and the payload sockets over TLS, with a self-signed key store made for the run. */
+    ClusterCollectiveBench withTls(boolean on) {
+        this.tls = on;
+        return this;
+    }
+
     /** Runs the ranks; returns {seconds, tcp_seconds}: the median over runs of the slowest rank, and of the socket copy. */
     double[] run() throws Exception {
         Thread reaper = new Thread(this::destroyAll, "bench-collective-reaper");
         Runtime.getRuntime().addShutdownHook(reaper);
         try {
+            if (tls) {
+                makeKeyStore();
+            }
             for (int r = 0; r < nodes; r++) {
                 start(r);
             }
@@ -97,6 +110,7 @@ final class ClusterCollectiveBench {
             return new double[] {median(slowest), median(tcp)};
         } finally {
             destroyAll();
+            deleteKeyStore();
             try {
                 Runtime.getRuntime().removeShutdownHook(reaper);
             } catch (IllegalStateException shuttingDown) {
@@ -113,7 +127,12 @@ final class ClusterCollectiveBench {
                 "--rank", String.valueOf(rank), "--nodes", String.valueOf(nodes), "--op", kind.label(), "--rows", String.valueOf(rows),
                 "--cols", String.valueOf(cols), "--runs", String.valueOf(runs), "--chunk-floats", String.valueOf(chunkFloats),
                 "--payload", payload));
-        Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        if (tls) {
+            command.add("--tls");
+        }
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+        builder.environment().putAll(tlsEnvironment);
+        Process p = builder.start();
         ranks.add(p);
         Thread reader = new Thread(() -> {
             try (BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
@@ -135,6 +154,41 @@ final class ClusterCollectiveBench {
         }, "bench-rank-" + rank);
         reader.setDaemon(true);
         reader.start();
+    }
+
+    /** One self-signed EC key pair (keytool), key store and trust store of every rank, with a random password. */
+    private void makeKeyStore() throws IOException, InterruptedException {
+        tlsDirectory = java.nio.file.Files.createTempDirectory("graphlane-bench-tls");
+        Path store = tlsDirectory.resolve("node.p12");
+        byte[] secret = new byte[16];
+        new java.security.SecureRandom().nextBytes(secret);
+        String password = java.util.HexFormat.of().formatHex(secret);
+        ProcessBuilder keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(), "-genkeypair",
+                "-alias", "node", "-keyalg", "EC", "-groupname", "secp256r1", "-validity", "1", "-dname", "CN=graphlane-bench",
+                "-storetype", "PKCS12", "-keystore", store.toString(), "-storepass:env", "GRAPHLANE_BENCH_STORE_PASSWORD")
+                .redirectErrorStream(true);
+        keytool.environment().put("GRAPHLANE_BENCH_STORE_PASSWORD", password);
+        Process p = keytool.start();
+        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (p.waitFor() != 0) {
+            throw new GraphlaneException("bench collective --tls: keytool could not make a key store: " + output.strip());
+        }
+        tlsEnvironment.put("GRAPHLANE_TLS_KEY_STORE", store.toString());
+        tlsEnvironment.put("GRAPHLANE_TLS_TRUST_STORE", store.toString());
+        tlsEnvironment.put("GRAPHLANE_TLS_KEY_STORE_PASSWORD", password);
+        tlsEnvironment.put("GRAPHLANE_TLS_KEY_PASSWORD", password);
+        tlsEnvironment.put("GRAPHLANE_TLS_TRUST_STORE_PASSWORD", password);
+    }
+
+    private void deleteKeyStore() {
+        if (tlsDirectory != null) {
+            try {
+                java.nio.file.Files.deleteIfExists(tlsDirectory.resolve("node.p12"));
+                java.nio.file.Files.deleteIfExists(tlsDirectory);
+            } catch (IOException e) {
+                err.println("bench collective: could not delete " + tlsDirectory + ": " + e.getMessage());
+            }
+        }
     }
 
     private Line expect(String what) throws InterruptedException {
