@@ -15,7 +15,9 @@ import javax.net.ssl.SSLException;
  *
  * <p>Threads: reads hold the read lock and writes the write lock, so the plane's reader and writer run at once (the
  * engine allows one wrap and one unwrap concurrently). A record the reader receives that needs an answer (a key update
- * asking for the peer's) is wrapped and sent by the reader under the write lock, so records leave in the engine's order.
+ * asking for the peer's) is wrapped and sent under the write lock, so records leave in the engine's order; the reader
+ * never waits for that lock (a writer blocked on a full socket would stop it reading, and the peer's writer with it):
+ * it leaves the answer to whichever thread next holds the lock, and every holder checks for one as it lets go.
  */
 final class TlsPayloadChannel implements PayloadChannel {
     private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
@@ -26,7 +28,9 @@ final class TlsPayloadChannel implements PayloadChannel {
     private final SSLEngine engine;
     private final String remote;
     private final Object readLock = new Object();
-    private final Object writeLock = new Object();
+    private final java.util.concurrent.locks.ReentrantLock writeLock = new java.util.concurrent.locks.ReentrantLock();
+    /** The reader unwrapped a record that the engine must answer (set before the write lock is tried). */
+    private volatile boolean answerPending;
     /** Bytes read from the socket not unwrapped yet (write mode). */
     private ByteBuffer netIn;
     /** Plaintext unwrapped but not read yet (read mode). */
@@ -145,8 +149,9 @@ final class TlsPayloadChannel implements PayloadChannel {
 
     @Override
     public int write(ByteBuffer src) throws IOException {
-        synchronized (writeLock) {
-            int written = 0;
+        int written = 0;
+        writeLock.lock();
+        try {
             while (src.hasRemaining()) {
                 netOut.clear();
                 while (src.hasRemaining()) {
@@ -169,13 +174,17 @@ final class TlsPayloadChannel implements PayloadChannel {
                 netOut.flip();
                 writeFully(netOut);
             }
-            return written;
+        } finally {
+            writeLock.unlock();
         }
+        sendAnswers();
+        return written;
     }
 
     @Override
     public void shutdownOutput() throws IOException {
-        synchronized (writeLock) {
+        writeLock.lock();
+        try {
             engine.closeOutbound();
             while (!engine.isOutboundDone()) {
                 netOut.clear();
@@ -187,6 +196,8 @@ final class TlsPayloadChannel implements PayloadChannel {
                 }
             }
             channel.shutdownOutput();
+        } finally {
+            writeLock.unlock();
         }
     }
 
@@ -247,7 +258,8 @@ final class TlsPayloadChannel implements PayloadChannel {
 
     /** Sends what the engine has to say during the handshake; the status after it. */
     private SSLEngineResult.HandshakeStatus wrapHandshake() throws IOException {
-        synchronized (writeLock) {
+        writeLock.lock();
+        try {
             netOut.clear();
             SSLEngineResult r = engine.wrap(EMPTY, netOut);
             netOut.flip();
@@ -256,23 +268,49 @@ final class TlsPayloadChannel implements PayloadChannel {
                 throw new SSLException("TLS closed during the handshake");
             }
             return r.getHandshakeStatus();
+        } finally {
+            writeLock.unlock();
         }
     }
 
-    /** A record the reader unwrapped asks for an answer (a key update): the reader sends it. */
+    /** A record the reader unwrapped asks for an answer (a key update): it is sent without the reader waiting for it. */
     private void answerIfAsked(SSLEngineResult.HandshakeStatus status) throws IOException {
-        while (true) {
-            switch (status) {
-                case NEED_TASK -> status = runTasks();
-                case NEED_WRAP -> {
-                    if (engine.isOutboundDone()) {
-                        return;
+        if (status == SSLEngineResult.HandshakeStatus.NEED_TASK) {
+            status = runTasks();
+        }
+        if (status == SSLEngineResult.HandshakeStatus.NEED_WRAP) {
+            answerPending = true;
+            sendAnswers();
+        }
+    }
+
+    /**
+     * Sends what the engine has to answer, if an answer is pending and the write lock is free; a thread that holds the
+     * lock calls this after letting go, so a pending answer is never left behind.
+     */
+    private void sendAnswers() throws IOException {
+        while (answerPending && writeLock.tryLock()) {
+            try {
+                answerPending = false;
+                SSLEngineResult.HandshakeStatus status = engine.getHandshakeStatus();
+                // Output closed meanwhile (shutdownOutput sent TLS's close): nothing is owed any more.
+                while (!engine.isOutboundDone() && (status == SSLEngineResult.HandshakeStatus.NEED_WRAP
+                        || status == SSLEngineResult.HandshakeStatus.NEED_TASK)) {
+                    if (status == SSLEngineResult.HandshakeStatus.NEED_TASK) {
+                        status = runTasks();
+                        continue;
                     }
-                    status = wrapHandshake();
+                    netOut.clear();
+                    SSLEngineResult r = engine.wrap(EMPTY, netOut);
+                    netOut.flip();
+                    writeFully(netOut);
+                    if (r.getStatus() == SSLEngineResult.Status.CLOSED || r.bytesProduced() == 0) {
+                        break;
+                    }
+                    status = r.getHandshakeStatus();
                 }
-                default -> {
-                    return;
-                }
+            } finally {
+                writeLock.unlock();
             }
         }
     }
@@ -291,14 +329,24 @@ final class TlsPayloadChannel implements PayloadChannel {
         }
     }
 
-    /** After a failed handshake the engine holds an alert for the peer: send it, so the peer learns why. */
+    /** After a failed handshake the engine holds an alert for the peer (or owes it TLS's close): send it, so the peer learns why. */
     private void sendAlertQuietly() {
+        writeLock.lock();
         try {
-            for (int i = 0; i < 4 && engine.getHandshakeStatus() == SSLEngineResult.HandshakeStatus.NEED_WRAP; i++) {
-                wrapHandshake();
+            engine.closeOutbound();
+            for (int i = 0; i < 4 && !engine.isOutboundDone(); i++) {
+                netOut.clear();
+                SSLEngineResult r = engine.wrap(EMPTY, netOut);
+                netOut.flip();
+                writeFully(netOut);
+                if (r.bytesProduced() == 0) {
+                    break;
+                }
             }
         } catch (IOException | RuntimeException ignored) {
             // The connection is refused either way.
+        } finally {
+            writeLock.unlock();
         }
     }
 }
