@@ -3,8 +3,12 @@ package io.graphlane.cluster;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -30,11 +34,21 @@ public final class TestKeyStores {
     }
 
     /** Adds the certificate of {@code from}'s key pair to {@code to} as a trusted entry named {@code alias}. */
-    public static void trust(Path to, Path from, String alias) throws IOException, InterruptedException {
-        Path cert = Files.createTempFile(to.getParent(), alias, ".crt");
-        keytool("-exportcert", "-alias", "node", "-keystore", from.toString(), "-storepass", PASSWORD, "-file", cert.toString());
-        keytool("-importcert", "-noprompt", "-alias", alias, "-file", cert.toString(), "-keystore", to.toString(),
-                "-storepass", PASSWORD);
+    public static void trust(Path to, Path from, String alias) throws IOException, GeneralSecurityException {
+        KeyStore source = load(from);
+        KeyStore target = load(to);
+        target.setCertificateEntry(alias, source.getCertificate("node"));
+        try (OutputStream out = Files.newOutputStream(to)) {
+            target.store(out, PASSWORD.toCharArray());
+        }
+    }
+
+    private static KeyStore load(Path store) throws IOException, GeneralSecurityException {
+        KeyStore keys = KeyStore.getInstance("PKCS12");
+        try (InputStream in = Files.newInputStream(store)) {
+            keys.load(in, PASSWORD.toCharArray());
+        }
+        return keys;
     }
 
     /** {@code pekko.remote.artery.ssl.config-ssl-engine} settings with {@code keyStore} and {@code trustStore}. */

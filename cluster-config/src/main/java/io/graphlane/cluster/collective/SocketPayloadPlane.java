@@ -40,7 +40,14 @@ import org.slf4j.LoggerFactory;
  * the others, and the {@link CollectiveRankActor.Hello} carries its host, port and a random join nonce. For each pair
  * the lower rank connects to the higher rank's port and sends a handshake (magic, version, group, its rank, the
  * receiver's rank and the receiver's nonce); the receiver refuses, and logs, a handshake of another group, rank or
- * nonce (a stray), and answers one byte. The rank actor completes the join only once every pair's socket is up.
+ * nonce (a stray), and answers one byte. The rank actor completes the join only once every pair's socket is up. Each
+ * accepted connection's handshake runs on a short-lived thread of its own (at most {@link #MAX_PENDING_HANDSHAKES})
+ * under its own deadline, so a silent or garbage connection delays no other; refusals are logged as one warning per
+ * 10 s with a count, the rest at debug.
+ *
+ * <p>TLS: with Artery over TLS ({@link PayloadTls}) every socket is a {@link TlsPayloadChannel} with Artery's key and
+ * trust stores, the accepting side requiring the connecting side's certificate, and the handshake above runs inside
+ * the TLS session; otherwise a {@link PlainPayloadChannel}, unencrypted.
  *
  * <p>Frames: a 4-byte little-endian length (checked, before anything is allocated for the frame, against the larger of
  * the group's chunk frame and 8 MiB; a handshake's group name against {@link #MAX_GROUP_NAME_BYTES}), then what

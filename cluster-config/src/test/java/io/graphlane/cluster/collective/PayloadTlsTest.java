@@ -61,6 +61,7 @@ class PayloadTlsTest {
     private static PayloadTls strangerTrustingTheCluster;
 
     @BeforeAll
+    @Timeout(value = 180, unit = TimeUnit.SECONDS) // three keytool runs, each a JVM: slow on a loaded machine
     static void start() throws Exception {
         system = ActorSystem.create(Behaviors.empty(), "tls-plane-test", ConfigFactory.parseString("pekko.loglevel = WARNING")
                 .withFallback(ConfigFactory.load()));
