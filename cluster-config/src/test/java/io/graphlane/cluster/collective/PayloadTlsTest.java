@@ -17,6 +17,7 @@ import com.typesafe.config.ConfigFactory;
 import io.graphlane.backend.cpu.collective.CollectiveMessage;
 import io.graphlane.backend.cpu.collective.CollectiveTransport.Envelope;
 import io.graphlane.cluster.TestKeyStores;
+import io.graphlane.cluster.collective.SocketPayloadPlaneTest.Rank;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
@@ -28,7 +29,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -88,26 +88,8 @@ class PayloadTlsTest {
         return new PayloadTls(new ConfigSSLEngineProvider(engine, Logging.withMarker(Adapter.toClassic(system), PayloadTlsTest.class.getName(), LogSource$.MODULE$.fromString())));
     }
 
-    private record Rank(SocketPayloadPlane plane, LinkedBlockingQueue<Envelope> inbox, CompletableFuture<Integer> up) {
-    }
-
     private static Rank rank(String group, int rank, PayloadTls tls) throws Exception {
-        LinkedBlockingQueue<Envelope> inbox = new LinkedBlockingQueue<>();
-        PeerStatus status = new PeerStatus(group, rank, 2, inbox);
-        SocketPayloadPlane plane = SocketPayloadPlane.open(group, rank, 4, 1 << 20, 20_000, wire, status, inbox, "127.0.0.1", "127.0.0.1", tls);
-        CompletableFuture<Integer> up = new CompletableFuture<>();
-        plane.start(new SocketPayloadPlane.Listener() {
-            @Override
-            public void linkUp(int peer) {
-                up.complete(peer);
-            }
-
-            @Override
-            public void linkFailed(int peer, String why) {
-                up.completeExceptionally(new AssertionError(why));
-            }
-        });
-        return new Rank(plane, inbox, up);
+        return SocketPayloadPlaneTest.rank(wire, group, rank, 20_000, tls);
     }
 
     private static float[] ramp(int n, float step) {

@@ -51,13 +51,19 @@ class SocketPayloadPlaneTest {
         system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 
-    private record Rank(SocketPayloadPlane plane, LinkedBlockingQueue<Envelope> inbox, CompletableFuture<Integer> up) {
+    /** One rank of a 2-rank group's plane, its inbox, and the peer whose link came up (or why it failed). */
+    record Rank(SocketPayloadPlane plane, LinkedBlockingQueue<Envelope> inbox, CompletableFuture<Integer> up) {
     }
 
     private static Rank rank(String group, int rank) throws Exception {
+        return rank(wire, group, rank, 1000, null);
+    }
+
+    /** Rank {@code rank} of a 2-rank group on loopback, framing with {@code wire}, over TLS when {@code tls} is given. */
+    static Rank rank(CollectiveWireSerializer wire, String group, int rank, int chunkFloats, PayloadTls tls) throws Exception {
         LinkedBlockingQueue<Envelope> inbox = new LinkedBlockingQueue<>();
         PeerStatus status = new PeerStatus(group, rank, 2, inbox);
-        SocketPayloadPlane plane = SocketPayloadPlane.open(group, rank, 4, 1 << 20, 1000, wire, status, inbox, "127.0.0.1", "127.0.0.1", null);
+        SocketPayloadPlane plane = SocketPayloadPlane.open(group, rank, 4, 1 << 20, chunkFloats, wire, status, inbox, "127.0.0.1", "127.0.0.1", tls);
         CompletableFuture<Integer> up = new CompletableFuture<>();
         plane.start(new SocketPayloadPlane.Listener() {
             @Override
