@@ -84,6 +84,11 @@ public final class NodeCommand implements Callable<Integer> {
     @Option(names = "--port", description = "The serving HTTP port (default: ${DEFAULT-VALUE}).", defaultValue = "8000")
     int port;
 
+    @Option(names = "--http-host", paramLabel = "HOST", description = "The address the serving HTTP server binds, apart from"
+            + " --host (Artery's): plain HTTP, so loopback unless a proxy or a trusted network is in front (0.0.0.0: every"
+            + " interface; default: ${DEFAULT-VALUE}).", defaultValue = "127.0.0.1")
+    String httpHost;
+
     @CommandLine.Mixin
     HttpServeOptions http = new HttpServeOptions();
 
@@ -125,6 +130,11 @@ public final class NodeCommand implements Callable<Integer> {
         if (Boolean.TRUE.equals(serve) && model == null) {
             throw new ClusterConfigException("--serve needs --model: a node serves the model its cluster hosts");
         }
+        try {
+            java.net.InetAddress.getByName(httpHost);
+        } catch (java.net.UnknownHostException e) {
+            throw new ClusterConfigException("--http-host: cannot resolve '" + httpHost + "' to an address to bind");
+        }
         if (tensorParallel > 1 && model == null) {
             throw new ClusterConfigException("--tensor-parallel " + tensorParallel + " needs --model: shards split a model's weights");
         }
@@ -153,7 +163,7 @@ public final class NodeCommand implements Callable<Integer> {
             ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, stageCount,
                     base.getInt("graphlane.cluster.pipeline.max-active-requests"));
             OpenAiServer server = new OpenAiServer(node.system(), generator, serverOptions);
-            ServerBinding binding = server.bind(settings.host(), port).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            ServerBinding binding = server.bind(httpHost, port).toCompletableFuture().get(30, TimeUnit.SECONDS);
             node.readiness().requireServing(() -> generator.unavailableReason().isEmpty() && !server.draining());
             // On shutdown (SIGTERM runs coordinated shutdown): /health turns 503 and new completions are refused at once,
             // the ones in flight finish within --drain-seconds, then the server unbinds and the node leaves.
@@ -162,7 +172,7 @@ public final class NodeCommand implements Callable<Integer> {
                             .thenCompose(drained -> binding.terminate(Duration.ofSeconds(5)))
                             .thenApply(ignored -> Done.getInstance()));
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
-                    + settings.host() + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics)");
+                    + httpHost + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics)");
         }
         PrintWriter out = spec.commandLine().getOut();
         out.println("graphlane node: profile " + settings.profile().configName() + ", management http://" + settings.host()

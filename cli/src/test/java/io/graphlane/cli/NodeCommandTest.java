@@ -20,6 +20,23 @@ class NodeCommandTest {
     }
 
     @Test
+    void theHttpHostIsItsOwnOptionDefaultingToLoopbackAndListedInHelp() {
+        NodeCommand defaults = new NodeCommand();
+        new CommandLine(defaults).parseArgs("--profile", "static", "--host", "10.1.2.3", "--seed", "10.1.2.4:2551");
+        assertEquals("127.0.0.1", defaults.httpHost, "the serving address does not follow --host");
+        assertEquals("10.1.2.3", defaults.host);
+        NodeCommand given = new NodeCommand();
+        new CommandLine(given).parseArgs("--rank", "0", "--http-host", "0.0.0.0");
+        assertEquals("0.0.0.0", given.httpHost);
+        assertEquals("127.0.0.1", given.host);
+        String help = GraphlaneCli.commandLine().getSubcommands().get("node").getUsageMessage();
+        assertTrue(help.contains("--http-host=HOST") && help.contains("default: 127.0.0.1"), help);
+        String[] unresolvable = run("node", "--rank", "0", "--http-host", "no-such-host.invalid");
+        assertEquals("2", unresolvable[0]);
+        assertTrue(unresolvable[1].contains("--http-host: cannot resolve 'no-such-host.invalid'"), unresolvable[1]);
+    }
+
+    @Test
     void theLocalProfileNeedsARankInRange() {
         String[] noRank = run("node", "--profile", "local", "--nodes", "3");
         assertEquals("2", noRank[0]);

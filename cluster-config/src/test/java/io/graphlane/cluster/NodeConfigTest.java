@@ -66,6 +66,19 @@ class NodeConfigTest {
     }
 
     @Test
+    void kubernetesWithTlsReadsTheKeyStoreFromTheSecretsMount() {
+        NodeSettings s = new NodeSettings(ClusterProfile.KUBERNETES, 3, OptionalInt.empty(), "0.0.0.0", 2551, 8558, List.of(),
+                List.of(), true);
+        Config c = NodeConfig.build(s, BASE);
+        assertEquals("tls-tcp", c.getString("pekko.remote.artery.transport"));
+        // Unless GRAPHLANE_TLS_KEY_STORE / _TRUST_STORE name other files.
+        org.junit.jupiter.api.Assumptions.assumeTrue(System.getenv("GRAPHLANE_TLS_KEY_STORE") == null
+                && System.getenv("GRAPHLANE_TLS_TRUST_STORE") == null, "GRAPHLANE_TLS_KEY_STORE or _TRUST_STORE is set");
+        assertEquals("/etc/graphlane/tls/node.p12", c.getString("pekko.remote.artery.ssl.config-ssl-engine.key-store"));
+        assertEquals("/etc/graphlane/tls/node.p12", c.getString("pekko.remote.artery.ssl.config-ssl-engine.trust-store"));
+    }
+
+    @Test
     void badSettingsAreRefusedNamingTheOption() {
         assertTrue(assertThrows(ClusterConfigException.class, () -> NodeSettings.local(BASE, 3, 3)).getMessage()
                 .contains("--rank"));

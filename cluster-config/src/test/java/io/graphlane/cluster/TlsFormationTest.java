@@ -4,9 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import io.graphlane.backend.cpu.CpuBackend;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,25 +16,15 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Two nodes form a cluster over Artery TLS. The key store is made at test time with the JDK's keytool (one
- * self-signed EC key pair, used as both key store and trust store), so no secret is checked in.
+ * self-signed EC key pair, used as both key store and trust store; {@link TestKeyStores}), so no secret is checked in.
  */
 class TlsFormationTest {
 
     @Test
     void twoNodesFormOverTls(@TempDir Path dir) throws Exception {
-        Path keyStore = dir.resolve("node.p12");
-        Process keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(),
-                "-genkeypair", "-alias", "node", "-keyalg", "EC", "-groupname", "secp256r1", "-validity", "2",
-                "-dname", "CN=graphlane-test", "-storetype", "PKCS12", "-keystore", keyStore.toString(),
-                "-storepass", "changeit", "-keypass", "changeit")
-                .redirectErrorStream(true).start();
-        String keytoolOutput = new String(keytool.getInputStream().readAllBytes());
-        assertEquals(0, keytool.waitFor(), keytoolOutput);
-        assertTrue(Files.size(keyStore) > 0);
-
-        Config tls = ConfigFactory.parseString("graphlane.cluster.profiles.tls.pekko.remote.artery.ssl.config-ssl-engine {\n"
-                + "  key-store = \"" + keyStore + "\"\n  trust-store = \"" + keyStore + "\"\n"
-                + "  key-store-password = changeit\n  key-password = changeit\n  trust-store-password = changeit\n}");
+        Path keyStore = TestKeyStores.selfSigned(dir.resolve("node.p12"), "graphlane-test");
+        Config tls = TestKeyStores.configSslEngine(keyStore, keyStore)
+                .atPath("graphlane.cluster.profiles.tls.pekko.remote.artery.ssl.config-ssl-engine");
         Config base = tls.withFallback(TestNodes.base());
         List<GraphlaneNode> nodes = new ArrayList<>();
         try {

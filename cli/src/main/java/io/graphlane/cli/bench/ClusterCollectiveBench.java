@@ -4,9 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.backend.cpu.collective.CollectiveKind;
 import io.graphlane.core.GraphlaneException;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -39,6 +41,10 @@ final class ClusterCollectiveBench {
     private final int chunkFloats;
     private final String payload;
     private final PrintWriter err;
+    /** With --tls: the GRAPHLANE_TLS_* variables every rank gets (a key store made for this run); else empty. */
+    private final java.util.Map<String, String> tlsEnvironment = new java.util.HashMap<>();
+    private boolean tls;
+    private Path tlsDirectory;
 
     ClusterCollectiveBench(CollectiveKind kind, int nodes, int rows, int cols, int runs, int chunkFloats, String payload, PrintWriter err) {
         this.kind = kind;
@@ -51,15 +57,28 @@ final class ClusterCollectiveBench {
         this.err = err;
     }
 
+    /** Runs Artery and the payload sockets over TLS, with a self-signed key store made for the run. */
+    ClusterCollectiveBench withTls(boolean on) {
+        this.tls = on;
+        return this;
+    }
+
     /** Runs the ranks and combines what they measured. */
     Result run() throws Exception {
         try (RankProcesses ranks = new RankProcesses("bench collective", CollectiveWorker.PREFIX, DEADLINE_SECONDS, err)) {
+            if (tls) {
+                makeKeyStore();
+            }
             long heapMb = Math.max(512, 6L * rows * cols * Float.BYTES / (1 << 20) + 384);
             for (int r = 0; r < nodes; r++) {
-                ranks.start(r, RankProcesses.graphlane(heapMb, List.of("bench", "collective-worker",
+                List<String> args = new java.util.ArrayList<>(List.of("bench", "collective-worker",
                         "--rank", String.valueOf(r), "--nodes", String.valueOf(nodes), "--op", kind.label(), "--rows", String.valueOf(rows),
                         "--cols", String.valueOf(cols), "--runs", String.valueOf(runs), "--chunk-floats", String.valueOf(chunkFloats),
-                        "--payload", payload)));
+                        "--payload", payload));
+                if (tls) {
+                    args.add("--tls");
+                }
+                ranks.start(r, RankProcesses.graphlane(heapMb, args), tlsEnvironment);
             }
             int[] ports = new int[nodes];
             for (int seen = 0; seen < nodes; seen++) {
@@ -98,6 +117,45 @@ final class ClusterCollectiveBench {
                 }
             }
             return new Result(median(slowest), median(tcp), phases);
+        } finally {
+            deleteKeyStore();
+        }
+    }
+
+    /** One self-signed EC key pair (keytool), key store and trust store of every rank, with a random password. */
+    private void makeKeyStore() throws IOException, InterruptedException {
+        tlsDirectory = java.nio.file.Files.createTempDirectory("graphlane-bench-tls");
+        Path store = tlsDirectory.resolve("node.p12");
+        byte[] secret = new byte[16];
+        new java.security.SecureRandom().nextBytes(secret);
+        String password = java.util.HexFormat.of().formatHex(secret);
+        ProcessBuilder keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(), "-genkeypair",
+                "-alias", "node", "-keyalg", "EC", "-groupname", "secp256r1", "-validity", "1", "-dname", "CN=graphlane-bench",
+                "-storetype", "PKCS12", "-keystore", store.toString(), "-storepass:env", "GRAPHLANE_BENCH_STORE_PASSWORD")
+                .redirectErrorStream(true);
+        keytool.environment().put("GRAPHLANE_BENCH_STORE_PASSWORD", password);
+        Process p = keytool.start();
+        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (p.waitFor() != 0) {
+            throw new GraphlaneException("bench collective --tls: keytool could not make a key store: " + output.strip());
+        }
+        tlsEnvironment.put("GRAPHLANE_TLS_KEY_STORE", store.toString());
+        tlsEnvironment.put("GRAPHLANE_TLS_TRUST_STORE", store.toString());
+        tlsEnvironment.put("GRAPHLANE_TLS_KEY_STORE_PASSWORD", password);
+        tlsEnvironment.put("GRAPHLANE_TLS_KEY_PASSWORD", password);
+        tlsEnvironment.put("GRAPHLANE_TLS_TRUST_STORE_PASSWORD", password);
+    }
+
+    private void deleteKeyStore() {
+        if (tlsDirectory != null) {
+            try {
+                java.nio.file.Files.deleteIfExists(tlsDirectory.resolve("node.p12"));
+                java.nio.file.Files.deleteIfExists(tlsDirectory);
+            } catch (IOException e) {
+                err.println("bench collective: could not delete " + tlsDirectory + ": " + e.getMessage());
+            }
+        }
+    }
         }
     }
 

@@ -65,6 +65,9 @@ public final class CollectiveBench implements Callable<Integer> {
                 "or artery (actor messages on Artery's large-message stream); graphlane.cluster.collective.payload."})
     String payload;
 
+    @Option(names = "--tls", description = "Across nodes: Artery and the payload sockets over TLS, with a key store made for the run.")
+    boolean tls;
+
     @Option(names = "--runs", paramLabel = "R", defaultValue = "7", description = "Measured runs after 2 warm-up runs; the median counts (default ${DEFAULT-VALUE}).")
     int runs;
 
@@ -112,7 +115,7 @@ public final class CollectiveBench implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         if (nodes != null) {
             ClusterCollectiveBench.Result measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, chunkFloats, payload,
-                    spec.commandLine().getErr()).run();
+                    spec.commandLine().getErr()).withTls(tls).run();
             double seconds = measured.seconds();
             double algbw = size / seconds / 1e9;
             double busbw = algbw * factor;
@@ -129,6 +132,7 @@ public final class CollectiveBench implements Callable<Integer> {
                 o.put("tcp_loopback_gb_per_s", tcp);
                 o.put("ratio", ratio);
                 o.put("transport", payload);
+                o.put("tls", tls);
                 o.put("runs", runs);
                 o.put("chunk_floats", chunkFloats);
                 o.put("cores", Runtime.getRuntime().availableProcessors());
@@ -138,8 +142,8 @@ public final class CollectiveBench implements Callable<Integer> {
                 }
                 out.println(o);
             } else {
-                out.printf(Locale.ROOT, "%s over %d node JVMs on loopback (payload over %s), %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
-                        kind, nodes, payload, size, seconds, algbw, busbw);
+                out.printf(Locale.ROOT, "%s over %d node JVMs on loopback (payload over %s%s), %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
+                        kind, nodes, payload, tls ? ", TLS" : "", size, seconds, algbw, busbw);
                 out.printf(Locale.ROOT, "baseline: plain socket copy of the same bytes between two of them %.3f GB/s; ratio busbw / tcp = %.2f%n",
                         tcp, ratio);
                 double[] ms = measured.phaseMillis();

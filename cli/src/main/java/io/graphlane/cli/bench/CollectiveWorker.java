@@ -77,6 +77,9 @@ public final class CollectiveWorker implements Callable<Integer> {
     @Option(names = "--payload", required = true)
     String payload;
 
+    @Option(names = "--tls")
+    boolean tls;
+
     private final CpuNeuralOps ops = new CpuNeuralOps();
     private final PrintStream out = System.out;
 
@@ -84,7 +87,7 @@ public final class CollectiveWorker implements Callable<Integer> {
     public Integer call() throws Exception {
         CollectiveKind kind = CollectiveBench.kindOf(op);
         BufferedReader parent = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        Config config = config(payload);
+        Config config = config(payload, tls);
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), NodeConfig.systemName(config), config);
         try {
             tell("address " + Cluster.get(system).selfMember().address().getPort().get());
@@ -122,7 +125,7 @@ public final class CollectiveWorker implements Callable<Integer> {
         }
     }
 
-    private static Config config(String payload) {
+    private static Config config(String payload, boolean tls) {
         Config base = ConfigFactory.parseString("graphlane.cluster.collective.payload = " + payload + "\n" + """
                 pekko.loglevel = WARNING
                 pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off
@@ -130,7 +133,7 @@ public final class CollectiveWorker implements Callable<Integer> {
                 pekko.cluster.typed.receptionist.distributed-data.notify-subscribers-interval = 50ms
                 """).withFallback(ConfigFactory.load());
         NodeSettings settings = new NodeSettings(ClusterProfile.STATIC, 1, OptionalInt.empty(), "127.0.0.1", 0, 0, List.of(),
-                List.of("127.0.0.1:1"), false);
+                List.of("127.0.0.1:1"), tls);
         return ConfigFactory.parseString("pekko.cluster.seed-nodes = []").withFallback(NodeConfig.build(settings, base));
     }
 

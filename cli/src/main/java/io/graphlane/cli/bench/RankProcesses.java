@@ -61,10 +61,17 @@ final class RankProcesses implements AutoCloseable {
 
     /** Starts rank {@code rank} (the next one: ranks start in order from 0) as {@code command}. */
     Process start(int rank, List<String> command) throws IOException {
+        return start(rank, command, java.util.Map.of());
+    }
+
+    /** As {@link #start(int, List)}, with {@code environment} added to this process's environment. */
+    Process start(int rank, List<String> command, java.util.Map<String, String> environment) throws IOException {
         if (rank != ranks.size()) {
             throw new IllegalStateException("rank " + rank + " started after " + ranks.size() + " ranks");
         }
-        Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+        builder.environment().putAll(environment);
+        Process p = builder.start();
         ranks.add(p);
         Thread reader = new Thread(() -> {
             try (BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {

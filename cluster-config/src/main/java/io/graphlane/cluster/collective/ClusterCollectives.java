@@ -60,6 +60,12 @@ public final class ClusterCollectives {
     /** Like {@link #join(ActorSystem, String, int, int, CollectiveSettings)} with an explicit deadline for the others to join. */
     public static CompletionStage<ClusterCollectiveTransport> join(ActorSystem<?> system, String group, int rank, int size,
                                                                    CollectiveSettings settings, Duration joinTimeout) {
+        return join(system, group, rank, size, settings, joinTimeout, plane -> { });
+    }
+
+    /** Like {@link #join(ActorSystem, String, int, int, CollectiveSettings, Duration)}; {@code opened} sees the payload plane once bound. */
+    static CompletionStage<ClusterCollectiveTransport> join(ActorSystem<?> system, String group, int rank, int size, CollectiveSettings settings,
+                                                            Duration joinTimeout, java.util.function.Consumer<SocketPayloadPlane> opened) {
         Objects.requireNonNull(system, "system");
         Objects.requireNonNull(group, "group");
         Objects.requireNonNull(settings, "settings");
@@ -89,6 +95,9 @@ public final class ClusterCollectives {
         LinkedBlockingQueue<Envelope> inbox = new LinkedBlockingQueue<>();
         PeerStatus status = new PeerStatus(group, rank, size, inbox);
         SocketPayloadPlane plane = sockets && size > 1 ? openPlane(system, group, rank, window, settings.chunkFloats(), status, inbox) : null;
+        if (plane != null) {
+            opened.accept(plane);
+        }
         CompletableFuture<List<ActorRef<CollectiveRankActor.Command>>> joined = new CompletableFuture<>();
         CollectiveRankActor.Setup setup = new CollectiveRankActor.Setup(group, rank, size, window, joinTimeout, settings.memberTimeout(),
                 inbox, joined, status, plane);
@@ -142,7 +151,8 @@ public final class ClusterCollectives {
                     + serializer.getClass().getName() + " in pekko.actor.serialization-bindings");
         }
         try {
-            return SocketPayloadPlane.open(group, rank, window, (int) buffer, chunkFloats, wire, status, inbox, host, bindHost);
+            return SocketPayloadPlane.open(group, rank, window, (int) buffer, chunkFloats, wire, status, inbox, host, bindHost,
+                    PayloadTls.of(Adapter.toClassic(system)));
         } catch (IOException e) {
             throw new ClusterCollectiveException("collective group " + group + ", rank " + rank + ": cannot bind a payload socket on "
                     + bindHost + ": " + e.getMessage());

@@ -9,20 +9,23 @@ import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,7 +40,14 @@ import org.slf4j.LoggerFactory;
  * the others, and the {@link CollectiveRankActor.Hello} carries its host, port and a random join nonce. For each pair
  * the lower rank connects to the higher rank's port and sends a handshake (magic, version, group, its rank, the
  * receiver's rank and the receiver's nonce); the receiver refuses, and logs, a handshake of another group, rank or
- * nonce (a stray), and answers one byte. The rank actor completes the join only once every pair's socket is up.
+ * nonce (a stray), and answers one byte. The rank actor completes the join only once every pair's socket is up. Each
+ * accepted connection's handshake runs on a short-lived thread of its own (at most {@link #MAX_PENDING_HANDSHAKES})
+ * under its own deadline, so a silent or garbage connection delays no other; refusals are logged as one warning per
+ * 10 s with a count, the rest at debug.
+ *
+ * <p>TLS: with Artery over TLS ({@link PayloadTls}) every socket is a {@link TlsPayloadChannel} with Artery's key and
+ * trust stores, the accepting side requiring the connecting side's certificate, and the handshake above runs inside
+ * the TLS session; otherwise a {@link PlainPayloadChannel}, unencrypted.
  *
  * <p>Frames: a 4-byte little-endian length (checked, before anything is allocated for the frame, against the larger of
  * the group's chunk frame and 8 MiB; a handshake's group name against {@link #MAX_GROUP_NAME_BYTES}), then what
@@ -68,7 +78,12 @@ final class SocketPayloadPlane {
     private static final Logger LOG = LoggerFactory.getLogger(SocketPayloadPlane.class);
     private static final int MAGIC = 0x474C5043;
     private static final byte VERSION = 1;
-    private static final long HANDSHAKE_TIMEOUT_MS = 10_000;
+    /** How long one connection may take, from connect or accept to its answer (TLS handshake included). */
+    static final long HANDSHAKE_TIMEOUT_MS = 10_000;
+    /** Handshakes the accepting side serves at once, one short-lived thread each; a connection beyond them is closed. */
+    static final int MAX_PENDING_HANDSHAKES = 64;
+    /** At most one warning per this many nanoseconds about refused connections; the others go to debug. */
+    private static final long REFUSAL_WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
     /** Bytes a chunk's frame holds besides its floats: the length prefix and the Kryo header, with room to spare. */
     static final int CHUNK_FRAME_OVERHEAD = 64;
     /** The largest frame other than a chunk (a descriptor with up to 2^20 send counts, a departure's reason). */
@@ -112,13 +127,23 @@ final class SocketPayloadPlane {
     private final AtomicReferenceArray<Link> links;
     private final AtomicReferenceArray<String> nodes;
     private final AtomicBoolean started = new AtomicBoolean();
+    /** TLS with Artery's key and trust stores, or null for plain TCP. */
+    private final PayloadTls tls;
+    /** Connections accepted whose handshake is under way; closed at once on abort. */
+    private final Set<SocketChannel> pending = ConcurrentHashMap.newKeySet();
+    private final Semaphore handshakeSlots = new Semaphore(MAX_PENDING_HANDSHAKES);
+    /** Lower ranks linked so far; at {@code rank} the server socket closes. */
+    private final AtomicInteger accepted = new AtomicInteger();
+    private final AtomicLong lastRefusalWarning = new AtomicLong(System.nanoTime() - REFUSAL_WARN_INTERVAL_NANOS);
+    private final AtomicInteger refusalsSinceWarning = new AtomicInteger();
+    private volatile boolean allAccepted;
     private volatile Listener listener;
     private volatile boolean closing;
     private volatile boolean aborted;
 
     private SocketPayloadPlane(String group, int rank, int size, int window, int bufferBytes, int chunkFloats,
                                CollectiveWireSerializer serializer, PeerStatus status, BlockingQueue<Envelope> inbox,
-                               ServerSocketChannel server, String host) throws IOException {
+                               ServerSocketChannel server, String host, PayloadTls tls) throws IOException {
         this.group = group;
         this.rank = rank;
         this.window = window;
@@ -130,6 +155,7 @@ final class SocketPayloadPlane {
         this.inbox = inbox;
         this.server = server;
         this.host = host;
+        this.tls = tls;
         this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
         this.nonce = new SecureRandom().nextLong();
         this.links = new AtomicReferenceArray<>(size);
@@ -138,17 +164,19 @@ final class SocketPayloadPlane {
     }
 
     /**
-     * Binds the plane's server socket on {@code bindHost} (an ephemeral port) and advertises {@code host}.
+     * Binds the plane's server socket on {@code bindHost} (an ephemeral port) and advertises {@code host}; every socket
+     * runs TLS when {@code tls} is given, plain TCP when it is null.
      *
      * @throws IOException if no socket could be bound there
      */
     static SocketPayloadPlane open(String group, int rank, int window, int bufferBytes, int chunkFloats, CollectiveWireSerializer serializer,
-                                   PeerStatus status, BlockingQueue<Envelope> inbox, String host, String bindHost) throws IOException {
+                                   PeerStatus status, BlockingQueue<Envelope> inbox, String host, String bindHost, PayloadTls tls)
+            throws IOException {
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
             server.setOption(StandardSocketOptions.SO_RCVBUF, bufferBytes);
             server.bind(new InetSocketAddress(InetAddress.getByName(bindHost), 0));
-            return new SocketPayloadPlane(group, rank, status.size(), window, bufferBytes, chunkFloats, serializer, status, inbox, server, host);
+            return new SocketPayloadPlane(group, rank, status.size(), window, bufferBytes, chunkFloats, serializer, status, inbox, server, host, tls);
         } catch (IOException | RuntimeException e) {
             server.close();
             throw e;
@@ -197,24 +225,30 @@ final class SocketPayloadPlane {
             return;
         }
         link.writer = new Thread(() -> {
-            SocketChannel ch = null;
+            SocketChannel socket = null;
+            PayloadChannel ch;
+            HandshakeDeadline deadline = null;
             try {
-                ch = SocketChannel.open();
-                configure(ch);
-                ch.socket().connect(new InetSocketAddress(peerHost, peerPort), (int) HANDSHAKE_TIMEOUT_MS);
+                socket = SocketChannel.open();
+                configure(socket);
+                deadline = new HandshakeDeadline(socket);
+                socket.socket().connect(new InetSocketAddress(peerHost, peerPort), (int) HANDSHAKE_TIMEOUT_MS);
+                ch = tls == null ? new PlainPayloadChannel(socket, peerHost + ":" + peerPort) : tls.client(socket, peerHost, peerPort);
                 ByteBuffer hs = handshake(peer, peerNonce);
                 while (hs.hasRemaining()) {
                     ch.write(hs);
                 }
                 ByteBuffer answer = ByteBuffer.allocate(1);
-                if (!readWithin(ch, answer) || answer.get(0) != ACCEPTED) {
+                if (!readFully(ch, answer) || answer.get(0) != ACCEPTED) {
                     throw new IOException("rank " + peer + " refused the handshake");
                 }
+                deadline.settle();
             } catch (IOException e) {
-                closeQuietly(ch);
+                closeQuietly(socket);
                 link.finishUnconnected();
                 if (!aborted && !closing) {
-                    listener.linkFailed(peer, "connecting to " + peerHost + ":" + peerPort + " failed: " + e);
+                    IOException why = deadline != null && deadline.fired() ? deadline.failure(e) : e;
+                    listener.linkFailed(peer, "connecting to " + peerHost + ":" + peerPort + " failed: " + why);
                 }
                 return;
             }
@@ -245,54 +279,81 @@ final class SocketPayloadPlane {
         return b;
     }
 
-    /** Reads {@code into} fully within the handshake timeout; false at EOF. */
-    private static boolean readWithin(SocketChannel ch, ByteBuffer into) throws IOException {
-        AtomicBoolean settled = new AtomicBoolean();
-        CompletableFuture.delayedExecutor(HANDSHAKE_TIMEOUT_MS, TimeUnit.MILLISECONDS).execute(() -> {
-            if (settled.compareAndSet(false, true)) {
-                closeQuietly(ch);
-            }
-        });
-        boolean read = true;
-        try {
-            while (into.hasRemaining() && read) {
-                read = ch.read(into) >= 0;
-            }
-        } catch (ClosedChannelException e) {
+    /**
+     * The deadline of one connection's handshake: at {@link #HANDSHAKE_TIMEOUT_MS} after it was made, the socket is
+     * closed unless the handshake settled first, so a blocked read or write on it ends.
+     */
+    private static final class HandshakeDeadline {
+        private final AtomicBoolean settled = new AtomicBoolean();
+        private volatile boolean fired;
+
+        HandshakeDeadline(SocketChannel socket) {
+            CompletableFuture.delayedExecutor(HANDSHAKE_TIMEOUT_MS, TimeUnit.MILLISECONDS).execute(() -> {
+                if (settled.compareAndSet(false, true)) {
+                    fired = true;
+                    closeQuietly(socket);
+                }
+            });
+        }
+
+        /** The handshake is over in time; throws if the deadline closed the socket first. */
+        void settle() throws IOException {
             if (!settled.compareAndSet(false, true)) {
-                throw new IOException("no handshake within " + HANDSHAKE_TIMEOUT_MS + " ms", e);
+                throw new IOException("no handshake within " + HANDSHAKE_TIMEOUT_MS + " ms");
             }
-            throw e;
         }
-        if (!settled.compareAndSet(false, true)) {
-            throw new IOException("no handshake within " + HANDSHAKE_TIMEOUT_MS + " ms");
+
+        boolean fired() {
+            return fired;
         }
-        return read;
+
+        /** What a failure of the handshake means once the deadline closed its socket. */
+        IOException failure(IOException e) {
+            return new IOException("no handshake within " + HANDSHAKE_TIMEOUT_MS + " ms", e);
+        }
     }
 
+    /** Reads {@code into} fully; false at EOF. */
+    private static boolean readFully(PayloadChannel ch, ByteBuffer into) throws IOException {
+        while (into.hasRemaining()) {
+            if (ch.read(into) < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Accepts connections until every lower rank is linked, serving each one's handshake on a thread of its own (at
+     * most {@link #MAX_PENDING_HANDSHAKES} at once) under its own deadline, so a connection that stays silent or sends
+     * garbage never holds up another.
+     */
     private void acceptLoop() {
-        int accepted = 0;
         try {
-            while (accepted < rank && !aborted && !closing) {
+            while (!allAccepted && !aborted && !closing) {
                 SocketChannel ch = server.accept();
-                try {
-                    configure(ch);
-                    String refused = acceptHandshake(ch);
-                    if (refused != null) {
-                        LOG.warn("collective group {} rank {}: refused a payload connection from {}: {}", group, rank,
-                                ch.getRemoteAddress(), refused);
-                        ch.write(ByteBuffer.wrap(new byte[] {REFUSED}));
-                        closeQuietly(ch);
-                    } else {
-                        accepted++;
-                    }
-                } catch (IOException e) {
-                    LOG.warn("collective group {} rank {}: a payload connection failed during its handshake: {}", group, rank, e.toString());
+                if (!handshakeSlots.tryAcquire()) {
+                    refused(remoteOf(ch), MAX_PENDING_HANDSHAKES + " handshakes are under way already");
                     closeQuietly(ch);
+                    continue;
+                }
+                pending.add(ch);
+                if (aborted || closing) {
+                    closeQuietly(ch);
+                }
+                Thread handshake = new Thread(() -> serveHandshake(ch), "graphlane-collective-" + group + "-" + rank + "-handshake");
+                handshake.setDaemon(true);
+                try {
+                    handshake.start();
+                } catch (OutOfMemoryError | RuntimeException e) {
+                    pending.remove(ch);
+                    handshakeSlots.release();
+                    closeQuietly(ch);
+                    refused(remoteOf(ch), "no thread for its handshake: " + e);
                 }
             }
         } catch (IOException e) {
-            if (!aborted && !closing) {
+            if (!allAccepted && !aborted && !closing) {
                 LOG.warn("collective group {} rank {}: stopped accepting payload connections: {}", group, rank, e.toString());
             }
         } finally {
@@ -300,10 +361,56 @@ final class SocketPayloadPlane {
         }
     }
 
+    /** One accepted connection: TLS if on, then the plane's handshake, all within its deadline; a refusal is logged. */
+    private void serveHandshake(SocketChannel socket) {
+        String from = remoteOf(socket);
+        HandshakeDeadline deadline = new HandshakeDeadline(socket);
+        try {
+            configure(socket);
+            PayloadChannel ch = tls == null ? new PlainPayloadChannel(socket, from) : tls.server(socket);
+            String refused = acceptHandshake(ch, deadline);
+            if (refused != null) {
+                ch.write(ByteBuffer.wrap(new byte[] {REFUSED}));
+                closeQuietly(ch);
+                refused(from, refused);
+            }
+        } catch (IOException e) {
+            closeQuietly(socket);
+            if (!aborted && !closing) {
+                refused(from, "its handshake failed: " + (deadline.fired() ? deadline.failure(e) : e));
+            }
+        } finally {
+            pending.remove(socket);
+            handshakeSlots.release();
+        }
+    }
+
+    /** Logs a refused connection: a warning at most every 10 s (counting those in between), the rest at debug. */
+    private void refused(String from, String why) {
+        long now = System.nanoTime();
+        long last = lastRefusalWarning.get();
+        if (now - last >= REFUSAL_WARN_INTERVAL_NANOS && lastRefusalWarning.compareAndSet(last, now)) {
+            int since = refusalsSinceWarning.getAndSet(0);
+            LOG.warn("collective group {} rank {}: refused a payload connection from {}: {}{}", group, rank, from, why,
+                    since == 0 ? "" : " (" + since + " more refused since the last warning, logged at debug)");
+        } else {
+            refusalsSinceWarning.incrementAndGet();
+            LOG.debug("collective group {} rank {}: refused a payload connection from {}: {}", group, rank, from, why);
+        }
+    }
+
+    private static String remoteOf(SocketChannel ch) {
+        try {
+            return String.valueOf(ch.getRemoteAddress());
+        } catch (IOException e) {
+            return "(unknown address)";
+        }
+    }
+
     /** Reads and checks a lower rank's handshake; null once its link is up, else why it was refused. */
-    private String acceptHandshake(SocketChannel ch) throws IOException {
+    private String acceptHandshake(PayloadChannel ch, HandshakeDeadline deadline) throws IOException {
         ByteBuffer head = ByteBuffer.allocate(4 + 1 + 4);
-        if (!readWithin(ch, head)) {
+        if (!readFully(ch, head)) {
             return "it closed before its handshake";
         }
         head.flip();
@@ -317,7 +424,7 @@ final class SocketPayloadPlane {
             return "its handshake declares a group name of " + groupBytes + " bytes; expected 0.." + MAX_GROUP_NAME_BYTES;
         }
         ByteBuffer rest = ByteBuffer.allocate(groupBytes + 16);
-        if (!readWithin(ch, rest)) {
+        if (!readFully(ch, rest)) {
             return "it closed during its handshake";
         }
         rest.flip();
@@ -337,7 +444,22 @@ final class SocketPayloadPlane {
         if (!links.compareAndSet(from, null, link)) {
             return "rank " + from + " is connected already";
         }
-        ch.write(ByteBuffer.wrap(new byte[] {ACCEPTED}));
+        ByteBuffer answer = ByteBuffer.wrap(new byte[] {ACCEPTED});
+        try {
+            while (answer.hasRemaining()) {
+                ch.write(answer);
+            }
+            deadline.settle();
+        } catch (IOException e) {
+            // The connecting rank sees its connection fail and reports it; this side forgets the link.
+            link.finishUnconnected();
+            links.compareAndSet(from, link, null);
+            throw e;
+        }
+        if (accepted.incrementAndGet() == rank) {
+            allAccepted = true;
+            closeQuietly(server);
+        }
         link.writer = new Thread(link::writeLoop, threadName(from, "to"));
         link.writer.setDaemon(true);
         if (link.attach(ch)) {
@@ -480,6 +602,9 @@ final class SocketPayloadPlane {
     CompletableFuture<Void> closeAsync(long timeoutMillis) {
         closing = true;
         closeQuietly(server);
+        for (SocketChannel ch : pending) {
+            closeQuietly(ch);
+        }
         List<CompletableFuture<Void>> finishing = new ArrayList<>();
         for (int r = 0; r < links.length(); r++) {
             Link link = links.get(r);
@@ -506,6 +631,9 @@ final class SocketPayloadPlane {
     void abort() {
         aborted = true;
         closeQuietly(server);
+        for (SocketChannel ch : pending) {
+            closeQuietly(ch);
+        }
         for (int r = 0; r < links.length(); r++) {
             abortLink(r);
         }
@@ -528,16 +656,20 @@ final class SocketPayloadPlane {
         }
     }
 
-    private String nodeOf(int peer, SocketChannel ch) {
+    private static void closeQuietly(PayloadChannel c) {
+        if (c != null) {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // Closing anyway.
+            }
+        }
+    }
+
+    /** The node of rank {@code peer}: its Artery address once known, else the remote address of its socket. */
+    private String nodeOf(int peer, PayloadChannel ch) {
         String node = nodes.get(peer);
-        if (node != null) {
-            return node;
-        }
-        try {
-            return String.valueOf(ch.getRemoteAddress());
-        } catch (IOException e) {
-            return "(unknown address)";
-        }
+        return node != null ? node : String.valueOf(ch);
     }
 
     /** A received chunk the member holds: the buffer it was read into and the view of its floats the member was given. */
@@ -569,7 +701,7 @@ final class SocketPayloadPlane {
         /** Receive buffers the reader may still fill: it takes one before each frame. */
         final Semaphore window = new Semaphore(SocketPayloadPlane.this.window);
         final CompletableFuture<Void> finished = new CompletableFuture<>();
-        volatile SocketChannel channel;
+        volatile PayloadChannel channel;
         volatile Thread writer;
         volatile Thread reader;
         volatile boolean peerSaidGoodbye;
@@ -584,7 +716,7 @@ final class SocketPayloadPlane {
         }
 
         /** Starts reading {@code ch}; false (and the socket closed) if the link was aborted meanwhile. */
-        boolean attach(SocketChannel ch) {
+        boolean attach(PayloadChannel ch) {
             synchronized (this) {
                 channel = ch;
                 if (linkAborted || aborted) {
@@ -684,7 +816,7 @@ final class SocketPayloadPlane {
         }
 
         void writeLoop() {
-            SocketChannel ch = channel;
+            PayloadChannel ch = channel;
             try {
                 while (!linkAborted) {
                     Frame f = queue.take();
@@ -724,14 +856,14 @@ final class SocketPayloadPlane {
             done(true);
         }
 
-        private void writeAll(SocketChannel ch, ByteBuffer bytes) throws IOException {
+        private void writeAll(PayloadChannel ch, ByteBuffer bytes) throws IOException {
             while (bytes.hasRemaining()) {
                 ch.write(bytes);
             }
         }
 
         void readLoop() {
-            SocketChannel ch = channel;
+            PayloadChannel ch = channel;
             ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
             String failure = null;
             try {
@@ -822,7 +954,7 @@ final class SocketPayloadPlane {
             }
         }
 
-        private boolean readFully(SocketChannel ch, ByteBuffer into, boolean eofAllowed) throws IOException {
+        private boolean readFully(PayloadChannel ch, ByteBuffer into, boolean eofAllowed) throws IOException {
             while (into.hasRemaining()) {
                 if (ch.read(into) < 0) {
                     if (eofAllowed && into.position() == 0) {

@@ -15,7 +15,10 @@
  *   <li>{@code socket} (the default): a direct TCP connection per pair of ranks
  *       ({@link io.graphlane.cluster.collective.SocketPayloadPlane}). Each rank binds an ephemeral port on its node's
  *       Artery host and announces it, with a join nonce, in its greeting; the lower rank of each pair connects to the
- *       higher one and identifies itself; the join completes once every pair's socket is up. Frames are the Kryo frames
+ *       higher one and identifies itself (each accepted connection on a thread of its own under its own deadline, so
+ *       silent or garbage connections delay no one); the join completes once every pair's socket is up. With Artery
+ *       over TLS each socket runs TLS with Artery's key and trust stores, both sides presenting a certificate
+ *       ({@link io.graphlane.cluster.collective.PayloadTls}); without it the payload is unencrypted. Frames are the Kryo frames
  *       of {@link io.graphlane.cluster.collective.CollectiveWireSerializer} behind a length; one writer and one reader
  *       thread per peer. A CPU tensor's chunk is written from the tensor's own memory behind its framed header, and a
  *       received chunk is a view of the pooled buffer its frame was read into, which the member folds or copies straight

@@ -49,8 +49,13 @@ final class CollectiveNodes {
 
     /** {@code n} nodes joined into one cluster whose collective payload travels over {@code payload} (socket or artery). */
     static List<ActorSystem<Void>> cluster(int n, String payload) throws Exception {
+        return cluster(n, payload, ConfigFactory.empty());
+    }
+
+    /** Like {@link #cluster(int, String)}, every node's configuration under {@code overrides} (Artery TLS, say). */
+    static List<ActorSystem<Void>> cluster(int n, String payload, Config overrides) throws Exception {
         List<ActorSystem<Void>> systems = new ArrayList<>();
-        Config config = config(payload);
+        Config config = overrides.withFallback(config(payload));
         for (int i = 0; i < n; i++) {
             systems.add(ActorSystem.create(Behaviors.empty(), NodeConfig.systemName(config), config));
         }

@@ -51,18 +51,29 @@ class SocketPayloadPlaneTest {
         system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 
-    private record Rank(SocketPayloadPlane plane, LinkedBlockingQueue<Envelope> inbox, CompletableFuture<Integer> up) {
+    /** One rank of a 2-rank group's plane, its inbox, and the peer whose link came up (or why it failed). */
+    record Rank(SocketPayloadPlane plane, LinkedBlockingQueue<Envelope> inbox, CompletableFuture<Integer> up) {
     }
 
     private static Rank rank(String group, int rank) throws Exception {
-        return rank(group, rank, 4, 1000);
+        return rank(wire, group, rank, 4, 1000, null);
     }
 
     private static Rank rank(String group, int rank, int window, int chunkFloats) throws Exception {
+        return rank(wire, group, rank, window, chunkFloats, null);
+    }
+
+    /** Rank {@code rank} of a 2-rank group on loopback, framing with {@code wire}, over TLS when {@code tls} is given. */
+    static Rank rank(CollectiveWireSerializer wire, String group, int rank, int chunkFloats, PayloadTls tls) throws Exception {
+        return rank(wire, group, rank, 4, chunkFloats, tls);
+    }
+
+    private static Rank rank(CollectiveWireSerializer wire, String group, int rank, int window, int chunkFloats, PayloadTls tls)
+            throws Exception {
         LinkedBlockingQueue<Envelope> inbox = new LinkedBlockingQueue<>();
         PeerStatus status = new PeerStatus(group, rank, 2, inbox);
         SocketPayloadPlane plane = SocketPayloadPlane.open(group, rank, window, 1 << 20, chunkFloats, wire, status, inbox, "127.0.0.1",
-                "127.0.0.1");
+                "127.0.0.1", tls);
         CompletableFuture<Integer> up = new CompletableFuture<>();
         plane.start(new SocketPayloadPlane.Listener() {
             @Override
