@@ -156,8 +156,6 @@ final class ClusterCollectiveBench {
             }
         }
     }
-        }
-    }
 
     private static double[] doubles(JsonNode array) {
         double[] d = new double[array.size()];

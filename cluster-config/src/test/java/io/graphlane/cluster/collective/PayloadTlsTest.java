@@ -125,10 +125,11 @@ class PayloadTlsTest {
             Envelope e = one.inbox().poll(20, TimeUnit.SECONDS);
             assertEquals(i, ((CollectiveMessage.Chunk) e.message()).sequence());
             assertArrayEquals(big, floats(e.message()));
-            one.plane().consumed(0);
+            one.plane().consumed(0, (CollectiveMessage.Chunk) e.message());
         }
-        assertArrayEquals(small, floats(zero.inbox().poll(20, TimeUnit.SECONDS).message()));
-        zero.plane().consumed(1);
+        CollectiveMessage.Chunk back = (CollectiveMessage.Chunk) zero.inbox().poll(20, TimeUnit.SECONDS).message();
+        assertArrayEquals(small, floats(back));
+        zero.plane().consumed(1, back);
         CompletableFuture<Void> zeroClosed = zero.plane().closeAsync(20_000);
         CompletableFuture<Void> oneClosed = one.plane().closeAsync(20_000);
         CompletableFuture.allOf(zeroClosed, oneClosed).get(30, TimeUnit.SECONDS);
