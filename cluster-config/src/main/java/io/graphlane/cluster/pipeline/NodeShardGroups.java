@@ -63,7 +63,7 @@ final class NodeShardGroups implements ShardGroups {
     }
 
     /**
-     * Joins {@code group} as this shard's rank and builds this shard's shard group; completes once every rank of the
+     * Joins {@code group} as this shard's rank and builds this shard's {@link ShardGroup} in it; completes once every rank of the
      * group has joined, or fails (join timeout, a rank claimed twice, or these shard groups closed). Never blocks.
      */
     @Override

@@ -3,7 +3,7 @@ package io.graphlane.cluster.pipeline;
 import java.util.concurrent.CompletionStage;
 
 /**
- * How one tensor-parallel shard on its node joins its stage's collective groups and leaves them: what the
+ * How one tensor-parallel shard on its node joins its stage's collective groups and leaves them (one {@link ShardGroup} per group): what the
  * {@link ShardHost}s and the {@link StageLead} form their stage through ({@link NodeShardGroups} on a node).
  */
 interface ShardGroups {
@@ -11,7 +11,7 @@ interface ShardGroups {
     int rank();
 
     /**
-     * Joins {@code group} as this shard's rank and builds this shard's shard group; completes once every rank of the
+     * Joins {@code group} as this shard's rank and builds this shard's {@link ShardGroup} in it; completes once every rank of the
      * group has joined, or fails naming why. Never blocks.
      */
     CompletionStage<ShardGroup> form(String group);
