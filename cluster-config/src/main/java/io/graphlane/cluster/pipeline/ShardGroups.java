@@ -3,8 +3,9 @@ package io.graphlane.cluster.pipeline;
 import java.util.concurrent.CompletionStage;
 
 /**
- * How one tensor-parallel shard on its node joins its stage's collective groups and leaves them (one {@link ShardGroup} per group): what the
- * {@link ShardHost}s and the {@link StageLead} form their stage through ({@link NodeShardGroups} on a node).
+ * How one tensor-parallel shard on its node joins its stage's collective groups and leaves them (one
+ * {@link ShardGroup} per group): what the {@link ShardHost}s and the {@link StageLead} form their stage through
+ * ({@link NodeShardGroups} on a node).
  */
 interface ShardGroups {
     /** This shard's rank in its stage's groups. */
