@@ -1,5 +1,6 @@
 package io.graphlane.cluster;
 
+import io.graphlane.cluster.pipeline.StageKeys;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -26,7 +27,7 @@ import org.apache.pekko.cluster.typed.Subscribe;
 /**
  * The guardian of a graphlane node: waits for membership, takes the node's rank (given, or derived from the
  * Up members once all {@code nodes} are Up), starts the lanes of the stages that rank hosts, registers each
- * with the Receptionist under {@link StageKeys#stage}, and flips {@link NodeReadiness} as lanes come up and
+ * with the Receptionist under {@link StageKeys#lane}, and flips {@link NodeReadiness} as lanes come up and
  * weights are bound. A node that cannot take a rank, or whose cluster does not form in time, records a fatal
  * failure (not ready, not alive) instead of stopping. Told {@link StopStages} as the node stops, it turns readiness
  * false, takes no rank any more and stops the hosted stages through {@link StageHosting#stop}.
@@ -214,7 +215,7 @@ public final class NodeGuardian extends AbstractBehavior<NodeGuardian.Command> {
             return this;
         }
         up.stages().lanes().forEach((stage, lane) ->
-                getContext().getSystem().receptionist().tell(Receptionist.register(StageKeys.stage(stage), lane)));
+                getContext().getSystem().receptionist().tell(Receptionist.register(StageKeys.lane(stage), lane)));
         readiness.markLanesUp();
         hosted.complete(up.identity());
         getContext().pipeToSelf(up.stages().weightsBound(),

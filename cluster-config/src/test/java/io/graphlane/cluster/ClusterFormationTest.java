@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.graphlane.actors.lane.LaneProtocol;
 import io.graphlane.backend.cpu.CpuBackend;
+import io.graphlane.cluster.pipeline.StageKeys;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -84,8 +85,8 @@ class ClusterFormationTest {
             String ownerAddress = IDENTITIES.stream().filter(id -> id.rank() == owner).findFirst().orElseThrow().address();
             int s = stage;
             TestNodes.awaitCondition("stage " + stage + " in the receptionist", Duration.ofSeconds(20), () -> {
-                asking.system().receptionist().tell(Receptionist.find(StageKeys.stage(s), probe.getRef()));
-                Set<ActorRef<LaneProtocol.Command>> refs = probe.receiveMessage().getServiceInstances(StageKeys.stage(s));
+                asking.system().receptionist().tell(Receptionist.find(StageKeys.lane(s), probe.getRef()));
+                Set<ActorRef<LaneProtocol.Command>> refs = probe.receiveMessage().getServiceInstances(StageKeys.lane(s));
                 return refs.size() == 1 && addressOf(refs.iterator().next(), asking).equals(ownerAddress);
             });
         }

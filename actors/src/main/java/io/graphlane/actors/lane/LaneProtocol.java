@@ -18,7 +18,7 @@ import org.apache.pekko.actor.typed.ActorRef;
 public final class LaneProtocol {
     /** The deadline of work that has none. */
     public static final long NO_DEADLINE = Long.MAX_VALUE;
-    /** The request id of work that belongs to no request (cancel and forget never match it). */
+    /** The lane request id of work that belongs to no lane request (cancel and forget never match it). */
     public static final long NO_REQUEST = 0L;
 
     private LaneProtocol() {
@@ -37,6 +37,9 @@ public final class LaneProtocol {
      * was submitted, at once if it never was (rejected, poisoned, cancelled while queued, past its
      * deadline). {@code replyTo} gets {@link Submitted} or {@link Rejected}, then {@link Finished}.
      *
+     * @param requestId the lane request this work belongs to: the id {@link Cancel} and {@link ForgetRequest} match, or
+     *     {@link #NO_REQUEST}. A lane request is whatever its submitter cancels and forgets as one: a graph run for the
+     *     graph runner, one micro-batch (its micro-batch id) for the pipeline engine
      * @param deadlineNanos a {@link System#nanoTime()} value checked just before the backend submission;
      *     {@link #NO_DEADLINE} for none
      * @param expectedConsumers how many submissions (on any lane) will name this handle in their

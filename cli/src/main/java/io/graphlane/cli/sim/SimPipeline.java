@@ -2,10 +2,11 @@ package io.graphlane.cli.sim;
 
 import io.graphlane.actors.lane.LaneGroup;
 import io.graphlane.core.trace.TraceRecorder;
+import io.graphlane.scheduler.pipeline.EngineFinishReason;
+import io.graphlane.scheduler.pipeline.EngineListener;
 import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
-import io.graphlane.scheduler.pipeline.TokenListener;
 import io.graphlane.testkit.sim.SimBackend;
 import io.graphlane.testkit.sim.SimCompletion;
 import io.graphlane.testkit.sim.SimExecutor;
@@ -48,14 +49,14 @@ public final class SimPipeline implements AutoCloseable {
         for (int[] prompt : prompts) {
             CompletableFuture<Result> f = new CompletableFuture<>();
             List<Integer> tokens = new ArrayList<>();
-            pipeline.submit(new PipelineRequest(prompt, newTokens, -1, Long.MAX_VALUE, null), new TokenListener() {
+            pipeline.submit(new PipelineRequest(prompt, newTokens, -1, Long.MAX_VALUE, null), new EngineListener() {
                 @Override
                 public void onToken(int tokenId) {
                     tokens.add(tokenId);
                 }
 
                 @Override
-                public void onFinished(StopReason reason) {
+                public void onFinished(EngineFinishReason reason) {
                     f.complete(new Result(prompt, List.copyOf(tokens)));
                 }
 

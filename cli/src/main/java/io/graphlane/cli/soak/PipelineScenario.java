@@ -1,15 +1,16 @@
 package io.graphlane.cli.soak;
 
 import io.graphlane.actors.lane.LaneSettings;
+import io.graphlane.scheduler.pipeline.EngineFinishReason;
+import io.graphlane.scheduler.pipeline.EngineListener;
 import io.graphlane.scheduler.pipeline.MicroBatch;
-import io.graphlane.scheduler.pipeline.SampledToken;
 import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import io.graphlane.scheduler.pipeline.StageProgram;
 import io.graphlane.scheduler.pipeline.StageStep;
-import io.graphlane.scheduler.pipeline.TokenListener;
 import io.graphlane.testkit.ledger.RetentionLedger;
 import io.graphlane.testkit.sim.SimWork;
 import java.time.Duration;
@@ -113,7 +114,7 @@ final class PipelineScenario {
     }
 
     /** Counts a request's ends and tokens: exactly one end, no token after it, at most max-new tokens. */
-    private final class Listener implements TokenListener {
+    private final class Listener implements EngineListener {
         private final int request;
         private final int maxNew;
         private final CompletableFuture<Void> ended;
@@ -137,7 +138,7 @@ final class PipelineScenario {
         }
 
         @Override
-        public void onFinished(StopReason reason) {
+        public void onFinished(EngineFinishReason reason) {
             end("finished " + reason);
         }
 

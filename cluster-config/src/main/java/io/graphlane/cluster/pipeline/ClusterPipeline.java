@@ -17,6 +17,8 @@ import io.graphlane.inference.pipeline.PromptCheck;
 import io.graphlane.inference.pipeline.TrackedGeneration;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.tokenizer.TextTokenizer;
+import io.graphlane.scheduler.pipeline.EngineFinishReason;
+import io.graphlane.scheduler.pipeline.EngineListener;
 import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineEngine;
 import io.graphlane.scheduler.pipeline.PipelineLoad;
@@ -25,7 +27,6 @@ import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
 import io.graphlane.scheduler.pipeline.PipelineStoppedException;
 import io.graphlane.scheduler.pipeline.SampledToken;
-import io.graphlane.scheduler.pipeline.TokenListener;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -219,7 +220,7 @@ public final class ClusterPipeline implements TextGenerator {
      * stage's host failed or was lost reaches the engine as a poisoned precondition, and the caller is told what failed
      * (UNAVAILABLE naming the lost node and stage, or the stage's failure).
      */
-    private record RootCauses(TrackedGeneration tracked) implements TokenListener {
+    private record RootCauses(TrackedGeneration tracked) implements EngineListener {
         @Override
         public void onToken(int tokenId) {
             tracked.onToken(tokenId);
@@ -231,7 +232,7 @@ public final class ClusterPipeline implements TextGenerator {
         }
 
         @Override
-        public void onFinished(StopReason reason) {
+        public void onFinished(EngineFinishReason reason) {
             tracked.onFinished(reason);
         }
 

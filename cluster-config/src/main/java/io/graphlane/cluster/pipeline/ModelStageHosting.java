@@ -56,13 +56,13 @@ import org.slf4j.LoggerFactory;
  * {@link MaterializationSupervisor} on a loading lane (settings under {@code graphlane.materialization}; each lease
  * released on its realization's exact completion, the stage bound whole or not at all), as a pipeline inside one JVM
  * loads them; then starts one CPU lane per stage and the node's {@link StageHost}, and registers the host under
- * {@link StageHostKeys#stage} for each hosted stage once its weights are bound. Loading runs on {@code loader}, never on
+ * {@link StageKeys#host} for each hosted stage once its weights are bound. Loading runs on {@code loader}, never on
  * the caller's thread; the weights are released once, after the lanes stopped.
  *
  * <p>With tensor parallelism T &gt; 1 a node holds one shard of one stage ({@link io.graphlane.cluster.ParallelLayout}):
  * it reads only its shard's selections of the checkpoint (its heads of q/k/v, its columns of gate/up, its slices of o
  * and down) and starts one lane; it joins no collective group on its own. Shards 1 and up register their
- * {@link ShardHost} under {@link StageHostKeys#shard}. Shard 0 starts the stage's {@link StageHost}, unregistered, and
+ * {@link ShardHost} under {@link StageKeys#shardHost}. Shard 0 starts the stage's {@link StageHost}, unregistered, and
  * its {@link StageLead}, which learns the shard hosts from the Receptionist and forms the stage into a fresh
  * collective group ({@code tp-stage-i-<uid>-<n>}, over the cluster) whenever it sees a complete set of them that is not
  * the one running: at startup, and again after a shard's node (shard 0's included) was replaced by a node started for
@@ -160,7 +160,7 @@ public final class ModelStageHosting implements StageHosting {
         int stage = loaded.spec().index();
         int rank = loaded.shard();
         CollectiveSettings settings = CollectiveSettings.defaults();
-        ShardGenerations generations = new ShardGenerations(loaded.tp(), rank, loaded.weights(), loaded.loadOps(), settings,
+        NodeShardGroups generations = new NodeShardGroups(loaded.tp(), rank, loaded.weights(), loaded.loadOps(), settings,
                 group -> ClusterCollectives.join(system, group, rank, tensorParallel, settings));
         CpuBackend backend = new CpuBackend();
         String laneName = LaneStageHosting.laneName(stage);
@@ -181,7 +181,7 @@ public final class ModelStageHosting implements StageHosting {
                 String name = "shard " + rank + " of stage " + stage + " on " + node;
                 ActorRef<ShardHost.Command> host = HostSupervision.spawn(system, ShardHost.create(generations, lane, lanes.registry(),
                         name), "shard-host", "the shard host of " + name);
-                system.receptionist().tell(Receptionist.register(StageHostKeys.shard(stage, rank), host));
+                system.receptionist().tell(Receptionist.register(StageKeys.shardHost(stage, rank), host));
                 return new HostedStages(Map.of(), CompletableFuture.completedFuture(null), stop);
             }
             ActorRef<StageHost.Command> host = HostSupervision.spawn(system, StageHost.create(Map.of(), Map.of(stage,
@@ -241,7 +241,7 @@ public final class ModelStageHosting implements StageHosting {
         ActorRef<StageHost.Command> host = HostSupervision.spawn(system, StageHost.create(hosted, Map.of(), lanes.registry(), node,
                 counters), "stage-host", "the stage host of stages " + stages + " on " + node);
         for (int s : stages) {
-            system.receptionist().tell(Receptionist.register(StageHostKeys.stage(s), host));
+            system.receptionist().tell(Receptionist.register(StageKeys.host(s), host));
         }
         List<LlamaStage<CpuTensor>> all = new ArrayList<>(loaded.values());
         SupervisedWeightsLoader<CpuParameter, CpuTensor> bound = weights;

@@ -19,10 +19,10 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
 
 /**
  * The host of one tensor-parallel shard (rank 1 and up) of a stage on its node. It holds the shard's weights
- * ({@link ShardGenerations}) but joins no collective group on its own: the stage's lead (the {@link StageLead} on the
+ * ({@link NodeShardGroups}) but joins no collective group on its own: the stage's lead (the {@link StageLead} on the
  * node of shard 0) tells it to {@link Reform} into a named group, at startup and whenever the stage's shard hosts
  * changed. A re-form joins the new group without blocking (the join completes asynchronously), builds a fresh shard
- * over the same weights (KV caches empty), retires the previous generation on the shard's lane after the work queued
+ * over the same weights (KV caches empty), retires the previous shard group on the shard's lane after the work queued
  * on it, and answers {@link Reformed} (or {@link ReformFailed} naming why). It accepts a re-form from any lead, since a
  * replaced lead is a new actor; of several re-forms in flight, only the latest is installed.
  *
@@ -103,23 +103,23 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     record LaneAnswer(LaneProtocol.LaneReply reply) implements Command {
     }
 
-    /** A join of {@code reform}'s group ended: {@code generation} on success, else {@code error}. */
-    record Joined(Reform reform, ShardGenerations.Generation generation, Throwable error) implements Command {
+    /** A join of {@code reform}'s group ended: {@code shardGroup} on success, else {@code error}. */
+    record Joined(Reform reform, ShardGroup shardGroup, Throwable error) implements Command {
     }
 
-    private final ShardGroups generations;
+    private final ShardGroups groups;
     private final LaneId lane;
     private final LaneRegistry registry;
     private final String name;
     private final ActorRef<LaneProtocol.LaneReply> replies;
-    /** The generation whose steps this host runs; null until the first re-form. */
-    private ShardGenerations.Generation installed;
+    /** The shard group whose steps this host runs; null until the first re-form. */
+    private ShardGroup installed;
     /** The group of the latest re-form asked for; a join of an earlier one is retired when it completes. */
     private String wanted;
 
-    private ShardHost(ActorContext<Command> context, ShardGroups generations, LaneId lane, LaneRegistry registry, String name) {
+    private ShardHost(ActorContext<Command> context, ShardGroups groups, LaneId lane, LaneRegistry registry, String name) {
         super(context);
-        this.generations = generations;
+        this.groups = groups;
         this.lane = lane;
         this.registry = registry;
         this.name = name;
@@ -127,11 +127,11 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     }
 
     /**
-     * The host of the shard whose generations are {@code generations}, whose work runs on {@code lane} (found in
+     * The host of the shard whose shard groups are {@code groups}, whose work runs on {@code lane} (found in
      * {@code registry}); {@code name} names it in logs and answers.
      */
-    static Behavior<Command> create(ShardGroups generations, LaneId lane, LaneRegistry registry, String name) {
-        return Behaviors.setup(ctx -> new ShardHost(ctx, generations, lane, registry, name));
+    static Behavior<Command> create(ShardGroups groups, LaneId lane, LaneRegistry registry, String name) {
+        return Behaviors.setup(ctx -> new ShardHost(ctx, groups, lane, registry, name));
     }
 
     @Override
@@ -147,7 +147,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     }
 
     private Behavior<Command> onStep(Step step) {
-        ShardGenerations.Generation current = installed;
+        ShardGroup current = installed;
         if (current == null || !current.group().equals(step.group())) {
             getContext().getLog().warn("{}: step {} is for group {}, but this shard runs {}; dropped", name, step.stepId(),
                     step.group(), current == null ? "none yet" : current.group());
@@ -163,7 +163,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     }
 
     private Behavior<Command> onRewind(Rewind rewind) {
-        ShardGenerations.Generation current = installed;
+        ShardGroup current = installed;
         if (current != null) {
             CpuWork back = () -> current.shard().rewind(rewind.requestId(), rewind.position());
             submit(back, rewind.requestId());
@@ -172,7 +172,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     }
 
     private Behavior<Command> onForget(Forget forget) {
-        ShardGenerations.Generation current = installed;
+        ShardGroup current = installed;
         if (current != null) {
             CpuWork drop = () -> current.shard().endRequest(forget.requestId());
             submit(drop, forget.requestId());
@@ -182,12 +182,12 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
 
     private Behavior<Command> onReform(Reform reform) {
         if (installed != null && installed.group().equals(reform.group())) {
-            reform.replyTo().tell(new Reformed(reform.group(), generations.rank()));
+            reform.replyTo().tell(new Reformed(reform.group(), groups.rank()));
             return this;
         }
         getContext().getLog().info("{}: re-forming into group {} for {}", name, reform.group(), reform.replyTo().path());
         wanted = reform.group();
-        getContext().pipeToSelf(generations.form(reform.group()), (generation, error) -> new Joined(reform, generation, error));
+        getContext().pipeToSelf(groups.form(reform.group()), (shardGroup, error) -> new Joined(reform, shardGroup, error));
         return this;
     }
 
@@ -196,24 +196,24 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
         if (joined.error() != null) {
             String reason = joined.error().getMessage() == null ? joined.error().toString() : joined.error().getMessage();
             getContext().getLog().warn("{}: joining group {} failed: {}", name, reform.group(), reason);
-            reform.replyTo().tell(new ReformFailed(reform.group(), generations.rank(), name + ": " + reason));
+            reform.replyTo().tell(new ReformFailed(reform.group(), groups.rank(), name + ": " + reason));
             return this;
         }
         if (!reform.group().equals(wanted)) {
             // A later re-form superseded this one: its group is already abandoned.
-            generations.retire(joined.generation());
-            reform.replyTo().tell(new ReformFailed(reform.group(), generations.rank(), name + ": superseded by a re-form into " + wanted));
+            groups.retire(joined.shardGroup());
+            reform.replyTo().tell(new ReformFailed(reform.group(), groups.rank(), name + ": superseded by a re-form into " + wanted));
             return this;
         }
-        ShardGenerations.Generation previous = installed;
-        installed = joined.generation();
+        ShardGroup previous = installed;
+        installed = joined.shardGroup();
         if (previous != null) {
             // Retired on the lane, after every step of the previous group queued on it.
-            CpuWork retire = () -> generations.retire(previous);
+            CpuWork retire = () -> groups.retire(previous);
             submit(retire, -1);
         }
         getContext().getLog().info("{}: runs group {}", name, reform.group());
-        reform.replyTo().tell(new Reformed(reform.group(), generations.rank()));
+        reform.replyTo().tell(new Reformed(reform.group(), groups.rank()));
         return this;
     }
 

@@ -93,10 +93,10 @@ final class StageDirectory extends AbstractBehavior<StageDirectory.Command> {
         this.self = cluster.selfMember().address().toString();
         // One adapter per message class (a later one replaces an earlier): the listing's key names its stage.
         ActorRef<Receptionist.Listing> listings = context.messageAdapter(Receptionist.Listing.class,
-                listing -> new HostsListed(Integer.parseInt(listing.getKey().id().substring(StageHostKeys.PREFIX.length())), listing));
+                listing -> new HostsListed(Integer.parseInt(listing.getKey().id().substring(StageKeys.HOST_PREFIX.length())), listing));
         for (int s = 0; s < stageCount; s++) {
             lost.put(s, "no node hosts stage " + s + " yet");
-            context.getSystem().receptionist().tell(Receptionist.subscribe(StageHostKeys.stage(s), listings));
+            context.getSystem().receptionist().tell(Receptionist.subscribe(StageKeys.host(s), listings));
         }
         cluster.subscriptions().tell(Subscribe.create(
                 context.messageAdapter(ClusterEvent.ReachabilityEvent.class, ReachabilityChanged::new),
@@ -204,7 +204,7 @@ final class StageDirectory extends AbstractBehavior<StageDirectory.Command> {
 
     private Behavior<Command> onHostsListed(HostsListed listed) {
         int stage = listed.stage();
-        Optional<ActorRef<StageHost.Command>> chosen = listed.listing().getServiceInstances(StageHostKeys.stage(stage)).stream()
+        Optional<ActorRef<StageHost.Command>> chosen = listed.listing().getServiceInstances(StageKeys.host(stage)).stream()
                 .min(Comparator.comparing(ref -> ref.path().toString()));
         ActorRef<StageHost.Command> before = hosts.get(stage);
         if (chosen.isPresent()) {

@@ -436,7 +436,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         }
         lost.put(stage, why);
         getContext().getLog().warn(why);
-        getContext().getSystem().receptionist().tell(Receptionist.deregister(StageHostKeys.stage(stage), getContext().getSelf()));
+        getContext().getSystem().receptionist().tell(Receptionist.deregister(StageKeys.host(stage), getContext().getSelf()));
     }
 
     private Behavior<Command> onFormed(Formed formed) {
@@ -455,7 +455,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         lost.remove(stage);
         getContext().getLog().info("tensor-parallel stage {} on {} runs as group {} with shard hosts {}", stage, node,
                 formed.hosted().group(), formed.hosted().shards());
-        getContext().getSystem().receptionist().tell(Receptionist.register(StageHostKeys.stage(stage), getContext().getSelf()));
+        getContext().getSystem().receptionist().tell(Receptionist.register(StageKeys.host(stage), getContext().getSelf()));
         return this;
     }
 }

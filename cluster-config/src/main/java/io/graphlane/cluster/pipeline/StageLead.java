@@ -36,7 +36,7 @@ import org.apache.pekko.actor.typed.receptionist.ServiceKey;
  * <p>Guarantees: a stage is registered only when all its shards run the same group; nothing blocks this actor (joins
  * complete asynchronously); an attempt that fails (a join timing out, a shard host refusing) is logged with its reason
  * and tried again on the next change of the shard hosts, or after {@code retryAfter} if none comes; an attempt
- * superseded by a newer set of shard hosts is abandoned and its lead generation retired. The lead watches the shard
+ * superseded by a newer set of shard hosts is abandoned and its lead shard group retired. The lead watches the shard
  * hosts of the running group: one that stops (or whose node leaves the cluster) breaks the group, and the stage
  * re-forms once a host for that shard is listed again. A host that is only unreachable for a while keeps its group,
  * unless another host for its shard is listed meanwhile. A failed step leaves the group poisoned: the stage host
@@ -54,7 +54,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
     record Answered(ShardHost.ReformReply reply) implements Command {
     }
 
-    record LeadJoined(String group, ShardGenerations.Generation generation, Throwable error) implements Command {
+    record LeadJoined(String group, ShardGroup shardGroup, Throwable error) implements Command {
     }
 
     record Retry() implements Command {
@@ -84,7 +84,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
         final String group;
         final List<ActorRef<ShardHost.Command>> shards;
         final Set<Integer> confirmed = new TreeSet<>();
-        ShardGenerations.Generation lead;
+        ShardGroup lead;
 
         Attempt(String group, List<ActorRef<ShardHost.Command>> shards) {
             this.group = group;
@@ -93,7 +93,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
     }
 
     private final StageShape shape;
-    private final ShardGroups generations;
+    private final ShardGroups groups;
     private final ActorRef<StageHost.Command> host;
     private final String uid;
     private final Duration retryAfter;
@@ -103,17 +103,17 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
     private final Map<Integer, Set<ActorRef<ShardHost.Command>>> listed = new HashMap<>();
     /** The shard hosts the running group was formed with; null while none runs (broken, given up or not formed yet). */
     private List<ActorRef<ShardHost.Command>> current;
-    /** The lead's generation of the running group; null while none runs. */
-    private ShardGenerations.Generation installed;
+    /** The lead's shard group of the running group; null while none runs. */
+    private ShardGroup installed;
     private Attempt attempt;
     private long counter;
 
-    private StageLead(ActorContext<Command> context, TimerScheduler<Command> timers, StageShape shape, ShardGroups generations,
+    private StageLead(ActorContext<Command> context, TimerScheduler<Command> timers, StageShape shape, ShardGroups groups,
                       ActorRef<StageHost.Command> host, String uid, Duration retryAfter) {
         super(context);
         this.timers = timers;
         this.shape = shape;
-        this.generations = generations;
+        this.groups = groups;
         this.host = host;
         this.uid = uid;
         this.retryAfter = retryAfter;
@@ -122,18 +122,18 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
             int shard = t;
             listed.put(shard, Set.of());
             ActorRef<Receptionist.Listing> adapter = context.messageAdapter(Receptionist.Listing.class, l -> new Listed(shard, l));
-            context.getSystem().receptionist().tell(Receptionist.subscribe(StageHostKeys.shard(shape.stage(), shard), adapter));
+            context.getSystem().receptionist().tell(Receptionist.subscribe(StageKeys.shardHost(shape.stage(), shard), adapter));
         }
     }
 
     /**
-     * The lead of the stage {@code shape} describes, forming it over {@code generations} (shard 0's) and handing it to
+     * The lead of the stage {@code shape} describes, forming it over {@code groups} (shard 0's) and handing it to
      * {@code host}; {@code uid} (this node's unique id) makes its group names unique, {@code retryAfter} paces retries
      * of a failed attempt when no shard host changes.
      */
-    static Behavior<Command> create(StageShape shape, ShardGroups generations, ActorRef<StageHost.Command> host, String uid,
+    static Behavior<Command> create(StageShape shape, ShardGroups groups, ActorRef<StageHost.Command> host, String uid,
                                     Duration retryAfter) {
-        return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> new StageLead(ctx, timers, shape, generations, host, uid,
+        return Behaviors.withTimers(timers -> Behaviors.setup(ctx -> new StageLead(ctx, timers, shape, groups, host, uid,
                 retryAfter)));
     }
 
@@ -153,7 +153,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
     }
 
     private Behavior<Command> onListed(Listed l) {
-        ServiceKey<ShardHost.Command> key = StageHostKeys.shard(shape.stage(), l.shard());
+        ServiceKey<ShardHost.Command> key = StageKeys.shardHost(shape.stage(), l.shard());
         listed.put(l.shard(), l.listing().getServiceInstances(key));
         maybeForm();
         return this;
@@ -215,7 +215,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
         for (ActorRef<ShardHost.Command> shard : shards) {
             shard.tell(new ShardHost.Reform(group, answers));
         }
-        getContext().pipeToSelf(generations.form(group), (generation, error) -> new LeadJoined(group, generation, error));
+        getContext().pipeToSelf(groups.form(group), (shardGroup, error) -> new LeadJoined(group, shardGroup, error));
     }
 
     /**
@@ -255,8 +255,8 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
 
     private Behavior<Command> onLeadJoined(LeadJoined joined) {
         if (attempt == null || !attempt.group.equals(joined.group())) {
-            if (joined.generation() != null) {
-                generations.retire(joined.generation());
+            if (joined.shardGroup() != null) {
+                groups.retire(joined.shardGroup());
             }
             return this;
         }
@@ -265,7 +265,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
             fail("shard 0 could not join: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
             return this;
         }
-        attempt.lead = joined.generation();
+        attempt.lead = joined.shardGroup();
         completeIfFormed();
         return this;
     }
@@ -276,14 +276,14 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
         }
         Attempt formed = attempt;
         attempt = null;
-        ShardGenerations.Generation previous = installed;
+        ShardGroup previous = installed;
         installed = formed.lead;
         if (current != null) {
             current.forEach(getContext()::unwatch);
         }
         current = formed.shards;
         current.forEach(shard -> getContext().watchWith(shard, new ShardGone(shard)));
-        CpuWork retire = previous == null ? null : () -> generations.retire(previous);
+        CpuWork retire = previous == null ? null : () -> groups.retire(previous);
         StageHost.HostedStage hosted = new StageHost.HostedStage(new LeadShardStage<>(formed.lead.shard()), shape.last(), shape.config(),
                 shape.lane(), formed.shards, formed.group);
         getContext().getLog().info("stage {}: formed group {} ({} shards)", shape.stage(), formed.group, shape.tensorParallel());
@@ -302,7 +302,7 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
     /** Retires what an abandoned attempt formed on this node; its shard hosts retire theirs on their next re-form. */
     private void abandon(Attempt abandoned) {
         if (abandoned.lead != null) {
-            generations.retire(abandoned.lead);
+            groups.retire(abandoned.lead);
         }
     }
 }

@@ -4,7 +4,7 @@
  * <p>Design: every node runs one {@link io.graphlane.cluster.pipeline.StageHost} that owns the lanes of the stages
  * its rank hosts (stage i on rank i mod N, weights of those stages only, loaded through a materialization supervisor
  * by {@link io.graphlane.cluster.pipeline.ModelStageHosting}) and is registered with the Receptionist under
- * {@link io.graphlane.cluster.pipeline.StageHostKeys#stage} for each of them. The serving node runs a
+ * {@link io.graphlane.cluster.pipeline.StageKeys#host} for each of them. The serving node runs a
  * {@link io.graphlane.cluster.pipeline.ClusterPipeline} (the {@code TextGenerator} the OpenAI server serves): the
  * {@link io.graphlane.scheduler.pipeline.PipelineEngine} over one proxy lane per stage, lane actors over
  * {@link io.graphlane.cluster.pipeline.StageLinks}. Stage k's work of a micro-batch is submitted to proxy lane k ordered

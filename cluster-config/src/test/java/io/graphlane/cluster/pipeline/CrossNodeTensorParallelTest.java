@@ -178,8 +178,8 @@ class CrossNodeTensorParallelTest {
 
     private static ActorRef<StageHost.Command> hostOf(int stage) {
         TestProbe<Receptionist.Listing> probe = TestProbe.create(RUNNING.get(0).system());
-        RUNNING.get(0).system().receptionist().tell(Receptionist.find(StageHostKeys.stage(stage), probe.getRef()));
-        return probe.receiveMessage().getServiceInstances(StageHostKeys.stage(stage)).iterator().next();
+        RUNNING.get(0).system().receptionist().tell(Receptionist.find(StageKeys.host(stage), probe.getRef()));
+        return probe.receiveMessage().getServiceInstances(StageKeys.host(stage)).iterator().next();
     }
 
     /**

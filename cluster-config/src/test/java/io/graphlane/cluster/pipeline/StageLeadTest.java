@@ -47,9 +47,9 @@ class StageLeadTest {
     /** Shard 0's groups: every join the lead asks for is told to {@code asked} and answered by {@code answer}. */
     private static final class LeadGroups implements ShardGroups {
         final TestProbe<String> asked = kit.createTestProbe(String.class);
-        final Function<String, CompletionStage<ShardGenerations.Generation>> answer;
+        final Function<String, CompletionStage<ShardGroup>> answer;
 
-        LeadGroups(Function<String, CompletionStage<ShardGenerations.Generation>> answer) {
+        LeadGroups(Function<String, CompletionStage<ShardGroup>> answer) {
             this.answer = answer;
         }
 
@@ -59,13 +59,13 @@ class StageLeadTest {
         }
 
         @Override
-        public CompletionStage<ShardGenerations.Generation> form(String group) {
+        public CompletionStage<ShardGroup> form(String group) {
             asked.getRef().tell(group);
             return answer.apply(group);
         }
 
         @Override
-        public CompletionStage<Void> retire(ShardGenerations.Generation generation) {
+        public CompletionStage<Void> retire(ShardGroup shardGroup) {
             return CompletableFuture.completedFuture(null);
         }
     }
@@ -77,7 +77,7 @@ class StageLeadTest {
 
     private static TestProbe<ShardHost.Command> shardHost(StageLead.StageShape shape) {
         TestProbe<ShardHost.Command> probe = kit.createTestProbe(ShardHost.Command.class);
-        kit.system().receptionist().tell(Receptionist.register(StageHostKeys.shard(shape.stage(), 1), probe.getRef()));
+        kit.system().receptionist().tell(Receptionist.register(StageKeys.shardHost(shape.stage(), 1), probe.getRef()));
         return probe;
     }
 
@@ -126,7 +126,7 @@ class StageLeadTest {
         kit.spawn(StageLead.create(shape, lead, host.getRef(), "9", Duration.ofMinutes(5)));
 
         ShardHost.Reform first = before.expectMessageClass(ShardHost.Reform.class, WAIT);
-        kit.system().receptionist().tell(Receptionist.deregister(StageHostKeys.shard(shape.stage(), 1), before.getRef()));
+        kit.system().receptionist().tell(Receptionist.deregister(StageKeys.shardHost(shape.stage(), 1), before.getRef()));
         TestProbe<ShardHost.Command> replacement = shardHost(shape);
         ShardHost.Reform second = replacement.expectMessageClass(ShardHost.Reform.class, WAIT);
         assertNotEquals(first.group(), second.group());

@@ -1,6 +1,9 @@
 package io.graphlane.inference.api;
 
-/** Why a generation ended normally. */
+/**
+ * Why a generation ended normally: the API-level finish reason (the engine's is
+ * {@link io.graphlane.scheduler.pipeline.EngineFinishReason}).
+ */
 public enum FinishReason {
     /** It produced the requested number of tokens (OpenAI's "length"). */
     LENGTH,

@@ -5,7 +5,8 @@ import io.graphlane.scheduler.pipeline.SampledToken;
 /**
  * Receives one generation's tokens in order, then exactly one of {@link #onFinished} or
  * {@link #onFailed}. Called from graphlane's threads: implementations must be quick and
- * must not block.
+ * must not block. The API-level listener; the engine below tells an
+ * {@link io.graphlane.scheduler.pipeline.EngineListener}.
  */
 public interface GenerationListener {
     /** The next generated token. */

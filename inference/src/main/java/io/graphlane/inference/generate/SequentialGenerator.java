@@ -23,12 +23,12 @@ public final class SequentialGenerator {
     }
 
     /** Generates every request's tokens; the model's caches for them are freed at the end. */
-    public static <T> List<int[]> generate(StagedModel<T> model, List<GenerationRequest> requests) {
+    public static <T> List<int[]> generate(StagedModel<T> model, List<SequentialRequest> requests) {
         return generate(model, requests, (index, token) -> { });
     }
 
     /** As {@link #generate(StagedModel, List)}, telling {@code listener} each token as it is chosen. */
-    public static <T> List<int[]> generate(StagedModel<T> model, List<GenerationRequest> requests, TokenListener listener) {
+    public static <T> List<int[]> generate(StagedModel<T> model, List<SequentialRequest> requests, TokenListener listener) {
         int n = requests.size();
         List<List<Integer>> generated = new ArrayList<>(n);
         Sampler[] samplers = new Sampler[n];
@@ -50,7 +50,7 @@ public final class SequentialGenerator {
             }
             int[] promptTokens = new int[total];
             int offset = 0;
-            for (GenerationRequest request : requests) {
+            for (SequentialRequest request : requests) {
                 int[] ids = request.promptIds();
                 System.arraycopy(ids, 0, promptTokens, offset, ids.length);
                 offset += ids.length;
@@ -68,7 +68,7 @@ public final class SequentialGenerator {
                     int token = samplers[i].sample(logits[a]);
                     generated.get(i).add(token);
                     listener.onToken(i, token);
-                    GenerationRequest request = requests.get(i);
+                    SequentialRequest request = requests.get(i);
                     if (generated.get(i).size() >= request.maxNewTokens() || request.stopTokenIds().contains(token)) {
                         running[i] = false;
                         model.endRequest(firstId + i);

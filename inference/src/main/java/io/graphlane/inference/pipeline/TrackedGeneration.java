@@ -5,9 +5,10 @@ import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationResult;
-import io.graphlane.scheduler.pipeline.SampledToken;
+import io.graphlane.scheduler.pipeline.EngineFinishReason;
+import io.graphlane.scheduler.pipeline.EngineListener;
 import io.graphlane.scheduler.pipeline.PipelineStoppedException;
-import io.graphlane.scheduler.pipeline.TokenListener;
+import io.graphlane.scheduler.pipeline.SampledToken;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -24,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * exception, is cancelled in its engine (its slot freed once its step in flight returns) and hears nothing more; an
  * exception on its end is logged. A stopped engine's failure reaches the caller as UNAVAILABLE.
  */
-public final class TrackedGeneration implements TokenListener, Generation {
+public final class TrackedGeneration implements EngineListener, Generation {
     private static final Logger LOG = LoggerFactory.getLogger(TrackedGeneration.class);
 
     private final List<Integer> prompt;
@@ -76,11 +77,11 @@ public final class TrackedGeneration implements TokenListener, Generation {
     }
 
     @Override
-    public void onFinished(StopReason reason) {
+    public void onFinished(EngineFinishReason reason) {
         if (listenerFailed) {
             return;
         }
-        FinishReason r = reason == StopReason.END_OF_SEQUENCE ? FinishReason.STOP : FinishReason.LENGTH;
+        FinishReason r = reason == EngineFinishReason.END_OF_SEQUENCE ? FinishReason.STOP : FinishReason.LENGTH;
         try {
             listener.onFinished(r);
         } catch (RuntimeException thrown) {

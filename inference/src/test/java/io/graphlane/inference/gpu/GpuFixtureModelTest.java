@@ -17,6 +17,7 @@ import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.llama.Segment;
@@ -89,7 +90,7 @@ class GpuFixtureModelTest {
                         staged.endRequest(id++);
                         assertClose(prompt.lastLogitsF32(), last, "last logits of a " + prompt.ids().length + "-token prompt at "
                                 + stageCount + " stage(s)");
-                        int[] greedy = SequentialGenerator.generate(staged, List.of(new io.graphlane.inference.generate.GenerationRequest(
+                        int[] greedy = SequentialGenerator.generate(staged, List.of(new SequentialRequest(
                                 prompt.ids(), 16, SamplingParams.GREEDY))).get(0);
                         assertArrayEquals(prompt.greedy16(), greedy, "greedy tokens at " + stageCount + " stage(s)");
                     }

@@ -9,8 +9,8 @@ import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.demo.SeededWeights;
-import io.graphlane.inference.generate.GenerationRequest;
 import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.sampling.SamplingParams;
 import java.util.List;
@@ -95,10 +95,10 @@ class LlamaStageTest {
     void greedyGenerationIsTheSameForEverySplitAndBatch() {
         LlamaConfig config = TestModels.small(true, false);
         Map<String, float[]> tensors = SeededWeights.generate(config, 8);
-        List<GenerationRequest> requests = List.of(
-                new GenerationRequest(PROMPT, 12, SamplingParams.GREEDY),
-                new GenerationRequest(new int[] {7}, 12, SamplingParams.GREEDY),
-                new GenerationRequest(new int[] {4, 4, 4}, 12, new SamplingParams(0.8, 0.9, 99)));
+        List<SequentialRequest> requests = List.of(
+                new SequentialRequest(PROMPT, 12, SamplingParams.GREEDY),
+                new SequentialRequest(new int[] {7}, 12, SamplingParams.GREEDY),
+                new SequentialRequest(new int[] {4, 4, 4}, 12, new SamplingParams(0.8, 0.9, 99)));
         List<int[]> reference;
         try (StagedModel<CpuTensor> model = TestModels.staged(config, tensors, 1)) {
             reference = SequentialGenerator.generate(model, requests);
@@ -122,9 +122,9 @@ class LlamaStageTest {
         LlamaConfig config = TestModels.small(false, false);
         Map<String, float[]> tensors = SeededWeights.generate(config, 9);
         try (StagedModel<CpuTensor> model = TestModels.staged(config, tensors, 1)) {
-            int[] free = SequentialGenerator.generate(model, List.of(new GenerationRequest(PROMPT, 6, SamplingParams.GREEDY))).get(0);
+            int[] free = SequentialGenerator.generate(model, List.of(new SequentialRequest(PROMPT, 6, SamplingParams.GREEDY))).get(0);
             int[] stopped = SequentialGenerator.generate(model,
-                    List.of(new GenerationRequest(PROMPT, 6, SamplingParams.GREEDY, Set.of(free[2])))).get(0);
+                    List.of(new SequentialRequest(PROMPT, 6, SamplingParams.GREEDY, Set.of(free[2])))).get(0);
             int firstStop = 0;
             while (free[firstStop] != free[2]) {
                 firstStop++;

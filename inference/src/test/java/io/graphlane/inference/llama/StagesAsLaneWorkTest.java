@@ -10,8 +10,8 @@ import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.demo.SeededWeights;
-import io.graphlane.inference.generate.GenerationRequest;
 import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.sampling.SamplingParams;
@@ -37,9 +37,9 @@ class StagesAsLaneWorkTest {
         Map<String, float[]> tensors = SeededWeights.generate(config, 21);
         int[][] prompts = {{1, 2, 3}, {4}, {5, 6, 7, 8, 9}, {10, 11}};
         int steps = 6;
-        List<GenerationRequest> requests = new ArrayList<>();
+        List<SequentialRequest> requests = new ArrayList<>();
         for (int[] prompt : prompts) {
-            requests.add(new GenerationRequest(prompt, steps, SamplingParams.GREEDY));
+            requests.add(new SequentialRequest(prompt, steps, SamplingParams.GREEDY));
         }
         List<int[]> expected;
         try (StagedModel<CpuTensor> sequential = TestModels.staged(config, tensors, 1)) {

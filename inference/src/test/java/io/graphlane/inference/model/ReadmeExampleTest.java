@@ -3,8 +3,8 @@ package io.graphlane.inference.model;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
 import io.graphlane.backend.cpu.nn.CpuTensor;
-import io.graphlane.inference.generate.GenerationRequest;
 import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.tokenizer.TextTokenizer;
@@ -25,7 +25,7 @@ class ReadmeExampleTest {
              TextTokenizer tokenizer = model.tokenizer()) {
             int[] prompt = tokenizer.encode("The quick brown fox");
             int[] tokens = SequentialGenerator.generate(staged,
-                    List.of(new GenerationRequest(prompt, 16, SamplingParams.GREEDY, model.eosTokenIds()))).get(0);
+                    List.of(new SequentialRequest(prompt, 16, SamplingParams.GREEDY, model.eosTokenIds()))).get(0);
             assertArrayEquals(fox.ids(), prompt);
             assertArrayEquals(fox.greedy16(), tokens);
         }

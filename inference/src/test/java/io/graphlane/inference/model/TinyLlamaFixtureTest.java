@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.graphlane.backend.cpu.nn.CpuTensor;
-import io.graphlane.inference.generate.GenerationRequest;
 import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.sampling.SamplingParams;
@@ -52,9 +52,9 @@ class TinyLlamaFixtureTest {
     @ValueSource(ints = {1, 4})
     void allPromptsInOneBatchGiveEachPromptsGreedyTokens(int stages) {
         List<Fixture.Prompt> prompts = Fixture.prompts();
-        List<GenerationRequest> requests = new ArrayList<>();
+        List<SequentialRequest> requests = new ArrayList<>();
         for (Fixture.Prompt prompt : prompts) {
-            requests.add(new GenerationRequest(prompt.ids(), 16, SamplingParams.GREEDY));
+            requests.add(new SequentialRequest(prompt.ids(), 16, SamplingParams.GREEDY));
         }
         try (StagedModel<CpuTensor> model = CpuModels.staged(ModelDirectory.open(Fixture.dir("")), stages)) {
             List<int[]> tokens = SequentialGenerator.generate(model, requests);
@@ -76,7 +76,7 @@ class TinyLlamaFixtureTest {
                 float[] first = model.step(List.of(new Segment(id, 0, 1)), new int[] {prompt.ids()[0]})[0];
                 model.endRequest(id++);
                 assertClose(prompt.firstLogitsF32(), first, F32_TOLERANCE, "first logits of " + what);
-                int[] greedy = SequentialGenerator.generate(model, List.of(new GenerationRequest(prompt.ids(), 16, SamplingParams.GREEDY))).get(0);
+                int[] greedy = SequentialGenerator.generate(model, List.of(new SequentialRequest(prompt.ids(), 16, SamplingParams.GREEDY))).get(0);
                 assertArrayEquals(prompt.greedy16(), greedy, "greedy tokens of " + what);
             }
             assertTrue(model.stages().stream().allMatch(s -> s.cachedRequests().isEmpty()));

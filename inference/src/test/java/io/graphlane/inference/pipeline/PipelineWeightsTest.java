@@ -12,6 +12,7 @@ import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.llama.LlamaTensors;
 import io.graphlane.inference.model.CpuModels;
@@ -52,7 +53,7 @@ class PipelineWeightsTest {
         try (StagedModel<CpuTensor> reference = CpuModels.staged(ModelDirectory.open(Fixture.dir("bf16")), 1)) {
             for (Fixture.Prompt p : prompts) {
                 sequential.add(SequentialGenerator.generate(reference,
-                        List.of(new io.graphlane.inference.generate.GenerationRequest(p.ids(), 16, SamplingParams.GREEDY))).get(0));
+                        List.of(new SequentialRequest(p.ids(), 16, SamplingParams.GREEDY))).get(0));
             }
         }
         try (InferencePipeline model = InferencePipeline.builder().model(Fixture.dir("bf16")).stages(3)

@@ -23,10 +23,11 @@ import io.graphlane.inference.pipeline.LlamaStageProgram;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.stage.StagePlan;
+import io.graphlane.scheduler.pipeline.EngineFinishReason;
+import io.graphlane.scheduler.pipeline.EngineListener;
 import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
-import io.graphlane.scheduler.pipeline.TokenListener;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -113,7 +114,7 @@ class TensorParallelLanesTest {
             // The stage is not poisoned: the next request runs on the same shards and gets the reference tokens.
             Listener next = new Listener();
             pipeline.submit(greedy(p.ids()), next);
-            assertEquals(TokenListener.StopReason.LENGTH, next.ended.get(60, TimeUnit.SECONDS));
+            assertEquals(EngineFinishReason.LENGTH, next.ended.get(60, TimeUnit.SECONDS));
             assertEquals(list(p.greedy16()), next.tokens);
             assertFalse(armed.get());
         } finally {
@@ -142,9 +143,9 @@ class TensorParallelLanesTest {
     }
 
     /** One request's tokens and its end. */
-    private static final class Listener implements TokenListener {
+    private static final class Listener implements EngineListener {
         final List<Integer> tokens = new CopyOnWriteArrayList<>();
-        final CompletableFuture<StopReason> ended = new CompletableFuture<>();
+        final CompletableFuture<EngineFinishReason> ended = new CompletableFuture<>();
 
         @Override
         public void onToken(int tokenId) {
@@ -152,7 +153,7 @@ class TensorParallelLanesTest {
         }
 
         @Override
-        public void onFinished(StopReason reason) {
+        public void onFinished(EngineFinishReason reason) {
             ended.complete(reason);
         }
 

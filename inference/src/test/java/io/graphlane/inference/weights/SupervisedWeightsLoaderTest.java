@@ -20,8 +20,8 @@ import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.core.tensor.TensorSpec;
-import io.graphlane.inference.generate.GenerationRequest;
 import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaStage;
@@ -121,7 +121,7 @@ class SupervisedWeightsLoaderTest {
                             "last logits of a " + prompt.ids().length + "-token prompt, layout '" + layout + "'");
                     if (!bf16) {
                         int[] greedy = SequentialGenerator.generate(staged,
-                                List.of(new GenerationRequest(prompt.ids(), 16, SamplingParams.GREEDY))).get(0);
+                                List.of(new SequentialRequest(prompt.ids(), 16, SamplingParams.GREEDY))).get(0);
                         assertArrayEquals(prompt.greedy16(), greedy, "greedy tokens, layout '" + layout + "'");
                     }
                 }

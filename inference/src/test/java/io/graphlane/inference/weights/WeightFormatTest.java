@@ -21,6 +21,7 @@ import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
+import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.llama.LayerWeights;
 import io.graphlane.inference.llama.LlamaStage;
@@ -175,7 +176,7 @@ class WeightFormatTest {
         try (StagedModel<CpuTensor> staged = CpuModels.staged(ModelDirectory.open(Fixture.dir("")), 1, format)) {
             for (Fixture.Prompt p : prompts) {
                 expected.add(io.graphlane.inference.generate.SequentialGenerator.generate(staged, List.of(
-                        new io.graphlane.inference.generate.GenerationRequest(p.ids(), 12,
+                        new SequentialRequest(p.ids(), 12,
                                 io.graphlane.inference.sampling.SamplingParams.GREEDY))).get(0));
             }
         }

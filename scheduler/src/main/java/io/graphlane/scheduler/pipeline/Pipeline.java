@@ -16,7 +16,7 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
 /**
  * A running pipeline engine seen from outside the actor system: thread-safe admission
  * ({@link #submit} refuses at once beyond the settings' bounds, never queues without bound)
- * and cancellation. Tokens go to each request's {@link TokenListener}.
+ * and cancellation. Tokens go to each request's {@link EngineListener}.
  */
 public final class Pipeline<W, A> {
     private final ActorSystem<?> system;
@@ -71,7 +71,7 @@ public final class Pipeline<W, A> {
      * @throws PipelineOverloadedException at once if active plus queued requests are at their bounds
      * @throws PipelineStoppedException at once if the engine has stopped
      */
-    public long submit(PipelineRequest request, TokenListener listener) {
+    public long submit(PipelineRequest request, EngineListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
         if (isStopped()) {

@@ -54,7 +54,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     /** Starts {@code request} (already counted by admission) as {@code requestId}. */
-    public record Admit(long requestId, PipelineRequest request, TokenListener listener) implements Command {
+    public record Admit(long requestId, PipelineRequest request, EngineListener listener) implements Command {
     }
 
     /** Cancels a request: its queued steps are dropped, a step in flight finishes unobserved. */
@@ -93,17 +93,17 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
      */
     private static final class InFlight<A> {
         private final MicroBatch batch;
-        private final long laneRequestId;
+        private final long microBatchId;
         private final List<CompletionHandle> handles;
         private final Set<CompletionHandle> exits;
         private final SharedRelease<A> lastOutput;
         private int exitsLeft;
         private Outcome failed;
 
-        InFlight(MicroBatch batch, long laneRequestId, List<CompletionHandle> handles, Set<CompletionHandle> exits,
+        InFlight(MicroBatch batch, long microBatchId, List<CompletionHandle> handles, Set<CompletionHandle> exits,
                  SharedRelease<A> lastOutput) {
             this.batch = batch;
-            this.laneRequestId = laneRequestId;
+            this.microBatchId = microBatchId;
             this.handles = handles;
             this.exits = exits;
             this.lastOutput = lastOutput;
@@ -114,8 +114,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             return batch;
         }
 
-        long laneRequestId() {
-            return laneRequestId;
+        long microBatchId() {
+            return microBatchId;
         }
 
         List<CompletionHandle> handles() {
@@ -391,7 +391,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private void abandonInFlight() {
         for (InFlight<A> f : inFlight.values()) {
             for (ActorRef<LaneProtocol.Command> lane : lanes) {
-                lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
+                lane.tell(new LaneProtocol.Cancel(f.microBatchId()));
             }
             if (f.lastOutput() != null) {
                 f.lastOutput().release();
@@ -438,7 +438,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                     // Nothing after the refused stage can run: drop the step's queued work everywhere.
                     forgetStep(f);
                     for (ActorRef<LaneProtocol.Command> lane : lanes) {
-                        lane.tell(new LaneProtocol.Cancel(f.laneRequestId()));
+                        lane.tell(new LaneProtocol.Cancel(f.microBatchId()));
                     }
                     stepEnded(f, Outcome.failure(rejected.toException()));
                 }
@@ -454,7 +454,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     private void forgetStep(InFlight<A> f) {
-        inFlight.remove(f.laneRequestId());
+        inFlight.remove(f.microBatchId());
         f.handles().forEach(stepOfHandle::remove);
     }
 
@@ -550,7 +550,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
      */
     private void submitStep(MicroBatch batch) {
         int stages = stageLanes.size();
-        long laneRequestId = batch.id();
+        long microBatchId = batch.id();
         steps++;
         List<StageStep<W, A>> planned = new ArrayList<>(stages);
         A previous = null;
@@ -567,7 +567,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 step.submissions().forEach(s -> s.retain().forEach(Retained::release));
                 program.release(step.output());
             }
-            stepEnded(new InFlight<>(batch, laneRequestId, List.of(), Set.of(), null), Outcome.failure(e));
+            stepEnded(new InFlight<>(batch, microBatchId, List.of(), Set.of(), null), Outcome.failure(e));
             return;
         }
         List<CompletionHandle> handles = new ArrayList<>();
@@ -611,7 +611,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 }
                 boolean exit = consumersWithin[i] == 0;
                 int consumers = consumersWithin[i] + (exit ? nextEntries : 0);
-                refs.get(s.lane()).tell(new LaneProtocol.Submit<>(handle, s.work(), after, retain, laneRequestId,
+                refs.get(s.lane()).tell(new LaneProtocol.Submit<>(handle, s.work(), after, retain, microBatchId,
                         LaneProtocol.NO_DEADLINE, consumers, replies));
                 unanswered.put(handle, retain);
                 handles.add(handle);
@@ -622,8 +622,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             previousExits = List.copyOf(exits);
             previousOutput = output;
         }
-        InFlight<A> f = new InFlight<>(batch, laneRequestId, List.copyOf(handles), Set.copyOf(previousExits), previousOutput);
-        inFlight.put(laneRequestId, f);
+        InFlight<A> f = new InFlight<>(batch, microBatchId, List.copyOf(handles), Set.copyOf(previousExits), previousOutput);
+        inFlight.put(microBatchId, f);
         handles.forEach(h -> stepOfHandle.put(h, f));
     }
 

@@ -43,7 +43,7 @@ public final class RequestLedger<C> {
     public static final class Entry {
         private final long id;
         private final PipelineRequest request;
-        private final TokenListener listener;
+        private final EngineListener listener;
         private int position;
         private int[] nextInput;
         private int generated;
@@ -53,7 +53,7 @@ public final class RequestLedger<C> {
         private boolean deadlinePassed;
         private boolean reported;
 
-        private Entry(long id, PipelineRequest request, TokenListener listener) {
+        private Entry(long id, PipelineRequest request, EngineListener listener) {
             this.id = id;
             this.request = request;
             this.listener = listener;
@@ -119,7 +119,7 @@ public final class RequestLedger<C> {
      * entry, or null when its deadline had already passed: it has then ended with a
      * {@link RequestDeadlineExceededException}.
      */
-    public Entry admit(long id, PipelineRequest request, TokenListener listener) {
+    public Entry admit(long id, PipelineRequest request, EngineListener listener) {
         Entry e = new Entry(id, request, listener);
         entries.put(id, e);
         long deadline = request.deadlineNanos();
@@ -186,9 +186,9 @@ public final class RequestLedger<C> {
         }
         PipelineRequest r = e.request;
         if (r.endsSequence(token)) {
-            end(e, TokenListener.StopReason.END_OF_SEQUENCE, null);
+            end(e, EngineFinishReason.END_OF_SEQUENCE, null);
         } else if (e.generated >= r.maxNewTokens()) {
-            end(e, TokenListener.StopReason.LENGTH, null);
+            end(e, EngineFinishReason.LENGTH, null);
         } else if (e.deadlinePassed || (r.deadlineNanos() != Long.MAX_VALUE && System.nanoTime() - r.deadlineNanos() >= 0)) {
             end(e, null, new RequestDeadlineExceededException(e.id, e.generated));
         } else {
@@ -247,7 +247,7 @@ public final class RequestLedger<C> {
     }
 
     /** Ends a request: drops it and its timer, lets the engine drop its part, frees its admission slot, reports it once. */
-    private void end(Entry e, TokenListener.StopReason reason, Throwable failure) {
+    private void end(Entry e, EngineFinishReason reason, Throwable failure) {
         if (entries.remove(e.id) == null) {
             return;
         }
@@ -267,7 +267,7 @@ public final class RequestLedger<C> {
         }
     }
 
-    private static void report(Entry e, TokenListener.StopReason reason, Throwable failure) {
+    private static void report(Entry e, EngineFinishReason reason, Throwable failure) {
         e.reported = true;
         if (reason != null) {
             try {

@@ -13,7 +13,7 @@
  * on other cluster nodes shares. A request's sampling state travels typed, as a
  * {@link io.graphlane.scheduler.pipeline.TokenSampler}, to the stage that samples; each token comes back as a
  * {@link io.graphlane.scheduler.pipeline.SampledToken} (with log-probabilities when the request asked for them) and
- * reaches the request's {@link io.graphlane.scheduler.pipeline.TokenListener} as such.
+ * reaches the request's {@link io.graphlane.scheduler.pipeline.EngineListener} as such.
  *
  * <p>Guarantees: a request's tokens reach its listener in order, followed by exactly one end; admission is bounded
  * ({@link io.graphlane.scheduler.pipeline.PipelineOverloadedException} beyond it); a stage output is freed exactly once,

@@ -161,7 +161,7 @@ class MultiLaneStageTest {
             p.submit(request(new int[] {i + 1}, 4), l);
         }
         for (int i = 0; i < 4; i++) {
-            assertEquals(TokenListener.StopReason.LENGTH, listeners.get(i).ended.get(30, TimeUnit.SECONDS));
+            assertEquals(EngineFinishReason.LENGTH, listeners.get(i).ended.get(30, TimeUnit.SECONDS));
             assertEquals(ScriptedProgram.expected(new int[] {i + 1}, 4), listeners.get(i).tokens);
         }
         List<String> ran = new ArrayList<>(program.ran);
@@ -204,7 +204,7 @@ class MultiLaneStageTest {
         long failed = program.failedBatches.get(0);
         assertTrue(program.ran.stream().noneMatch(r -> r.contains("/reduce/") && r.endsWith("/" + failed)),
                 "no reduce ran on the failed partial: " + program.ran);
-        assertEquals(TokenListener.StopReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
         assertEquals(ScriptedProgram.expected(new int[] {5}, 3), good.tokens);
         assertEverythingReleasedOnce();
         assertFalse(ledger.entries().isEmpty());

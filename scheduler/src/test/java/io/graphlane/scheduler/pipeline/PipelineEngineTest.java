@@ -87,7 +87,7 @@ class PipelineEngineTest {
             p.submit(request(prompt, 5), l);
         }
         for (int r = 0; r < 6; r++) {
-            assertEquals(TokenListener.StopReason.LENGTH, listeners.get(r).ended.get(30, TimeUnit.SECONDS));
+            assertEquals(EngineFinishReason.LENGTH, listeners.get(r).ended.get(30, TimeUnit.SECONDS));
             assertEquals(ScriptedProgram.expected(prompts.get(r), 5), listeners.get(r).tokens);
             assertEquals(1, listeners.get(r).ends.get());
         }
@@ -157,7 +157,7 @@ class PipelineEngineTest {
         assertEquals(boom, poisoned.rootCause());
         assertTrue(poisoned.getMessage().contains("did not run because"), poisoned.getMessage());
         assertFalse(program.ran.contains("2/" + badBatch.get(0)), "the last stage never ran on the failed stage's output");
-        assertEquals(TokenListener.StopReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
         assertEquals(ScriptedProgram.expected(new int[] {5}, 3), good.tokens);
         awaitAllOutputsReleasedOnce();
     }
@@ -183,7 +183,7 @@ class PipelineEngineTest {
         backend.release("healthy-first-step");
         ExecutionException e = assertThrows(ExecutionException.class, () -> bad.ended.get(30, TimeUnit.SECONDS));
         assertEquals(boom, ((PoisonedPreconditionException) e.getCause()).rootCause());
-        assertEquals(TokenListener.StopReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.LENGTH, good.ended.get(30, TimeUnit.SECONDS));
         assertEquals(ScriptedProgram.expected(new int[] {5}, 4), good.tokens, "the healthy request's tokens are untouched");
         // Both requests of the failed micro-batch were rewound to where that step began before running alone:
         // the healthy one after its first position, the poisoned one to its start.
@@ -261,7 +261,7 @@ class PipelineEngineTest {
         int[] prompt = {4};
         int eos = ScriptedProgram.expected(prompt, 2).get(1);
         p.submit(new PipelineRequest(prompt, 10, eos, Long.MAX_VALUE, null), l);
-        assertEquals(TokenListener.StopReason.END_OF_SEQUENCE, l.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.END_OF_SEQUENCE, l.ended.get(30, TimeUnit.SECONDS));
         assertEquals(ScriptedProgram.expected(prompt, 2), l.tokens);
     }
 
@@ -274,7 +274,7 @@ class PipelineEngineTest {
         // The first listed id never comes; the second is the third token generated.
         int absent = expected.stream().mapToInt(Integer::intValue).max().getAsInt() + 1;
         p.submit(new PipelineRequest(prompt, 10, new int[] {absent, expected.get(2)}, Long.MAX_VALUE, null), l);
-        assertEquals(TokenListener.StopReason.END_OF_SEQUENCE, l.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.END_OF_SEQUENCE, l.ended.get(30, TimeUnit.SECONDS));
         assertEquals(expected, l.tokens);
     }
 
@@ -438,8 +438,8 @@ class PipelineEngineTest {
         p.submit(request(new int[] {1, 2}, 6), before);
         p.submit(request(new int[] {3}, 6), throwing);
         p.submit(request(new int[] {4, 5}, 6), after);
-        assertEquals(TokenListener.StopReason.LENGTH, before.ended.get(30, TimeUnit.SECONDS));
-        assertEquals(TokenListener.StopReason.LENGTH, after.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.LENGTH, before.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.LENGTH, after.ended.get(30, TimeUnit.SECONDS));
         assertEquals(ScriptedProgram.expected(new int[] {1, 2}, 6), before.tokens);
         assertEquals(ScriptedProgram.expected(new int[] {4, 5}, 6), after.tokens);
         ExecutionException failed = assertThrows(ExecutionException.class, () -> throwing.ended.get(30, TimeUnit.SECONDS));
@@ -450,7 +450,7 @@ class PipelineEngineTest {
         // The engine lives on.
         RecordingListener later = new RecordingListener();
         p.submit(request(new int[] {7}, 3), later);
-        assertEquals(TokenListener.StopReason.LENGTH, later.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.LENGTH, later.ended.get(30, TimeUnit.SECONDS));
         assertFalse(p.isStopped());
     }
 
@@ -464,7 +464,7 @@ class PipelineEngineTest {
         p.submit(request(new int[] {9}, 1_000_000), longOne);
         p.submit(request(new int[] {1, 2}, 2), shortOne);
         // The request whose end hit the fault still gets its end; the one held fails with the engine.
-        assertEquals(TokenListener.StopReason.LENGTH, shortOne.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.LENGTH, shortOne.ended.get(30, TimeUnit.SECONDS));
         ExecutionException failed = assertThrows(ExecutionException.class, () -> longOne.ended.get(30, TimeUnit.SECONDS));
         assertInstanceOf(PipelineStoppedException.class, failed.getCause());
         assertTrue(p.isStopped(), "the engine reports itself stopped before failing its requests");

@@ -6,9 +6,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** Collects one request's tokens and its single end. */
-final class RecordingListener implements TokenListener {
+final class RecordingListener implements EngineListener {
     final List<Integer> tokens = new CopyOnWriteArrayList<>();
-    final CompletableFuture<StopReason> ended = new CompletableFuture<>();
+    final CompletableFuture<EngineFinishReason> ended = new CompletableFuture<>();
     final AtomicInteger ends = new AtomicInteger();
     /** When positive, {@link #onToken} throws on this token (counted from 1), as a broken client listener would. */
     volatile int throwOnToken;
@@ -25,7 +25,7 @@ final class RecordingListener implements TokenListener {
     }
 
     @Override
-    public void onFinished(StopReason reason) {
+    public void onFinished(EngineFinishReason reason) {
         ends.incrementAndGet();
         ended.complete(reason);
     }

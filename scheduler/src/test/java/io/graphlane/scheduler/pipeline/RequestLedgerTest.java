@@ -83,15 +83,15 @@ class RequestLedgerTest {
                 new PipelineRequest(new int[] {1, 2}, maxNewTokens, endOfSequence, deadlineNanos, null), listener(id)) != null))));
     }
 
-    private TokenListener listener(long id) {
-        return new TokenListener() {
+    private EngineListener listener(long id) {
+        return new EngineListener() {
             @Override
             public void onToken(int tokenId) {
                 events.add(id + " token " + tokenId);
             }
 
             @Override
-            public void onFinished(StopReason reason) {
+            public void onFinished(EngineFinishReason reason) {
                 events.add(id + " finished " + reason + " held " + held.get());
             }
 

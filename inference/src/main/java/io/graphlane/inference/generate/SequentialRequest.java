@@ -5,17 +5,18 @@ import io.graphlane.inference.sampling.SamplingParams;
 import java.util.Set;
 
 /**
- * One prompt to continue.
+ * One prompt for {@link SequentialGenerator} to continue (a request to the reference generator; requests to a
+ * served model are {@code io.graphlane.inference.api.GenerationRequest}s).
  *
  * @param promptIds     the prompt's token ids, at least one
  * @param maxNewTokens  tokens to generate at most, at least one
  * @param sampling      how each token is chosen
  * @param stopTokenIds  tokens that end the generation (kept as its last token), such as the end-of-sequence id
  */
-public record GenerationRequest(int[] promptIds, int maxNewTokens, SamplingParams sampling, Set<Integer> stopTokenIds) {
+public record SequentialRequest(int[] promptIds, int maxNewTokens, SamplingParams sampling, Set<Integer> stopTokenIds) {
 
     /** Validates the prompt and the budget. */
-    public GenerationRequest {
+    public SequentialRequest {
         if (promptIds == null || promptIds.length == 0) {
             throw new GraphlaneException("a prompt needs at least one token id");
         }
@@ -27,7 +28,7 @@ public record GenerationRequest(int[] promptIds, int maxNewTokens, SamplingParam
     }
 
     /** A request with no stop tokens. */
-    public GenerationRequest(int[] promptIds, int maxNewTokens, SamplingParams sampling) {
+    public SequentialRequest(int[] promptIds, int maxNewTokens, SamplingParams sampling) {
         this(promptIds, maxNewTokens, sampling, Set.of());
     }
 

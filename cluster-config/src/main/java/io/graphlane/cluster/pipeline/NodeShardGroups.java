@@ -21,42 +21,33 @@ import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 
 /**
- * The generations of one tensor-parallel shard on its node: the shard's weights, loaded once, and every
- * {@link Generation} formed over them, one per collective group the shard has joined. A stage forms (at startup) and
+ * The shard groups of one tensor-parallel shard on its node: the shard's weights, loaded once, and every
+ * {@link ShardGroup} formed over them, one per collective group the shard has joined. A stage forms (at startup) and
  * re-forms (after a shard's node was replaced) by joining a fresh group: {@link #form} joins it and builds a fresh
  * {@link LlamaShard} (empty KV caches) over the same weights.
  *
- * <p>Owns the weights and each generation's shard and transport. Guarantees: each generation is retired (its KV
+ * <p>Owns the weights and each shard group's shard and transport. Guarantees: each shard group is retired (its KV
  * caches freed, its transport closed) exactly once, by {@link #retire} or by {@link #closeAll}; the weights are
- * released exactly once, by {@link #closeAll}, after every generation; a group joined after {@link #closeAll} is
+ * released exactly once, by {@link #closeAll}, after every shard group; a group joined after {@link #closeAll} is
  * retired at once and its {@link #form} fails. Refuses nothing else; thread-safe. Whoever calls {@link #retire} must
- * make sure no work of that generation runs any more (its hosts submit the retirement on the shard's lane, after the
+ * make sure no work of that shard group runs any more (its hosts submit the retirement on the shard's lane, after the
  * work that uses it).
  */
-final class ShardGenerations implements ShardGroups {
-    /** One shard in one collective group: its member's transport and a shard over the node's weights. */
-    record Generation(String group, LlamaShard<CpuTensor> shard, ClusterCollectiveTransport transport) {
-        Generation {
-            Objects.requireNonNull(group, "group");
-            Objects.requireNonNull(shard, "shard");
-            Objects.requireNonNull(transport, "transport");
-        }
-    }
-
+final class NodeShardGroups implements ShardGroups {
     private final TensorParallelism tp;
     private final int rank;
     private final ShardWeights<CpuTensor> weights;
     private final CpuNeuralOps loadOps;
     private final CollectiveSettings settings;
     private final Function<String, CompletionStage<ClusterCollectiveTransport>> join;
-    private final Set<Generation> live = new LinkedHashSet<>();
+    private final Set<ShardGroup> live = new LinkedHashSet<>();
     private boolean closed;
 
     /**
-     * Generations of rank {@code rank} over {@code weights} (allocated by {@code loadOps}); {@code join} joins this
+     * Shard groups of rank {@code rank} over {@code weights} (allocated by {@code loadOps}); {@code join} joins this
      * rank to the named group ({@code ClusterCollectives.join} on the node).
      */
-    ShardGenerations(TensorParallelism tp, int rank, ShardWeights<CpuTensor> weights, CpuNeuralOps loadOps, CollectiveSettings settings,
+    NodeShardGroups(TensorParallelism tp, int rank, ShardWeights<CpuTensor> weights, CpuNeuralOps loadOps, CollectiveSettings settings,
                      Function<String, CompletionStage<ClusterCollectiveTransport>> join) {
         this.tp = Objects.requireNonNull(tp, "tp");
         this.rank = rank;
@@ -72,11 +63,11 @@ final class ShardGenerations implements ShardGroups {
     }
 
     /**
-     * Joins {@code group} as this shard's rank and builds the shard of that generation; completes once every rank of the
-     * group has joined, or fails (join timeout, a rank claimed twice, or these generations closed). Never blocks.
+     * Joins {@code group} as this shard's rank and builds this shard's {@link ShardGroup} in it; completes once every rank of the
+     * group has joined, or fails (join timeout, a rank claimed twice, or these shard groups closed). Never blocks.
      */
     @Override
-    public CompletionStage<Generation> form(String group) {
+    public CompletionStage<ShardGroup> form(String group) {
         synchronized (this) {
             if (closed) {
                 return CompletableFuture.failedFuture(closedFailure(group));
@@ -90,40 +81,40 @@ final class ShardGenerations implements ShardGroups {
         }
         return joined.thenCompose(transport -> {
             CpuCollectiveMember member = CpuCollectiveMember.over(group, rank, transport, settings);
-            Generation generation = new Generation(group, new LlamaShard<>(tp, weights, new CpuNeuralOps(), new CpuShardComm(member)),
+            ShardGroup shardGroup = new ShardGroup(group, new LlamaShard<>(tp, weights, new CpuNeuralOps(), new CpuShardComm(member)),
                     transport);
             synchronized (this) {
                 if (!closed) {
-                    live.add(generation);
-                    return CompletableFuture.completedFuture(generation);
+                    live.add(shardGroup);
+                    return CompletableFuture.completedFuture(shardGroup);
                 }
             }
-            generation.shard().close();
-            return transport.closeAsync().thenCompose(v -> CompletableFuture.<Generation>failedFuture(closedFailure(group)));
+            shardGroup.shard().close();
+            return transport.closeAsync().thenCompose(v -> CompletableFuture.<ShardGroup>failedFuture(closedFailure(group)));
         });
     }
 
     /**
-     * Retires {@code generation}: frees its KV caches and closes its transport (telling its live peers it left); a
-     * generation already retired is left alone. Completes once its transport has closed; never fails.
+     * Retires {@code shardGroup}: frees its KV caches and closes its transport (telling its live peers it left); a
+     * shard group already retired is left alone. Completes once its transport has closed; never fails.
      */
     @Override
-    public CompletionStage<Void> retire(Generation generation) {
+    public CompletionStage<Void> retire(ShardGroup shardGroup) {
         synchronized (this) {
-            if (!live.remove(generation)) {
+            if (!live.remove(shardGroup)) {
                 return CompletableFuture.completedFuture(null);
             }
         }
-        generation.shard().close();
-        return generation.transport().closeAsync();
+        shardGroup.shard().close();
+        return shardGroup.transport().closeAsync();
     }
 
     /**
-     * Retires every generation still live, then releases the weights; later {@link #form}s fail. Call it once nothing
+     * Retires every shard group still live, then releases the weights; later {@link #form}s fail. Call it once nothing
      * runs on the shard's lane any more. Completes when the transports have closed; a second call does nothing.
      */
     CompletionStage<Void> closeAll() {
-        List<Generation> left;
+        List<ShardGroup> left;
         synchronized (this) {
             if (closed) {
                 return CompletableFuture.completedFuture(null);
@@ -133,7 +124,7 @@ final class ShardGenerations implements ShardGroups {
             live.clear();
         }
         List<CompletableFuture<Void>> closing = new ArrayList<>();
-        for (Generation g : left) {
+        for (ShardGroup g : left) {
             g.shard().close();
             closing.add(g.transport().closeAsync().toCompletableFuture());
         }
