@@ -55,6 +55,10 @@ public final class ClusterPipelineBench implements Callable<Integer> {
     @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory (default: the demo model).")
     Path model;
 
+    @Option(names = "--rounds", paramLabel = "K", defaultValue = "3",
+            description = "Measured rounds of every request at once on each path, after one warm-up round of the same size; the median is reported (default ${DEFAULT-VALUE}).")
+    int rounds;
+
     @Option(names = "--json", description = "Print one JSON object.")
     boolean json;
 
@@ -64,9 +68,9 @@ public final class ClusterPipelineBench implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         int stageCount = stages != null ? stages : nodes;
-        if (nodes < 1 || stageCount < 1 || requests < 1 || newTokens < 1) {
-            throw new GraphlaneException("--nodes, --stages, --requests and --new-tokens must be >= 1; got " + nodes + ", " + stageCount
-                    + ", " + requests + ", " + newTokens);
+        if (nodes < 1 || stageCount < 1 || requests < 1 || newTokens < 1 || rounds < 1) {
+            throw new GraphlaneException("--nodes, --stages, --requests, --new-tokens and --rounds must be >= 1; got " + nodes + ", "
+                    + stageCount + ", " + requests + ", " + newTokens + ", " + rounds);
         }
         Path dir = model != null ? model : DemoModel.ensure();
         PrintWriter out = spec.commandLine().getOut();
@@ -80,7 +84,7 @@ public final class ClusterPipelineBench implements Callable<Integer> {
         double ratio = cluster / local;
         if (json) {
             ObjectNode o = new ObjectMapper().createObjectNode();
-            o.put("nodes", nodes).put("stages", stageCount).put("requests", requests).put("new_tokens", newTokens);
+            o.put("nodes", nodes).put("stages", stageCount).put("requests", requests).put("new_tokens", newTokens).put("rounds", rounds);
             o.put("cluster_tokens_per_s", cluster).put("local_tokens_per_s", local).put("ratio", ratio);
             out.println(o);
         } else {
@@ -99,13 +103,20 @@ public final class ClusterPipelineBench implements Callable<Integer> {
         return prompts;
     }
 
-    /** Tokens/s of the engine over local stage lanes, after a warm-up run of the same requests with fewer tokens. */
+    /**
+     * Tokens/s of the engine over local stage lanes: the median of {@code rounds} rounds of every request at once, after
+     * a warm-up round of the same size (the JIT has compiled the hot paths of both sides before anything is timed).
+     */
     private double local(Path dir, int stageCount) throws Exception {
         try (InferencePipeline pipeline = InferencePipeline.builder().model(dir).stages(stageCount).build()) {
-            PipelineBench.generatedTokens(pipeline, greedy(Math.min(8, newTokens))); // warm-up
-            long start = System.nanoTime();
-            int tokens = PipelineBench.generatedTokens(pipeline, greedy(newTokens));
-            return tokens / ((System.nanoTime() - start) / 1e9);
+            PipelineBench.generatedTokens(pipeline, greedy(newTokens)); // warm-up
+            double[] rates = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                long start = System.nanoTime();
+                int tokens = PipelineBench.generatedTokens(pipeline, greedy(newTokens));
+                rates[r] = tokens / ((System.nanoTime() - start) / 1e9);
+            }
+            return ClusterCollectiveBench.median(rates);
         }
     }
 
@@ -117,7 +128,7 @@ public final class ClusterPipelineBench implements Callable<Integer> {
         return batch;
     }
 
-    /** Tokens/s of the cluster's pipeline through rank 0's HTTP API, after the same warm-up. */
+    /** Tokens/s of the cluster's pipeline through rank 0's HTTP API, measured as {@link #local} is. */
     private double cluster(Path dir, int stageCount, PrintWriter err) throws Exception {
         int[] artery = freePorts(nodes);
         int[] management = freePorts(nodes);
@@ -136,10 +147,14 @@ public final class ClusterPipelineBench implements Callable<Integer> {
             HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
             URI base = URI.create("http://127.0.0.1:" + http);
             awaitHealthy(client, base, ranks);
-            complete(client, base, Math.min(8, newTokens));
-            long start = System.nanoTime();
-            int tokens = complete(client, base, newTokens);
-            return tokens / ((System.nanoTime() - start) / 1e9);
+            complete(client, base, newTokens); // warm-up
+            double[] rates = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                long start = System.nanoTime();
+                int tokens = complete(client, base, newTokens);
+                rates[r] = tokens / ((System.nanoTime() - start) / 1e9);
+            }
+            return ClusterCollectiveBench.median(rates);
         }
     }
 
