@@ -159,12 +159,8 @@ public final class ModelStageHosting implements StageHosting {
         TensorParallelism tp = new TensorParallelism(model.config(), tensorParallel);
         StageSpec spec = StagePlan.balanced(model.config().layerCount(), stageCount).stage(stage);
         CpuInference cpu = new CpuInference();
-        CpuBackend backend = cpu.device();
         // The shard's weights are one atomic unit of a supervisor on a loading lane, as a whole stage's are.
-        CpuExecutor loadingLane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
-        ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor = system.systemActorOf(
-                cpu.supervisor(loadingLane, MaterializationSettings.fromConfig(system.settings().config())),
-                "shard-materialization-" + SUPERVISORS.incrementAndGet(), Props.empty());
+        ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor = spawnSupervisor(system, cpu, "shard-materialization-");
         SupervisedShardLoader<CpuParameter, CpuTensor> shardLoader = null;
         // A shard's leases are all taken at once, so every shard of the checkpoint may be pinned together.
         int maxOpen = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
@@ -225,16 +221,22 @@ public final class ModelStageHosting implements StageHosting {
         }
     }
 
+    /** A materialization supervisor over {@code cpu}'s parameter backend, realizing on a loading lane of its own. */
+    private static ActorRef<MaterializationSupervisor.Command<CpuParameter>> spawnSupervisor(ActorSystem<?> system, CpuInference cpu,
+                                                                                        String namePrefix) {
+        CpuBackend backend = cpu.device();
+        CpuExecutor loadingLane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
+        return system.systemActorOf(cpu.supervisor(loadingLane, MaterializationSettings.fromConfig(system.settings().config())),
+                namePrefix + SUPERVISORS.incrementAndGet(), Props.empty());
+    }
+
     private HostedStages start(ActorSystem<?> system, List<Integer> stages) {
         ModelDirectory model = ModelDirectory.open(modelDir);
         StagePlan plan = StagePlan.balanced(model.config().layerCount(), stageCount);
         CpuInference cpu = new CpuInference();
         CpuBackend backend = cpu.device();
         // Each hosted stage's weights are one atomic unit of a supervisor on a loading lane, as in a pipeline inside one JVM.
-        CpuExecutor loadingLane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
-        ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor = system.systemActorOf(
-                cpu.supervisor(loadingLane, MaterializationSettings.fromConfig(system.settings().config())),
-                "stage-materialization-" + SUPERVISORS.incrementAndGet(), Props.empty());
+        ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor = spawnSupervisor(system, cpu, "stage-materialization-");
         Map<Integer, LlamaStage<CpuTensor>> loaded = new LinkedHashMap<>();
         SupervisedWeightsLoader<CpuParameter, CpuTensor> weights = null;
         LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes = null;

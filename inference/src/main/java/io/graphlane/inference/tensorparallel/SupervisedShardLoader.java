@@ -18,6 +18,7 @@ import io.graphlane.inference.llama.LlamaTensors;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
 import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.weights.CheckpointTensors;
+import io.graphlane.inference.weights.StageWeightsAssembly;
 import io.graphlane.inference.weights.SupervisedUnits;
 import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.inference.weights.WeightPlan;
@@ -25,7 +26,6 @@ import io.graphlane.inference.weights.WeightSlots;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -69,8 +69,6 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
     private final LlamaConfig config;
     private final TensorParallelism tp;
     private final WeightSlots<P, T> slots;
-    private final Map<ShardWeights<T>, List<P>> held = new IdentityHashMap<>();
-    private boolean closed;
 
     /**
      * A loader of {@code tp}'s shards from {@code source} through {@code supervisor}, waiting at most {@code timeout}
@@ -141,11 +139,7 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
      */
     public ShardWeights<T> load(StageSpec stage, int rank) {
         Objects.requireNonNull(stage, "stage");
-        synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException("this loader was closed; shard " + rank + " of " + stage + " cannot be loaded");
-            }
-        }
+        units.requireOpen("shard " + rank + " of " + stage);
         List<ShardTensor> selection = selection(tp, stage, rank);
         CheckpointTensors.requirePresent(source, selection.stream().map(ShardTensor::whole).toList());
         String what = "shard " + rank + "/" + tp.size() + " of " + stage + " of checkpoint " + source.catalog().dir();
@@ -160,12 +154,7 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
                 tensors.put(part.name(), slots.tensor(parameters.get(i), part));
             }
             ShardWeights<T> weights = assemble(stage, rank, tensors);
-            synchronized (this) {
-                if (closed) {
-                    throw new IllegalStateException("this loader was closed while shard " + rank + " of " + stage + " loaded");
-                }
-                held.put(weights, parameters);
-            }
+            units.hold(weights, parameters, "shard " + rank + " of " + stage);
             return weights;
         } catch (RuntimeException e) {
             units.closeAll(parameters);
@@ -180,41 +169,30 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
      * @throws IllegalStateException if this loader does not hold {@code weights} (never loaded here, or already released)
      */
     public void release(ShardWeights<T> weights) {
-        List<P> parameters;
-        synchronized (this) {
-            parameters = held.remove(weights);
-        }
-        if (parameters == null) {
+        if (!units.release(weights)) {
             throw new IllegalStateException("shard " + weights.rank() + " of " + weights.stage() + " is not held by this loader: "
                     + "it was released already or loaded elsewhere");
         }
-        units.closeAll(parameters);
     }
 
     /** The parameters bound for {@code weights}, in {@link #selection} order, while this loader holds them. */
-    public synchronized List<P> parameters(ShardWeights<T> weights) {
-        List<P> parameters = held.get(weights);
+    public List<P> parameters(ShardWeights<T> weights) {
+        List<P> parameters = units.held(weights);
         if (parameters == null) {
             throw new IllegalStateException("shard " + weights.rank() + " of " + weights.stage() + " is not held by this loader");
         }
-        return List.copyOf(parameters);
+        return parameters;
     }
 
     /** The number of shards loaded and not yet released. */
-    public synchronized int heldShardCount() {
-        return held.size();
+    public int heldShardCount() {
+        return units.heldCount();
     }
 
     /** Refuses further loads and releases every shard still held, each exactly once; idempotent. */
     @Override
     public void close() {
-        List<List<P>> remaining;
-        synchronized (this) {
-            closed = true;
-            remaining = new ArrayList<>(held.values());
-            held.clear();
-        }
-        remaining.forEach(units::closeAll);
+        units.close();
     }
 
     /**
@@ -277,22 +255,8 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
 
     private ShardWeights<T> assemble(StageSpec stage, int rank, Map<String, T> t) {
         List<LayerWeights<T>> layers = new ArrayList<>();
-        boolean bias = config.qkvBias();
         for (int l = stage.layers().start(); l < stage.layers().end(); l++) {
-            layers.add(new LayerWeights<>(
-                    t.get(LlamaTensors.layer(l, "input_layernorm.weight")),
-                    t.get(LlamaTensors.layer(l, "self_attn.q_proj.weight")),
-                    t.get(LlamaTensors.layer(l, "self_attn.k_proj.weight")),
-                    t.get(LlamaTensors.layer(l, "self_attn.v_proj.weight")),
-                    t.get(LlamaTensors.layer(l, "self_attn.o_proj.weight")),
-                    bias ? t.get(LlamaTensors.layer(l, "self_attn.q_proj.bias")) : null,
-                    bias ? t.get(LlamaTensors.layer(l, "self_attn.k_proj.bias")) : null,
-                    bias ? t.get(LlamaTensors.layer(l, "self_attn.v_proj.bias")) : null,
-                    config.outputBias() ? t.get(LlamaTensors.layer(l, "self_attn.o_proj.bias")) : null,
-                    t.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")),
-                    t.get(LlamaTensors.layer(l, "mlp.gate_proj.weight")),
-                    t.get(LlamaTensors.layer(l, "mlp.up_proj.weight")),
-                    t.get(LlamaTensors.layer(l, "mlp.down_proj.weight"))));
+            layers.add(StageWeightsAssembly.layer(config, l, t));
         }
         T embedding = rank == 0 && stage.isFirst() ? t.get(LlamaTensors.EMBEDDING) : null;
         T finalNorm = rank == 0 && stage.isLast() ? t.get(LlamaTensors.FINAL_NORM) : null;

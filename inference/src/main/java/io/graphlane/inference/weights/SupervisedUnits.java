@@ -6,7 +6,10 @@ import io.graphlane.actors.materialize.UnitReply;
 import io.graphlane.actors.materialize.WeightRequest;
 import io.graphlane.core.GraphlaneException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -22,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * answer, for the loaders that bind weights through it (whole stages, {@link SupervisedWeightsLoader}; and
  * tensor-parallel shards). The supervisor owns every lease of the unit from then on and releases each after
  * its materialization's exact completion; the parameters are closed here exactly once when the unit fails,
- * or, if the caller stopped waiting, when the late answer comes.
+ * or, if the caller stopped waiting, when the late answer comes. A bound unit's parameters are held here
+ * under the weights made over them ({@link #hold}) until {@link #release} or {@link #close} closes them, once.
  *
  * @param <P> the backend's parameter slot
  * @param <T> the backend tensor
@@ -36,6 +40,9 @@ public final class SupervisedUnits<P, T> {
     private final Scheduler scheduler;
     private final Duration timeout;
     private final WeightSlots<P, T> slots;
+    /** The parameters bound for each loaded unit's weights (a stage's, a shard's), by identity, until released. */
+    private final Map<Object, List<P>> held = new IdentityHashMap<>();
+    private boolean closed;
 
     /**
      * Units for {@code supervisor}, each awaited at most {@code timeout} ({@code scheduler} times the wait), their
@@ -93,6 +100,64 @@ public final class SupervisedUnits<P, T> {
             }
             throw error;
         }
+    }
+
+    /**
+     * Refuses a load once {@link #close} ran.
+     *
+     * @throws IllegalStateException naming {@code what}
+     */
+    public synchronized void requireOpen(String what) {
+        if (closed) {
+            throw new IllegalStateException("this loader was closed; " + what + " cannot be loaded");
+        }
+    }
+
+    /**
+     * Holds {@code parameters}, bound for {@code weights}, until {@link #release}{@code (weights)} or {@link #close}.
+     *
+     * @throws IllegalStateException naming {@code what} if {@link #close} ran meanwhile (the caller closes them)
+     */
+    public synchronized void hold(Object weights, List<P> parameters, String what) {
+        if (closed) {
+            throw new IllegalStateException("this loader was closed while " + what + " loaded");
+        }
+        held.put(weights, parameters);
+    }
+
+    /** Closes the parameters held for {@code weights} exactly once; false if none are held (never held, or released already). */
+    public boolean release(Object weights) {
+        List<P> parameters;
+        synchronized (this) {
+            parameters = held.remove(weights);
+        }
+        if (parameters == null) {
+            return false;
+        }
+        closeAll(parameters);
+        return true;
+    }
+
+    /** The parameters held for {@code weights}, or null if none are. */
+    public synchronized List<P> held(Object weights) {
+        List<P> parameters = held.get(weights);
+        return parameters == null ? null : List.copyOf(parameters);
+    }
+
+    /** How many loaded units' parameters are held. */
+    public synchronized int heldCount() {
+        return held.size();
+    }
+
+    /** Refuses further loads and closes the parameters of every unit still held, each exactly once; idempotent. */
+    public void close() {
+        List<List<P>> remaining;
+        synchronized (this) {
+            closed = true;
+            remaining = new ArrayList<>(held.values());
+            held.clear();
+        }
+        remaining.forEach(this::closeAll);
     }
 
     /** Closes every one of {@code parameters} once, logging (not throwing) a failed close. */

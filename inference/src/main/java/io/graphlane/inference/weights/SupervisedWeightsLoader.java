@@ -14,7 +14,6 @@ import io.graphlane.inference.stage.StageSpec;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -45,8 +44,6 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
     private final LlamaConfig config;
     private final WeightSlots<P, T> slots;
     private final WeightFormat format;
-    private final Map<StageWeights<T>, List<P>> held = new IdentityHashMap<>();
-    private boolean closed;
 
     /**
      * A loader of {@code config}'s stages from {@code source} through {@code supervisor}, waiting at
@@ -85,11 +82,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
     @Override
     public StageWeights<T> load(StageSpec stage) {
         Objects.requireNonNull(stage, "stage");
-        synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException("this loader was closed; " + stage + " cannot be loaded");
-            }
-        }
+        units.requireOpen(stage.toString());
         List<Expected> expected = LlamaTensors.forStage(config, stage);
         CheckpointTensors.requirePresent(source, expected);
         List<P> parameters = new ArrayList<>(expected.size());
@@ -103,12 +96,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
                 tensors.put(e.name(), slots.tensor(parameters.get(i), e));
             }
             StageWeights<T> weights = StageWeightsAssembly.fromNamed(config, stage, tensors);
-            synchronized (this) {
-                if (closed) {
-                    throw new IllegalStateException("this loader was closed while " + stage + " loaded");
-                }
-                held.put(weights, parameters);
-            }
+            units.hold(weights, parameters, stage.toString());
             return weights;
         } catch (RuntimeException e) {
             closeAll(parameters);
@@ -123,41 +111,30 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
      * @throws IllegalStateException if this loader does not hold {@code weights} (never loaded here, or already released)
      */
     public void release(StageWeights<T> weights) {
-        List<P> parameters;
-        synchronized (this) {
-            parameters = held.remove(weights);
-        }
-        if (parameters == null) {
+        if (!units.release(weights)) {
             throw new IllegalStateException("the weights of " + weights.stage() + " are not held by this loader: "
                     + "they were released already or loaded elsewhere");
         }
-        closeAll(parameters);
     }
 
     /** The parameters bound for {@code weights}, in {@link LlamaTensors#forStage} order, while this loader holds them. */
-    public synchronized List<P> parameters(StageWeights<T> weights) {
-        List<P> parameters = held.get(weights);
+    public List<P> parameters(StageWeights<T> weights) {
+        List<P> parameters = units.held(weights);
         if (parameters == null) {
             throw new IllegalStateException("the weights of " + weights.stage() + " are not held by this loader");
         }
-        return List.copyOf(parameters);
+        return parameters;
     }
 
     /** The number of stages loaded and not yet released. */
-    public synchronized int heldStageCount() {
-        return held.size();
+    public int heldStageCount() {
+        return units.heldCount();
     }
 
     /** Refuses further loads and releases every stage still held, each exactly once; idempotent. */
     @Override
     public void close() {
-        List<List<P>> remaining;
-        synchronized (this) {
-            closed = true;
-            remaining = new ArrayList<>(held.values());
-            held.clear();
-        }
-        remaining.forEach(this::closeAll);
+        units.close();
     }
 
     /**

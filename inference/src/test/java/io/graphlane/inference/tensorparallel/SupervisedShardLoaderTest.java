@@ -34,12 +34,12 @@ import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.weights.CpuWeightSlots;
+import io.graphlane.testkit.ledger.RetentionLedger;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -235,28 +235,30 @@ class SupervisedShardLoaderTest {
     }
 
     /**
-     * The CPU parameter backend with every lease it is handed or a recipe acquires watched: each must be released
-     * exactly once, and only once the realization that owns it has completed.
+     * The CPU parameter backend with every lease it is handed or a recipe acquires recorded in a {@link RetentionLedger},
+     * held until the completion of the realization that owns it: the ledger proves each was released exactly once and
+     * never before that completion ended.
      */
     private static final class LeaseLedger implements ParameterBackend<CpuExecutor, CpuParameter, CpuWeight, CpuMaterialization> {
         private final CpuParameterBackend delegate;
-        private final List<Watched> watched = new CopyOnWriteArrayList<>();
-        private final List<String> faults = new CopyOnWriteArrayList<>();
+        private final RetentionLedger ledger = new RetentionLedger();
+        private final List<String> unowned = new CopyOnWriteArrayList<>();
 
         LeaseLedger(CpuParameterBackend delegate) {
             this.delegate = delegate;
         }
 
         int leases() {
-            return watched.size();
+            return ledger.entries().size();
         }
 
-        /** What went wrong: a lease released twice, before its completion, or never. */
+        /** What went wrong: a lease released twice, before its completion, never, or before a realization owned it. */
         List<String> faults() {
-            List<String> all = new ArrayList<>(faults);
-            for (Watched w : watched) {
-                if (w.releases.get() != 1) {
-                    all.add(w.name() + " released " + w.releases.get() + " times");
+            List<String> all = new ArrayList<>(unowned);
+            all.addAll(ledger.violations());
+            for (RetentionLedger.Entry e : ledger.entries()) {
+                if (e.releaseCount() != 1) {
+                    all.add(e.name() + " released " + e.releaseCount() + " times");
                 }
             }
             return all;
@@ -265,9 +267,8 @@ class SupervisedShardLoaderTest {
         @Override
         public CpuMaterialization materialize(EncodedLease lease, CpuExecutor context) {
             Watched w = new Watched(lease);
-            watched.add(w);
             CpuMaterialization m = delegate.materialize(w, context);
-            w.owner = m.completion();
+            w.ownedBy(m.completion());
             return m;
         }
 
@@ -291,7 +292,6 @@ class SupervisedShardLoaderTest {
                     for (EncodedLease l : recipe.acquireSources()) {
                         Watched w = new Watched(l);
                         acquired.add(w);
-                        watched.add(w);
                         sources.add(w);
                     }
                     return sources;
@@ -302,7 +302,7 @@ class SupervisedShardLoaderTest {
                     recipe.evaluate(sources, out);
                 }
             }, context);
-            acquired.forEach(w -> w.owner = m.completion());
+            acquired.forEach(w -> w.ownedBy(m.completion()));
             return m;
         }
 
@@ -331,14 +331,18 @@ class SupervisedShardLoaderTest {
             delegate.unbind(parameter, weight);
         }
 
-        /** A lease whose releases are counted and checked against its owner's completion. */
+        /** A lease whose releases are recorded in the ledger; the first one releases the checkpoint's lease. */
         private final class Watched implements EncodedLease {
             private final EncodedLease lease;
-            private final AtomicInteger releases = new AtomicInteger();
-            private volatile Completion owner;
+            private final RetentionLedger.Entry entry;
 
             Watched(EncodedLease lease) {
                 this.lease = lease;
+                this.entry = ledger.acquire(lease.name(), lease::release);
+            }
+
+            void ownedBy(Completion completion) {
+                entry.heldUntil(completion);
             }
 
             @Override
@@ -363,12 +367,10 @@ class SupervisedShardLoaderTest {
 
             @Override
             public void release() {
-                releases.incrementAndGet();
-                Completion c = owner;
-                if (c == null || !c.isDone()) {
-                    faults.add(name() + " released before its realization completed");
+                if (entry.completions().isEmpty()) {
+                    unowned.add(name() + " released before a realization owned it");
                 }
-                lease.release();
+                entry.close();
             }
         }
     }
