@@ -24,11 +24,10 @@ import io.graphlane.core.param.WeightRecipe;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.core.tensor.TensorSpec;
+import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
 import io.graphlane.inference.llama.Segment;
-import io.graphlane.inference.llama.StageInput;
-import io.graphlane.inference.llama.StageOutput;
 import io.graphlane.inference.model.Fixture;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
@@ -140,7 +139,7 @@ class SupervisedShardLoaderTest {
         assertEquals(List.of(), ledger.faults(), "every lease released exactly once, after its realization's completion");
         boolean bf16 = layout.equals("bf16");
         for (Fixture.Prompt p : Fixture.prompts()) {
-            float[] logits = lastLogits(stages, p.ids(), model.config().vocabSize());
+            float[] logits = lastLogits(stages, p.ids());
             assertArrayEquals(bf16 ? p.lastLogitsBf16() : p.lastLogitsF32(), logits, bf16 ? 2e-3f : 1e-4f,
                     "last logits of a " + p.ids().length + "-token prompt, layout '" + layout + "', T=" + degree);
         }
@@ -208,21 +207,8 @@ class SupervisedShardLoaderTest {
         assertEquals(List.of(), ledger.faults());
     }
 
-    private static float[] lastLogits(List<TensorParallelStage<CpuTensor>> stages, int[] ids, int vocab) {
-        List<Segment> segments = List.of(new Segment(1, 0, ids.length));
-        StageInput<CpuTensor> in = new StageInput.Tokens<>(segments, ids);
-        StageOutput<CpuTensor> out = null;
-        for (TensorParallelStage<CpuTensor> stage : stages) {
-            StageOutput<CpuTensor> next = stage.forward(in);
-            if (out != null) {
-                stage.ops().release(out.tensor());
-            }
-            out = next;
-            in = new StageInput.Hidden<>(segments, next.tensor());
-        }
-        float[] logits = new float[vocab];
-        stages.get(0).ops().toHost(out.tensor(), logits);
-        stages.get(0).ops().release(out.tensor());
+    private static float[] lastLogits(List<TensorParallelStage<CpuTensor>> stages, int[] ids) {
+        float[] logits = StagedModel.step(stages, List.of(new Segment(1, 0, ids.length)), ids)[0];
         for (TensorParallelStage<CpuTensor> stage : stages) {
             stage.endRequest(1);
         }
