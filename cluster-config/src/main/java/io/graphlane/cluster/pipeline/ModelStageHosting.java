@@ -6,7 +6,6 @@ import io.graphlane.backend.cpu.CpuBackend;
 import io.graphlane.backend.cpu.CpuCompletion;
 import io.graphlane.backend.cpu.CpuExecutor;
 import io.graphlane.backend.cpu.CpuWork;
-import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.checkpoint.CheckpointSource;
@@ -24,7 +23,7 @@ import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.tensorparallel.ShardWeights;
-import io.graphlane.inference.tensorparallel.ShardedWeightsLoader;
+import io.graphlane.inference.tensorparallel.SupervisedShardLoader;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.actors.materialize.MaterializationSettings;
 import io.graphlane.actors.materialize.MaterializationSupervisor;
@@ -129,30 +128,54 @@ public final class ModelStageHosting implements StageHosting {
             }
             int stage = stages.get(0);
             int shard = rank % tensorParallel;
-            return CompletableFuture.supplyAsync(() -> loadShard(stage, shard), loader)
+            return CompletableFuture.supplyAsync(() -> loadShard(system, stage, shard), loader)
                     .thenApply(loaded -> startShard(system, loaded));
         }
         return CompletableFuture.supplyAsync(() -> start(system, stages), loader);
     }
 
-    /** One shard's weights, read from the checkpoint, before its lane and group exist. */
+    /**
+     * One shard's weights, bound as one atomic unit of a materialization supervisor on a loading lane of the shard's
+     * CPU backend, before its lane and group exist; {@link #close} releases them through their loader, then stops
+     * the supervisor and the backend.
+     */
     private record LoadedShard(LlamaConfig config, TensorParallelism tp, StageSpec spec, ShardWeights<CpuTensor> weights,
-                               CpuNeuralOps loadOps) {
+                               SupervisedShardLoader<CpuParameter, CpuTensor> shardLoader,
+                               ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor, CpuInference cpu) {
         int shard() {
             return weights.rank();
         }
+
+        /** Releases what the loader still holds (the weights, unless released already), then the supervisor and the backend. */
+        void close() {
+            shardLoader.close();
+            supervisor.tell(new MaterializationSupervisor.Stop<>());
+            cpu.close();
+        }
     }
 
-    private LoadedShard loadShard(int stage, int shard) {
+    private LoadedShard loadShard(ActorSystem<?> system, int stage, int shard) {
         ModelDirectory model = ModelDirectory.open(modelDir);
         TensorParallelism tp = new TensorParallelism(model.config(), tensorParallel);
         StageSpec spec = StagePlan.balanced(model.config().layerCount(), stageCount).stage(stage);
-        CpuNeuralOps loadOps = new CpuNeuralOps();
-        CpuNeuralBackend.setBlasThreads(1);
-        try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
-            ShardWeights<CpuTensor> weights = new ShardedWeightsLoader<>(source, tp, loadOps, loadOps::fromBuffer).load(spec, shard);
+        CpuInference cpu = new CpuInference();
+        // The shard's weights are one atomic unit of a supervisor on a loading lane, as a whole stage's are.
+        ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor = spawnSupervisor(system, cpu, "shard-materialization-");
+        SupervisedShardLoader<CpuParameter, CpuTensor> shardLoader = null;
+        // A shard's leases are all taken at once, so every shard of the checkpoint may be pinned together.
+        int maxOpen = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());
+        try (CheckpointSource source = model.openSource(maxOpen)) {
+            shardLoader = new SupervisedShardLoader<>(supervisor, system.scheduler(), source, tp, LOAD_TIMEOUT, cpu.weightSlots());
+            ShardWeights<CpuTensor> weights = shardLoader.load(spec, shard);
             LOG.info("shard {} of {} of stage {} of {} loaded: layers {}", shard, tensorParallel, stage, stageCount, spec.layers());
-            return new LoadedShard(model.config(), tp, spec, weights, loadOps);
+            return new LoadedShard(model.config(), tp, spec, weights, shardLoader, supervisor, cpu);
+        } catch (RuntimeException | Error e) {
+            if (shardLoader != null) {
+                shardLoader.close();
+            }
+            supervisor.tell(new MaterializationSupervisor.Stop<>());
+            cpu.close();
+            throw e;
         }
     }
 
@@ -160,21 +183,21 @@ public final class ModelStageHosting implements StageHosting {
         int stage = loaded.spec().index();
         int rank = loaded.shard();
         CollectiveSettings settings = CollectiveSettings.defaults();
-        NodeShardGroups generations = new NodeShardGroups(loaded.tp(), rank, loaded.weights(), loaded.loadOps(), settings,
-                group -> ClusterCollectives.join(system, group, rank, tensorParallel, settings));
-        CpuBackend backend = new CpuBackend();
+        NodeShardGroups generations = new NodeShardGroups(loaded.tp(), rank, loaded.weights(), loaded.shardLoader()::release,
+                settings, group -> ClusterCollectives.join(system, group, rank, tensorParallel, settings));
+        CpuBackend backend = loaded.cpu().device();
         String laneName = LaneStageHosting.laneName(stage);
         LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes;
         try {
             lanes = LaneGroup.builder(system, backend).lanes(laneName).spawn();
         } catch (RuntimeException e) {
             generations.closeAll();
-            backend.close();
+            loaded.close();
             throw e;
         }
         LaneId lane = new LaneId(laneName);
         // The lane has finished its work first: nothing reads the caches or weights any more.
-        Supplier<CompletionStage<Void>> stop = () -> lanes.stop().thenCompose(stopped -> generations.closeAll()).thenRun(backend::close);
+        Supplier<CompletionStage<Void>> stop = () -> lanes.stop().thenCompose(stopped -> generations.closeAll()).thenRun(loaded::close);
         try {
             String node = Cluster.get(system).selfMember().address().toString();
             if (rank > 0) {
@@ -198,16 +221,22 @@ public final class ModelStageHosting implements StageHosting {
         }
     }
 
+    /** A materialization supervisor over {@code cpu}'s parameter backend, realizing on a loading lane of its own. */
+    private static ActorRef<MaterializationSupervisor.Command<CpuParameter>> spawnSupervisor(ActorSystem<?> system, CpuInference cpu,
+                                                                                        String namePrefix) {
+        CpuBackend backend = cpu.device();
+        CpuExecutor loadingLane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
+        return system.systemActorOf(cpu.supervisor(loadingLane, MaterializationSettings.fromConfig(system.settings().config())),
+                namePrefix + SUPERVISORS.incrementAndGet(), Props.empty());
+    }
+
     private HostedStages start(ActorSystem<?> system, List<Integer> stages) {
         ModelDirectory model = ModelDirectory.open(modelDir);
         StagePlan plan = StagePlan.balanced(model.config().layerCount(), stageCount);
         CpuInference cpu = new CpuInference();
         CpuBackend backend = cpu.device();
         // Each hosted stage's weights are one atomic unit of a supervisor on a loading lane, as in a pipeline inside one JVM.
-        CpuExecutor loadingLane = backend.forkExecutors(backend.rootExecutor(), 1).get(0);
-        ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor = system.systemActorOf(
-                cpu.supervisor(loadingLane, MaterializationSettings.fromConfig(system.settings().config())),
-                "stage-materialization-" + SUPERVISORS.incrementAndGet(), Props.empty());
+        ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor = spawnSupervisor(system, cpu, "stage-materialization-");
         Map<Integer, LlamaStage<CpuTensor>> loaded = new LinkedHashMap<>();
         SupervisedWeightsLoader<CpuParameter, CpuTensor> weights = null;
         LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes = null;

@@ -9,7 +9,6 @@ import io.graphlane.cluster.collective.ClusterCollectiveException;
 import io.graphlane.inference.tensorparallel.CpuShardComm;
 import io.graphlane.inference.tensorparallel.LlamaShard;
 import io.graphlane.inference.tensorparallel.ShardWeights;
-import io.graphlane.inference.tensorparallel.ShardedWeightsLoader;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -18,6 +17,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -26,7 +26,8 @@ import java.util.function.Function;
  * re-forms (after a shard's node was replaced) by joining a fresh group: {@link #form} joins it and builds a fresh
  * {@link LlamaShard} (empty KV caches) over the same weights.
  *
- * <p>Owns the weights and each shard group's shard and transport. Guarantees: each shard group is retired (its KV
+ * <p>Owns the weights (bound through the materialization supervisor, released through their loader) and each shard
+ * group's shard and transport. Guarantees: each shard group is retired (its KV
  * caches freed, its transport closed) exactly once, by {@link #retire} or by {@link #closeAll}; the weights are
  * released exactly once, by {@link #closeAll}, after every shard group; a group joined after {@link #closeAll} is
  * retired at once and its {@link #form} fails. Refuses nothing else; thread-safe. Whoever calls {@link #retire} must
@@ -37,22 +38,23 @@ final class NodeShardGroups implements ShardGroups {
     private final TensorParallelism tp;
     private final int rank;
     private final ShardWeights<CpuTensor> weights;
-    private final CpuNeuralOps loadOps;
+    private final Consumer<ShardWeights<CpuTensor>> releaseWeights;
     private final CollectiveSettings settings;
     private final Function<String, CompletionStage<ClusterCollectiveTransport>> join;
     private final Set<ShardGroup> live = new LinkedHashSet<>();
     private boolean closed;
 
     /**
-     * Shard groups of rank {@code rank} over {@code weights} (allocated by {@code loadOps}); {@code join} joins this
-     * rank to the named group ({@code ClusterCollectives.join} on the node).
+     * Shard groups of rank {@code rank} over {@code weights}, released by {@code releaseWeights} (their loader's
+     * release); {@code join} joins this rank to the named group ({@code ClusterCollectives.join} on the node).
      */
-    NodeShardGroups(TensorParallelism tp, int rank, ShardWeights<CpuTensor> weights, CpuNeuralOps loadOps, CollectiveSettings settings,
+    NodeShardGroups(TensorParallelism tp, int rank, ShardWeights<CpuTensor> weights, Consumer<ShardWeights<CpuTensor>> releaseWeights,
+                    CollectiveSettings settings,
                      Function<String, CompletionStage<ClusterCollectiveTransport>> join) {
         this.tp = Objects.requireNonNull(tp, "tp");
         this.rank = rank;
         this.weights = Objects.requireNonNull(weights, "weights");
-        this.loadOps = Objects.requireNonNull(loadOps, "loadOps");
+        this.releaseWeights = Objects.requireNonNull(releaseWeights, "releaseWeights");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.join = Objects.requireNonNull(join, "join");
     }
@@ -128,7 +130,7 @@ final class NodeShardGroups implements ShardGroups {
             g.shard().close();
             closing.add(g.transport().closeAsync().toCompletableFuture());
         }
-        ShardedWeightsLoader.release(weights, loadOps);
+        releaseWeights.accept(weights);
         return CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new));
     }
 

@@ -19,10 +19,13 @@ import io.graphlane.inference.tensorparallel.TensorParallelStage;
 import io.graphlane.inference.tensorparallel.TensorParallelStages;
 import io.graphlane.inference.weights.CpuWeightSlots;
 import io.graphlane.inference.weights.WeightSlots;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Scheduler;
 
 /**
  * The CPU as an {@link InferenceBackend}, the pipeline's default: one {@link CpuBackend} (a worker
@@ -97,9 +100,10 @@ public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecut
     }
 
     @Override
-    public List<TensorParallelStage<CpuTensor>> loadTensorParallel(ModelDirectory model, StagePlan plan, int degree,
-                                                                   Consumer<StageSpec> progress) {
-        return TensorParallelStages.load(model, plan, degree, progress);
+    public List<TensorParallelStage<CpuTensor>> loadTensorParallel(ActorRef<MaterializationSupervisor.Command<CpuParameter>> supervisor,
+                                                                   Scheduler scheduler, Duration timeout, ModelDirectory model,
+                                                                   StagePlan plan, int degree, Consumer<StageSpec> progress) {
+        return TensorParallelStages.load(supervisor, scheduler, timeout, model, plan, degree, progress);
     }
 
     @Override

@@ -12,9 +12,12 @@ import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.tensorparallel.TensorParallelStage;
 import io.graphlane.inference.weights.WeightSlots;
+import java.time.Duration;
 import java.util.List;
 import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Scheduler;
 
 /**
  * One device as the embedded pipeline ({@code InferencePipeline}) uses it: the submission backend its
@@ -80,12 +83,15 @@ public interface InferenceBackend<T, E, C extends Completion, W, P> extends Auto
 
     /**
      * Every stage of {@code plan} split over {@code degree} tensor-parallel shards, whose works run on the pipeline's
-     * shard lanes (one lane per rank). Refused by default: only the CPU backend runs tensor-parallel shards.
+     * shard lanes (one lane per rank); each shard's weights load as one atomic unit of {@code supervisor} (the
+     * supervisor over {@link #supervisor}), each waited for at most {@code timeout}, and are released by the stage's
+     * close. Refused by default: only the CPU backend runs tensor-parallel shards.
      *
      * @throws GraphlaneException naming the option and what to use instead
      */
-    default List<TensorParallelStage<T>> loadTensorParallel(ModelDirectory model, StagePlan plan, int degree,
-                                                            Consumer<StageSpec> progress) {
+    default List<TensorParallelStage<T>> loadTensorParallel(ActorRef<MaterializationSupervisor.Command<P>> supervisor,
+                                                            Scheduler scheduler, Duration timeout, ModelDirectory model,
+                                                            StagePlan plan, int degree, Consumer<StageSpec> progress) {
         throw new GraphlaneException("--tensor-parallel " + degree + " is not supported on " + description()
                 + ": tensor-parallel shards run on CPU lanes only; use --backend cpu or --tensor-parallel 1");
     }

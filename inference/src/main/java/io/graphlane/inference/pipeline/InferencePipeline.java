@@ -262,7 +262,7 @@ public final class InferencePipeline implements TextGenerator {
      */
     private static final class Stages<T, E, C extends Completion, W, P> {
         private final ActorRef<MaterializationSupervisor.Command<P>> supervisor;
-        /** The supervised weights of single-lane stages; null when the stages are tensor-parallel (they own their shards). */
+        /** The supervised weights of single-lane stages; null when the stages are tensor-parallel (each releases its shards through their loader). */
         private final SupervisedWeightsLoader<P, T> weights;
         private final LaneGroup<E, C, W> lanes;
         /** Per stage, its lanes: one, or one per tensor-parallel rank. */
@@ -300,7 +300,8 @@ public final class InferencePipeline implements TextGenerator {
                 List<StageForward<T>> forwards = new ArrayList<>();
                 List<StageWeights<T>> loaded = new ArrayList<>();
                 if (b.tensorParallel > 1) {
-                    forwards.addAll(backend.loadTensorParallel(model, plan, b.tensorParallel, b.progress));
+                    forwards.addAll(backend.loadTensorParallel(supervisor, system.scheduler(), b.loadTimeout, model, plan,
+                            b.tensorParallel, b.progress));
                 } else {
                     // A stage's leases are all taken at once, so every shard may be pinned together.
                     int shards = Math.max(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS, model.checkpoint().catalog().shards().size());

@@ -39,6 +39,7 @@ import java.util.function.Supplier;
  */
 public final class TensorParallelStage<T> implements StageForward<T> {
     private final List<LlamaShard<T>> shards;
+    private final Consumer<ShardWeights<T>> releaseWeights;
     /** Per rank, changes to its request state asked for by the engine's thread, applied by the rank's next work on its lane. */
     private final List<Queue<Consumer<LlamaShard<T>>>> pending = new ArrayList<>();
     private final AtomicLong stepsHeld = new AtomicLong();
@@ -52,8 +53,11 @@ public final class TensorParallelStage<T> implements StageForward<T> {
         void before(int rank, int phase);
     }
 
-    /** A stage whose rank r is {@code shards.get(r)} (shards without collectives, in rank order). */
-    public TensorParallelStage(List<LlamaShard<T>> shards) {
+    /**
+     * A stage whose rank r is {@code shards.get(r)} (shards without collectives, in rank order); {@link #close}
+     * hands each shard's weights to {@code releaseWeights} (their loader's release), once.
+     */
+    public TensorParallelStage(List<LlamaShard<T>> shards, Consumer<ShardWeights<T>> releaseWeights) {
         if (shards.isEmpty()) {
             throw new IllegalArgumentException("a tensor-parallel stage needs at least one shard");
         }
@@ -64,6 +68,7 @@ public final class TensorParallelStage<T> implements StageForward<T> {
             pending.add(new ConcurrentLinkedQueue<>());
         }
         this.shards = List.copyOf(shards);
+        this.releaseWeights = java.util.Objects.requireNonNull(releaseWeights, "releaseWeights");
     }
 
     /** The shards in rank order. */
@@ -222,7 +227,7 @@ public final class TensorParallelStage<T> implements StageForward<T> {
             applyPending(r);
             LlamaShard<T> shard = shards.get(r);
             shard.close();
-            ShardedWeightsLoader.release(shard.weights(), shard.ops());
+            releaseWeights.accept(shard.weights());
         }
     }
 

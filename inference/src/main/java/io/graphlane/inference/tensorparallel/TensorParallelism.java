@@ -17,15 +17,16 @@ public record TensorParallelism(LlamaConfig config, int size) {
     /**
      * Checks that {@code size} divides the heads, the key/value heads and the intermediate width.
      *
-     * @throws GraphlaneException naming the option, the config field and both values otherwise
+     * @throws GraphlaneException naming the option, the config field, the tensors it splits and both values otherwise
      */
     public TensorParallelism {
         if (size < 1) {
             throw new GraphlaneException("--tensor-parallel must be >= 1, got " + size);
         }
-        requireDivides(size, config.headCount(), "num_attention_heads");
-        requireDivides(size, config.kvHeadCount(), "num_key_value_heads");
-        requireDivides(size, config.intermediateSize(), "intermediate_size");
+        requireDivides(size, config.headCount(), "num_attention_heads", "the heads of self_attn.q_proj.weight and self_attn.o_proj.weight");
+        requireDivides(size, config.kvHeadCount(), "num_key_value_heads", "the heads of self_attn.k_proj.weight and self_attn.v_proj.weight");
+        requireDivides(size, config.intermediateSize(), "intermediate_size",
+                "the rows of mlp.gate_proj.weight and mlp.up_proj.weight, the columns of mlp.down_proj.weight");
     }
 
     /** Query heads per rank. */
@@ -56,10 +57,11 @@ public record TensorParallelism(LlamaConfig config, int size) {
         return new Range(rank * w, (rank + 1) * w);
     }
 
-    private static void requireDivides(int size, int value, String field) {
+    private static void requireDivides(int size, int value, String field, String split) {
         if (value % size != 0) {
             throw new GraphlaneException("--tensor-parallel " + size + " does not divide " + field + " = " + value
-                    + " of the model: each rank must hold whole heads and equal shares; choose a divisor of " + value);
+                    + " of the model (" + split + " split over the ranks): each rank must hold whole heads and equal shares; "
+                    + "choose a divisor of " + value);
         }
     }
 }

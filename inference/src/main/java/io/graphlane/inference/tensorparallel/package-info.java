@@ -6,6 +6,11 @@
  * an output feature); norms and the output bias are replicated; the embedding and the head live on
  * rank 0 only. Every shard is a checkpoint recipe whose range is pushed down to the lease
  * ({@link io.graphlane.checkpoint.recipe.DerivedWeight#shard}): a rank never maps what it does not own.
+ * {@link io.graphlane.inference.tensorparallel.SupervisedShardLoader} hands each shard's selection to the
+ * {@link io.graphlane.actors.materialize.MaterializationSupervisor} as one atomic unit (as
+ * {@code SupervisedWeightsLoader} does a whole stage): realized on a loading lane, every lease held until its
+ * realization's exact completion, all of the shard bound or none; the loader owns the bound weights until its
+ * {@code release} (a stage's close) or {@code close}.
  *
  * <p>Two paths run the same shard math ({@link io.graphlane.inference.tensorparallel.LlamaShard} over
  * {@link io.graphlane.inference.llama.DecoderLayers}):
@@ -36,6 +41,7 @@
  * </ul>
  *
  * <p>Refuses: a degree that does not divide the heads, the key/value heads or the intermediate width,
- * naming the config field and both values.
+ * naming the config field, the tensors it splits and both values; a shard whose tensors are missing or
+ * misshapen, naming the shard, the tensor and both shapes, with nothing bound and no lease open.
  */
 package io.graphlane.inference.tensorparallel;

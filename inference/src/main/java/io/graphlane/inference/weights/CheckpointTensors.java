@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.stream.Collectors;
 
 /** The checks a loader makes against a checkpoint's catalogue before it leases anything. */
-final class CheckpointTensors {
+public final class CheckpointTensors {
     private CheckpointTensors() {
     }
 
@@ -18,7 +18,7 @@ final class CheckpointTensors {
      *
      * @throws GraphlaneException naming the checkpoint directory and every absent tensor with its expected shape
      */
-    static void requirePresent(CheckpointSource source, List<Expected> expected) {
+    public static void requirePresent(CheckpointSource source, List<Expected> expected) {
         List<String> absent = expected.stream()
                 .filter(e -> !source.catalog().contains(e.name()))
                 .map(e -> e.name() + " (expected shape " + Shape.of(e.checkpointShape()) + ")")

@@ -110,7 +110,11 @@ public final class StageWeightsAssembly {
         }
     }
 
-    private static <T> LayerWeights<T> layer(LlamaConfig c, int l, Map<String, T> made) {
+    /**
+     * Layer {@code l}'s weights from tensors keyed by their Hugging Face names (a stage's, or a tensor-parallel
+     * shard's parts of them); the biases {@code c} does not have are null. Takes no ownership.
+     */
+    public static <T> LayerWeights<T> layer(LlamaConfig c, int l, Map<String, T> made) {
         boolean bias = c.qkvBias();
         return new LayerWeights<>(
                 made.get(LlamaTensors.layer(l, "input_layernorm.weight")),

@@ -1,8 +1,6 @@
 package io.graphlane.inference.weights;
 
 import io.graphlane.actors.materialize.MaterializationSupervisor;
-import io.graphlane.actors.materialize.UnitFailure;
-import io.graphlane.actors.materialize.UnitReply;
 import io.graphlane.actors.materialize.WeightRequest;
 import io.graphlane.actors.materialize.WeightSource;
 import io.graphlane.checkpoint.CheckpointSource;
@@ -16,19 +14,11 @@ import io.graphlane.inference.stage.StageSpec;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
-import org.apache.pekko.actor.typed.javadsl.AskPattern;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Loads each stage's weights as one atomic unit through a {@link MaterializationSupervisor} over
@@ -49,19 +39,11 @@ import org.slf4j.LoggerFactory;
  * @param <T> the backend tensor
  */
 public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T>, AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(SupervisedWeightsLoader.class);
-    /** How long after the caller stopped waiting a stage's answer is still awaited, so that late weights get closed. */
-    private static final Duration LATE_ANSWER_GRACE = Duration.ofDays(1);
-
-    private final ActorRef<MaterializationSupervisor.Command<P>> supervisor;
-    private final Scheduler scheduler;
+    private final SupervisedUnits<P, T> units;
     private final CheckpointSource source;
     private final LlamaConfig config;
-    private final Duration timeout;
     private final WeightSlots<P, T> slots;
     private final WeightFormat format;
-    private final Map<StageWeights<T>, List<P>> held = new IdentityHashMap<>();
-    private boolean closed;
 
     /**
      * A loader of {@code config}'s stages from {@code source} through {@code supervisor}, waiting at
@@ -84,14 +66,9 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
         this.format = Objects.requireNonNull(format, "format");
         this.slots = Objects.requireNonNull(slots, "slots");
         WeightPlan.requireHoldable(format, slots.holdsNarrowWeights());
-        this.supervisor = Objects.requireNonNull(supervisor, "supervisor");
-        this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+        this.units = new SupervisedUnits<>(supervisor, scheduler, timeout, slots);
         this.source = Objects.requireNonNull(source, "source");
         this.config = Objects.requireNonNull(config, "config");
-        this.timeout = Objects.requireNonNull(timeout, "timeout");
-        if (timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("the stage load timeout must be positive, got " + timeout);
-        }
     }
 
     /**
@@ -105,19 +82,13 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
     @Override
     public StageWeights<T> load(StageSpec stage) {
         Objects.requireNonNull(stage, "stage");
-        synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException("this loader was closed; " + stage + " cannot be loaded");
-            }
-        }
+        units.requireOpen(stage.toString());
         List<Expected> expected = LlamaTensors.forStage(config, stage);
         CheckpointTensors.requirePresent(source, expected);
         List<P> parameters = new ArrayList<>(expected.size());
         List<WeightRequest<P>> requests = leaseEvery(stage, expected, parameters);
-        UnitReply reply = materialize(stage, requests, parameters);
-        if (reply instanceof UnitReply.Failed failed) {
-            throw failure(stage, failed);
-        }
+        units.bind("checkpoint " + source.catalog().dir().getFileName() + " " + stage,
+                stage + " of checkpoint " + source.catalog().dir(), requests, parameters);
         try {
             Map<String, T> tensors = new HashMap<>();
             for (int i = 0; i < expected.size(); i++) {
@@ -125,12 +96,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
                 tensors.put(e.name(), slots.tensor(parameters.get(i), e));
             }
             StageWeights<T> weights = StageWeightsAssembly.fromNamed(config, stage, tensors);
-            synchronized (this) {
-                if (closed) {
-                    throw new IllegalStateException("this loader was closed while " + stage + " loaded");
-                }
-                held.put(weights, parameters);
-            }
+            units.hold(weights, parameters, stage.toString());
             return weights;
         } catch (RuntimeException e) {
             closeAll(parameters);
@@ -145,41 +111,30 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
      * @throws IllegalStateException if this loader does not hold {@code weights} (never loaded here, or already released)
      */
     public void release(StageWeights<T> weights) {
-        List<P> parameters;
-        synchronized (this) {
-            parameters = held.remove(weights);
-        }
-        if (parameters == null) {
+        if (!units.release(weights)) {
             throw new IllegalStateException("the weights of " + weights.stage() + " are not held by this loader: "
                     + "they were released already or loaded elsewhere");
         }
-        closeAll(parameters);
     }
 
     /** The parameters bound for {@code weights}, in {@link LlamaTensors#forStage} order, while this loader holds them. */
-    public synchronized List<P> parameters(StageWeights<T> weights) {
-        List<P> parameters = held.get(weights);
+    public List<P> parameters(StageWeights<T> weights) {
+        List<P> parameters = units.held(weights);
         if (parameters == null) {
             throw new IllegalStateException("the weights of " + weights.stage() + " are not held by this loader");
         }
-        return List.copyOf(parameters);
+        return parameters;
     }
 
     /** The number of stages loaded and not yet released. */
-    public synchronized int heldStageCount() {
-        return held.size();
+    public int heldStageCount() {
+        return units.heldCount();
     }
 
     /** Refuses further loads and releases every stage still held, each exactly once; idempotent. */
     @Override
     public void close() {
-        List<List<P>> remaining;
-        synchronized (this) {
-            closed = true;
-            remaining = new ArrayList<>(held.values());
-            held.clear();
-        }
-        remaining.forEach(this::closeAll);
+        units.close();
     }
 
     /**
@@ -216,51 +171,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
         return requests;
     }
 
-    /**
-     * Hands the unit (and with it every lease) to the supervisor and waits up to the timeout for its one
-     * answer. If the wait ends first, the answer is still awaited in the background: its parameters are
-     * closed when it comes, so weights bound late are closed exactly once too.
-     */
-    private UnitReply materialize(StageSpec stage, List<WeightRequest<P>> requests, List<P> parameters) {
-        String unit = "checkpoint " + source.catalog().dir().getFileName() + " " + stage;
-        CompletableFuture<UnitReply> reply = AskPattern.<MaterializationSupervisor.Command<P>, UnitReply>ask(supervisor,
-                replyTo -> new MaterializationSupervisor.MaterializeUnit<>(unit, requests, replyTo), timeout.plus(LATE_ANSWER_GRACE),
-                scheduler).toCompletableFuture();
-        try {
-            return reply.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            reply.whenComplete((late, error) -> closeAll(parameters));
-            throw new GraphlaneException("interrupted while " + stage + " of checkpoint " + source.catalog().dir()
-                    + " was loading; its weights are closed when the supervisor answers", e);
-        } catch (TimeoutException e) {
-            reply.whenComplete((late, error) -> closeAll(parameters));
-            throw new GraphlaneException(stage + " of checkpoint " + source.catalog().dir() + " was not loaded within " + timeout
-                    + "; the supervisor keeps its leases until their materializations complete, and its weights are closed then", e);
-        } catch (ExecutionException e) {
-            closeAll(parameters);
-            throw new GraphlaneException(stage + " of checkpoint " + source.catalog().dir()
-                    + ": the materialization supervisor did not answer: " + e.getCause(), e.getCause());
-        }
-    }
-
-    private GraphlaneException failure(StageSpec stage, UnitReply.Failed failed) {
-        GraphlaneException error = new GraphlaneException("checkpoint " + source.catalog().dir() + ": " + stage
-                + " was not loaded (nothing of it is bound): " + failed.failures().size() + " problem(s): "
-                + String.join("; ", failed.failures().stream().map(UnitFailure::toString).toList()));
-        for (UnitFailure f : failed.failures()) {
-            error.addSuppressed(f.cause());
-        }
-        return error;
-    }
-
     private void closeAll(List<P> parameters) {
-        for (P p : parameters) {
-            try {
-                slots.close(p);
-            } catch (RuntimeException e) {
-                LOG.error("closing the weight of parameter {} failed", p, e);
-            }
-        }
+        units.closeAll(parameters);
     }
 }

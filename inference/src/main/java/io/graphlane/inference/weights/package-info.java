@@ -11,7 +11,8 @@
  * (on the CPU aligned F32 and F16/BF16 read in place, casts and 8-bit blocks evaluated; on a GPU uploaded,
  * F16/BF16 widened); the bound weights are wrapped as backend
  * tensors without a copy ({@link io.graphlane.inference.weights.WeightSlots}) and owned by that
- * loader until its {@code release} or {@code close}.
+ * loader until its {@code release} or {@code close}. {@link io.graphlane.inference.weights.SupervisedUnits} is
+ * that hand-off of one unit and the wait for its answer, shared with the tensor-parallel shards' loader.
  * {@link io.graphlane.inference.weights.CheckpointWeightsLoader} copies leased bytes into tensors on
  * the calling thread (the sequential path, with no actor system); those tensors belong to the caller
  * ({@code StageWeightsAssembly.release}); {@link io.graphlane.inference.weights.CpuFormatWeightsLoader} does the same
