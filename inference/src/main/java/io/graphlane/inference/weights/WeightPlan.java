@@ -1,5 +1,6 @@
 package io.graphlane.inference.weights;
 
+import io.graphlane.backend.cpu.nn.PackedMatrix;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.checkpoint.Selection;
 import io.graphlane.checkpoint.recipe.BlockQ8;
@@ -17,6 +18,9 @@ import io.graphlane.inference.stage.StageSpec;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What one expected tensor becomes under a {@link WeightFormat}: the dtype and shape it is realized in,
@@ -27,6 +31,9 @@ import java.util.Optional;
  * @param recipe   the recipe deriving it, or empty when the checkpoint's bytes are used as they are
  */
 public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
+
+    private static final Logger LOG = LoggerFactory.getLogger(WeightPlan.class);
+    private static final AtomicBoolean WIDENING_NOTED = new AtomicBoolean();
 
     /** The layer matrices {@link WeightFormat#Q8} quantizes, by the end of their names. */
     private static final List<String> QUANTIZED = List.of("self_attn.q_proj.weight", "self_attn.k_proj.weight",
@@ -59,13 +66,34 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
         DType target = tensor.vector() ? DType.F32 : switch (format) {
             case F32 -> DType.F32;
             case BF16 -> DType.BF16;
-            case STORED, Q8 -> stored == DType.BF16 || stored == DType.F16 ? stored : DType.F32;
+            case STORED, Q8 -> stored == DType.BF16 || stored == DType.F16 ? storedNarrow(stored) : DType.F32;
         };
         if (target == stored) {
             return new WeightPlan(new TensorSpec(target, shape), Optional.empty());
         }
         Recipe cast = Recipe.source(source, tensor.name()).cast(target);
         return new WeightPlan(new TensorSpec(target, shape), Optional.of(DerivedWeight.of(tensor.name(), cast)));
+    }
+
+    /**
+     * What a 16-bit matrix is held in when the format keeps the checkpoint's dtype: itself where the SIMD kernels run,
+     * else F32, since the scalar 16-bit kernel is slower than OpenBLAS over F32 (about 0.6x on the demo model), and a
+     * default must not make decoding slower; {@code --weights bf16} keeps 16 bits regardless.
+     */
+    private static DType storedNarrow(DType stored) {
+        return storedNarrow(stored, PackedMatrix.simdKernels());
+    }
+
+    /** {@link #storedNarrow(DType)} when the SIMD kernels run ({@code simd}) or not. */
+    static DType storedNarrow(DType stored, boolean simd) {
+        if (simd) {
+            return stored;
+        }
+        if (WIDENING_NOTED.compareAndSet(false, true)) {
+            LOG.info("{} matrices are widened to F32: the 16-bit kernels need the JVM option --add-modules jdk.incubator.vector "
+                    + "(for example JDK_JAVA_OPTIONS=--add-modules=jdk.incubator.vector); with it they stay 16-bit, half the memory", stored);
+        }
+        return DType.F32;
     }
 
     /**

@@ -83,6 +83,18 @@ class WeightFormatTest {
         }
     }
 
+    /**
+     * The checkpoint's own 16-bit dtype is kept only where the SIMD kernels run; without them a default load widens to
+     * F32 (OpenBLAS), since the scalar 16-bit kernel would make decoding slower than before. F32 stays F32 either way.
+     */
+    @Test
+    void storedSixteenBitMatricesStaySixteenBitOnlyWithTheSimdKernels() {
+        assertEquals(DType.BF16, WeightPlan.storedNarrow(DType.BF16, true));
+        assertEquals(DType.F16, WeightPlan.storedNarrow(DType.F16, true));
+        assertEquals(DType.F32, WeightPlan.storedNarrow(DType.BF16, false));
+        assertEquals(DType.F32, WeightPlan.storedNarrow(DType.F16, false));
+    }
+
     @Test
     void q8LogitsStayWithinTheBoundAndKeepEveryGreedyTokenWithALargerMargin() {
         ModelDirectory dir = ModelDirectory.open(Fixture.dir(""));
