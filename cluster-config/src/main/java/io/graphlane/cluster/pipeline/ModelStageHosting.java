@@ -187,22 +187,25 @@ public final class ModelStageHosting implements StageHosting {
                 settings, group -> ClusterCollectives.join(system, group, rank, tensorParallel, settings));
         CpuBackend backend = loaded.cpu().device();
         String laneName = LaneStageHosting.laneName(stage);
+        String collectiveName = laneName + "-collective";
         LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes;
         try {
-            lanes = LaneGroup.builder(system, backend).lanes(laneName).spawn();
+            // A compute lane and a collective lane, as a GPU runs a compute stream and a collective stream.
+            lanes = LaneGroup.builder(system, backend).lanes(laneName, collectiveName).spawn();
         } catch (RuntimeException e) {
             generations.closeAll();
             loaded.close();
             throw e;
         }
         LaneId lane = new LaneId(laneName);
+        LaneId collectiveLane = new LaneId(collectiveName);
         // The lane has finished its work first: nothing reads the caches or weights any more.
         Supplier<CompletionStage<Void>> stop = () -> lanes.stop().thenCompose(stopped -> generations.closeAll()).thenRun(loaded::close);
         try {
             String node = Cluster.get(system).selfMember().address().toString();
             if (rank > 0) {
                 String name = "shard " + rank + " of stage " + stage + " on " + node;
-                ActorRef<ShardHost.Command> host = HostSupervision.spawn(system, ShardHost.create(generations, lane, lanes.registry(),
+                ActorRef<ShardHost.Command> host = HostSupervision.spawn(system, ShardHost.create(generations, lane, collectiveLane, lanes.registry(),
                         name), "shard-host", "the shard host of " + name);
                 system.receptionist().tell(Receptionist.register(StageKeys.shardHost(stage, rank), host));
                 return new HostedStages(Map.of(), CompletableFuture.completedFuture(null), stop);
@@ -212,7 +215,8 @@ public final class ModelStageHosting implements StageHosting {
                     + tensorParallel + " shards"), lanes.registry(), node, counters), "stage-host",
                     "the stage host of stage " + stage + " on " + node);
             String uid = Long.toUnsignedString(Cluster.get(system).selfMember().uniqueAddress().longUid());
-            StageLead.StageShape shape = new StageLead.StageShape(stage, tensorParallel, loaded.config(), loaded.spec().isLast(), lane);
+            StageLead.StageShape shape = new StageLead.StageShape(stage, tensorParallel, loaded.config(), loaded.spec().isLast(), lane,
+                    collectiveLane);
             system.systemActorOf(StageLead.create(shape, generations, host, uid, REFORM_RETRY), "stage-lead", Props.empty());
             return new HostedStages(Map.of(stage, lanes.lane(laneName)), CompletableFuture.completedFuture(null), stop);
         } catch (RuntimeException e) {

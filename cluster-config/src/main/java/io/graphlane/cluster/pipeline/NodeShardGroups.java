@@ -6,6 +6,7 @@ import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.cluster.collective.ClusterCollectiveTransport;
 import io.graphlane.cluster.collective.ClusterCollectiveException;
+import io.graphlane.inference.tensorparallel.CollectiveShard;
 import io.graphlane.inference.tensorparallel.CpuShardComm;
 import io.graphlane.inference.tensorparallel.LlamaShard;
 import io.graphlane.inference.tensorparallel.ShardWeights;
@@ -24,7 +25,7 @@ import java.util.function.Function;
  * The shard groups of one tensor-parallel shard on its node: the shard's weights, loaded once, and every
  * {@link ShardGroup} formed over them, one per collective group the shard has joined. A stage forms (at startup) and
  * re-forms (after a shard's node was replaced) by joining a fresh group: {@link #form} joins it and builds a fresh
- * {@link LlamaShard} (empty KV caches) over the same weights.
+ * {@link CollectiveShard} (empty KV caches) over the same weights and the group's member.
  *
  * <p>Owns the weights (bound through the materialization supervisor, released through their loader) and each shard
  * group's shard and transport. Guarantees: each shard group is retired (its KV
@@ -83,7 +84,8 @@ final class NodeShardGroups implements ShardGroups {
         }
         return joined.thenCompose(transport -> {
             CpuCollectiveMember member = CpuCollectiveMember.over(group, rank, transport, settings);
-            ShardGroup shardGroup = new ShardGroup(group, new LlamaShard<>(tp, weights, new CpuNeuralOps(), new CpuShardComm(member)),
+            ShardGroup shardGroup = new ShardGroup(group, new CollectiveShard<>(new LlamaShard<>(tp, weights, new CpuNeuralOps()),
+                    new CpuShardComm(member)),
                     transport);
             synchronized (this) {
                 if (!closed) {

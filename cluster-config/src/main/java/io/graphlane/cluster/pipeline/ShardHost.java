@@ -7,7 +7,10 @@ import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
 import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.tensorparallel.ShardLanes;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.List;
 import java.util.Objects;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -112,26 +115,33 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     private final LaneRegistry registry;
     private final String name;
     private final ActorRef<LaneProtocol.LaneReply> replies;
+    private final ShardLanes<CpuWork> lanes;
     /** The shard group whose steps this host runs; null until the first re-form. */
     private ShardGroup installed;
+    /** The submission chain of the installed group; null until the first re-form. */
+    private ShardLanes<CpuWork>.Chain chain;
+    /** Chains of groups given up, each with its shard group, retired once the chain has drained. */
+    private final Map<ShardLanes<CpuWork>.Chain, ShardGroup> retiring = new HashMap<>();
     /** The group of the latest re-form asked for; a join of an earlier one is retired when it completes. */
     private String wanted;
 
-    private ShardHost(ActorContext<Command> context, ShardGroups groups, LaneId lane, LaneRegistry registry, String name) {
+    private ShardHost(ActorContext<Command> context, ShardGroups groups, LaneId lane, LaneId collectiveLane, LaneRegistry registry,
+                      String name) {
         super(context);
         this.groups = groups;
         this.lane = lane;
         this.registry = registry;
         this.name = name;
         this.replies = context.messageAdapter(LaneProtocol.LaneReply.class, LaneAnswer::new);
+        this.lanes = new ShardLanes<>(registry, lane, collectiveLane, body -> body::run, replies);
     }
 
     /**
-     * The host of the shard whose shard groups are {@code groups}, whose work runs on {@code lane} (found in
-     * {@code registry}); {@code name} names it in logs and answers.
+     * The host of the shard whose shard groups are {@code groups}, whose work runs on its compute lane {@code lane} and
+     * its collectives on {@code collectiveLane} (both found in {@code registry}); {@code name} names it in logs and answers.
      */
-    static Behavior<Command> create(ShardGroups groups, LaneId lane, LaneRegistry registry, String name) {
-        return Behaviors.setup(ctx -> new ShardHost(ctx, groups, lane, registry, name));
+    static Behavior<Command> create(ShardGroups groups, LaneId lane, LaneId collectiveLane, LaneRegistry registry, String name) {
+        return Behaviors.setup(ctx -> new ShardHost(ctx, groups, lane, collectiveLane, registry, name));
     }
 
     @Override
@@ -157,16 +167,14 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
         for (int i = 0; i < step.requestIds().length; i++) {
             segments.add(new Segment(step.requestIds()[i], step.starts()[i], step.lengths()[i]));
         }
-        CpuWork forward = () -> current.shard().forward(segments, null);
-        submit(forward, -1);
+        chain.submitStep(current.shard().plan(segments, null, null));
         return this;
     }
 
     private Behavior<Command> onRewind(Rewind rewind) {
         ShardGroup current = installed;
         if (current != null) {
-            CpuWork back = () -> current.shard().rewind(rewind.requestId(), rewind.position());
-            submit(back, rewind.requestId());
+            chain.submitCompute(() -> current.shard().rewind(rewind.requestId(), rewind.position()));
         }
         return this;
     }
@@ -174,8 +182,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     private Behavior<Command> onForget(Forget forget) {
         ShardGroup current = installed;
         if (current != null) {
-            CpuWork drop = () -> current.shard().endRequest(forget.requestId());
-            submit(drop, forget.requestId());
+            chain.submitCompute(() -> current.shard().endRequest(forget.requestId()));
         }
         return this;
     }
@@ -206,31 +213,59 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
             return this;
         }
         ShardGroup previous = installed;
+        ShardLanes<CpuWork>.Chain previousChain = chain;
         installed = joined.shardGroup();
+        chain = lanes.chain();
         if (previous != null) {
-            // Retired on the lane, after every step of the previous group queued on it.
-            CpuWork retire = () -> groups.retire(previous);
-            submit(retire, -1);
+            // Retired on the lane once every work of the previous group has ended, on either lane.
+            if (previousChain.drained()) {
+                retire(previousChain, previous);
+            } else {
+                retiring.put(previousChain, previous);
+            }
         }
         getContext().getLog().info("{}: runs group {}", name, reform.group());
         reform.replyTo().tell(new Reformed(reform.group(), groups.rank()));
         return this;
     }
 
-    private void submit(CpuWork work, long requestId) {
+    /** Submits the retirement of {@code shardGroup} on the compute lane (every work of {@code done} has ended), and forgets the chain. */
+    private void retire(ShardLanes<CpuWork>.Chain done, ShardGroup shardGroup) {
+        CpuWork retire = () -> groups.retire(shardGroup);
         CompletionHandle handle = CompletionHandle.local(lane, registry.reserveSequences(1));
-        LaneProtocol.Submit<CpuWork> submit = LaneProtocol.Submit.of(handle, work, replies);
-        registry.lane(lane).tell(requestId >= 0 ? submit.inRequest(requestId) : submit);
+        registry.lane(lane).tell(LaneProtocol.Submit.of(handle, retire, replies));
+        done.close();
     }
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {
         answer.reply().forEach(reply -> {
-            if (reply instanceof LaneProtocol.Finished finished && finished.outcome() instanceof Outcome.Failed failed) {
-                getContext().getLog().warn("{}: work {} failed: {}", name, finished.handle(), failed.cause().toString());
+            if (reply instanceof LaneProtocol.Finished finished) {
+                ended(finished.handle());
+                if (finished.outcome() instanceof Outcome.Failed failed
+                        && !(failed.cause() instanceof io.graphlane.core.completion.PoisonedPreconditionException)) {
+                    getContext().getLog().warn("{}: work {} failed: {}", name, finished.handle(), failed.cause().toString());
+                }
             } else if (reply instanceof LaneProtocol.Rejected rejected) {
+                ended(rejected.handle());
                 getContext().getLog().warn("{}: work {} was refused: {}", name, rejected.handle(), rejected.toException().getMessage());
             }
         });
         return this;
+    }
+
+    private void ended(CompletionHandle handle) {
+        if (chain != null && chain.ended(handle)) {
+            return;
+        }
+        for (var it = retiring.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            if (e.getKey().ended(handle)) {
+                if (e.getKey().drained()) {
+                    it.remove();
+                    retire(e.getKey(), e.getValue());
+                }
+                return;
+            }
+        }
     }
 }

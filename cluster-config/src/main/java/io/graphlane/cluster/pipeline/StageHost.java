@@ -18,6 +18,9 @@ import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
+import io.graphlane.inference.tensorparallel.CollectiveShard;
+import io.graphlane.inference.tensorparallel.ShardLanes;
+import io.graphlane.scheduler.pipeline.StageStep;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -25,6 +28,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
@@ -123,25 +128,67 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     }
 
     /**
-     * One hosted stage: what a step runs, whether it is the model's last stage, the model, the lane its work runs on,
-     * and, for a tensor-parallel stage, the hosts of its shards 1, 2, … and the collective group they formed (no shard
-     * hosts and an empty group otherwise).
+     * One hosted stage: what a step runs (a whole stage's {@code forward}, or for a tensor-parallel stage its shard 0,
+     * {@code shard}, exactly one of them), whether it is the model's last stage, the model, the lane its work runs on
+     * (the compute lane of a shard), and, for a tensor-parallel stage, shard 0's collective lane, the hosts of its shards
+     * 1, 2, … and the collective group they formed (null, no shard hosts and an empty group otherwise).
      */
-    public record HostedStage(StageForward<CpuTensor> forward, boolean last, LlamaConfig config, LaneId lane,
-                              List<ActorRef<ShardHost.Command>> shards, String group) {
+    public record HostedStage(StageForward<CpuTensor> forward, CollectiveShard<CpuTensor> shard, boolean last, LlamaConfig config,
+                              LaneId lane, LaneId collectiveLane, List<ActorRef<ShardHost.Command>> shards, String group) {
         /** Copies the shard hosts. */
         public HostedStage {
-            Objects.requireNonNull(forward, "forward");
+            if ((forward == null) == (shard == null)) {
+                throw new IllegalArgumentException("a hosted stage runs either a whole stage or a shard of one");
+            }
             Objects.requireNonNull(config, "config");
             Objects.requireNonNull(lane, "lane");
+            if (shard != null) {
+                Objects.requireNonNull(collectiveLane, "collectiveLane");
+            }
             shards = List.copyOf(shards);
             Objects.requireNonNull(group, "group");
+        }
+
+        /** A stage run by {@code forward} as one work on {@code lane}. */
+        public HostedStage(StageForward<CpuTensor> forward, boolean last, LlamaConfig config, LaneId lane,
+                           List<ActorRef<ShardHost.Command>> shards, String group) {
+            this(forward, null, last, config, lane, null, shards, group);
         }
 
         /** A whole stage on one lane. */
         public HostedStage(LlamaStage<CpuTensor> llama, LaneId lane) {
             this(llama, llama.spec().isLast(), llama.config(), lane, List.of(), "");
         }
+
+        /** Tensor-parallel stage led by {@code shard} (rank 0) on its {@code compute} and {@code collective} lanes. */
+        static HostedStage sharded(CollectiveShard<CpuTensor> shard, boolean last, LlamaConfig config, LaneId compute, LaneId collective,
+                                   List<ActorRef<ShardHost.Command>> shards, String group) {
+            return new HostedStage(null, shard, last, config, compute, collective, shards, group);
+        }
+
+        NeuralOps<CpuTensor> ops() {
+            return forward != null ? forward.ops() : shard.ops();
+        }
+
+        void endRequest(long requestId) {
+            if (forward != null) {
+                forward.endRequest(requestId);
+            } else {
+                shard.endRequest(requestId);
+            }
+        }
+
+        void rewind(long requestId, int position) {
+            if (forward != null) {
+                forward.rewind(requestId, position);
+            } else {
+                shard.rewind(requestId, position);
+            }
+        }
+    }
+
+    /** The retirement of a group's shard 0, submitted on {@code lane} once every work of its chain has ended. */
+    private record Retirement(LaneId lane, CpuWork retire) {
     }
 
     /** One step in flight on this node: the work it waits for and what that work fills. */
@@ -157,6 +204,10 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private final Map<Integer, ActorRef<StageLead.Command>> leads = new HashMap<>();
     /** Why a tensor-parallel stage can no longer run, by stage. */
     private final Map<Integer, String> lost = new HashMap<>();
+    /** The submission chain of each formed tensor-parallel stage's current group, by stage. */
+    private final Map<Integer, ShardLanes<CpuWork>.Chain> chains = new HashMap<>();
+    /** Chains of groups given up, each with the retirement of its shard group, submitted once the chain has drained. */
+    private final Map<ShardLanes<CpuWork>.Chain, Retirement> retiring = new HashMap<>();
     /** Steps run and the most segments (requests) one of them carried: how much the serving node batched. */
     private final StepCounters counters;
 
@@ -228,14 +279,13 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
             // A peer's bad step fails that step only: its cache changes still apply, and this host runs the next one as before.
             getContext().getLog().warn("node {} refused step {} of stage {}: {}", node, step.stepId(), step.stage(), malformed);
             Runnable changes = changesOf(step, hosted);
-            submit(hosted, changes::run);
+            submitChanges(step.stage(), hosted, changes);
             refuse(step, new GraphlaneException("stage " + step.stage() + " on " + node + " refused step " + step.stepId() + ": "
                     + malformed));
             return this;
         }
         counters.stepRan(step.requestIds().length);
-        StageForward<CpuTensor> llama = hosted.forward();
-        NeuralOps<CpuTensor> ops = llama.ops();
+        NeuralOps<CpuTensor> ops = hosted.ops();
         int rows = (int) step.positions();
         List<Segment> segments = new ArrayList<>(step.requestIds().length);
         for (int i = 0; i < step.requestIds().length; i++) {
@@ -248,6 +298,15 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         int outCols = last ? hosted.config().vocabSize() : hosted.config().hiddenSize();
         AtomicReference<float[]> copied = new AtomicReference<>();
         Runnable changes = changesOf(step, hosted);
+        if (hosted.shard() != null) {
+            ShardHost.Step shardStep = new ShardHost.Step(hosted.group(), step.stepId(), step.requestIds(), step.starts(), step.lengths());
+            hosted.shards().forEach(shard -> shard.tell(shardStep));
+            CompletionHandle lastWork = submitSharded(step.stage(), hosted, segments, changes, step.tokens(), activation, rows, inCols, outRows,
+                    outCols, copied);
+            waiting.put(lastWork, new InFlight(step, hosted.group(), copied, outRows, outCols));
+            return this;
+        }
+        StageForward<CpuTensor> llama = hosted.forward();
         CpuWork work = () -> {
             changes.run();
             StageOutput<CpuTensor> out;
@@ -270,8 +329,6 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 ops.release(out.tensor());
             }
         };
-        ShardHost.Step shardStep = new ShardHost.Step(hosted.group(), step.stepId(), step.requestIds(), step.starts(), step.lengths());
-        hosted.shards().forEach(shard -> shard.tell(shardStep));
         CompletionHandle handle = submit(hosted, work);
         waiting.put(handle, new InFlight(step, hosted.group(), copied, outRows, outCols));
         return this;
@@ -290,18 +347,70 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 shard.tell(new ShardHost.Rewind(step.rewindIds()[i], step.rewindPositions()[i]));
             }
         }
-        StageForward<CpuTensor> llama = hosted.forward();
         long[] forget = step.forget().clone();
         long[] rewindIds = step.rewindIds().clone();
         int[] rewindTo = step.rewindPositions().clone();
         return () -> {
             for (long id : forget) {
-                llama.endRequest(id);
+                hosted.endRequest(id);
             }
             for (int i = 0; i < rewindIds.length; i++) {
-                llama.rewind(rewindIds[i], rewindTo[i]);
+                hosted.rewind(rewindIds[i], rewindTo[i]);
             }
         };
+    }
+
+    /** Applies {@code changes} on the stage's lane: after the work there already, for a tensor-parallel stage by its chain. */
+    private void submitChanges(int stage, HostedStage hosted, Runnable changes) {
+        ShardLanes<CpuWork>.Chain chain = chains.get(stage);
+        if (hosted.shard() != null && chain != null) {
+            chain.submitCompute(changes);
+        } else {
+            submit(hosted, changes::run);
+        }
+    }
+
+    /**
+     * Submits a step of tensor-parallel stage {@code stage} as shard 0's works on its compute and collective lanes (see
+     * {@link CollectiveShard#plan}), after the step's cache changes; the arrived activation, if any, lives while the
+     * all-gather reads it. Returns the handle of the step's last work, which copies the output out.
+     */
+    private CompletionHandle submitSharded(int stage, HostedStage hosted, List<Segment> segments, Runnable changes, int[] tokens,
+                                           float[] activation, int rows, int inCols, int outRows, int outCols, AtomicReference<float[]> copied) {
+        ShardLanes<CpuWork>.Chain chain = chains.get(stage);
+        NeuralOps<CpuTensor> ops = hosted.ops();
+        chain.submitCompute(changes);
+        AtomicReference<CpuTensor> arrived = new AtomicReference<>();
+        AutoCloseable freeArrived = () -> {
+            CpuTensor t = arrived.getAndSet(null);
+            if (t != null) {
+                ops.release(t);
+            }
+        };
+        Supplier<StageInput<CpuTensor>> input = () -> {
+            if (activation == null) {
+                return new StageInput.Tokens<>(segments, tokens.clone());
+            }
+            CpuTensor in = ops.fromHost(activation, rows, inCols);
+            arrived.set(in);
+            return new StageInput.Hidden<>(segments, in);
+        };
+        Consumer<StageOutput<CpuTensor>> output = out -> {
+            try {
+                float[] values = new float[outRows * outCols];
+                ops.toHost(out.tensor(), values);
+                copied.set(values);
+            } finally {
+                ops.release(out.tensor());
+            }
+        };
+        List<StageStep.Submission<Runnable>> works = new ArrayList<>(hosted.shard().plan(segments, input, output));
+        StageStep.Submission<Runnable> gather = works.get(0);
+        List<Object> retain = new ArrayList<>(gather.retain());
+        retain.add(freeArrived);
+        works.set(0, new StageStep.Submission<>(gather.lane(), gather.work(), gather.after(), retain));
+        List<CompletionHandle> handles = chain.submitStep(works);
+        return handles.get(handles.size() - 1);
     }
 
     private CompletionHandle submit(HostedStage hosted, CpuWork work) {
@@ -371,11 +480,13 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {
         answer.reply().forEach(reply -> {
             if (reply instanceof LaneProtocol.Finished finished) {
+                chainEnded(finished.handle());
                 InFlight f = waiting.remove(finished.handle());
                 if (f != null) {
                     stepEnded(f, finished.outcome());
                 }
             } else if (reply instanceof LaneProtocol.Rejected rejected) {
+                chainEnded(rejected.handle());
                 InFlight f = waiting.remove(rejected.handle());
                 if (f != null) {
                     stepEnded(f, Outcome.failure(rejected.toException()));
@@ -383,6 +494,34 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
             }
         });
         return this;
+    }
+
+    /** Notes the end of a chained work; a given-up chain that has drained has its shard group retired now. */
+    private void chainEnded(CompletionHandle handle) {
+        for (ShardLanes<CpuWork>.Chain chain : chains.values()) {
+            if (chain.ended(handle)) {
+                return;
+            }
+        }
+        for (var it = retiring.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            if (e.getKey().ended(handle)) {
+                if (e.getKey().drained()) {
+                    it.remove();
+                    retire(e.getKey(), e.getValue());
+                }
+                return;
+            }
+        }
+    }
+
+    /** Submits {@code retirement} on its lane (every work of {@code chain} has ended) and lets the lanes forget the chain. */
+    private void retire(ShardLanes<CpuWork>.Chain chain, Retirement retirement) {
+        if (retirement.retire() != null) {
+            CompletionHandle handle = CompletionHandle.local(retirement.lane(), registry.reserveSequences(1));
+            registry.lane(retirement.lane()).tell(LaneProtocol.Submit.of(handle, retirement.retire(), replies));
+        }
+        chain.close();
     }
 
     private void stepEnded(InFlight f, Outcome outcome) {
@@ -447,10 +586,20 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         }
         watchShards(stage, formed.hosted());
         leads.put(stage, formed.lead());
-        if (formed.retirePrevious() != null) {
-            // After the steps of the previous group already on the lane.
-            CompletionHandle handle = CompletionHandle.local(formed.hosted().lane(), registry.reserveSequences(1));
-            registry.lane(formed.hosted().lane()).tell(LaneProtocol.Submit.of(handle, formed.retirePrevious(), replies));
+        HostedStage hosted = formed.hosted();
+        ShardLanes<CpuWork>.Chain previousChain = hosted.shard() == null ? chains.remove(stage) : chains.put(stage,
+                new ShardLanes<CpuWork>(registry, hosted.lane(), hosted.collectiveLane(), body -> body::run, replies).chain());
+        // The previous group retires once every work of it has ended, on either lane.
+        Retirement retirement = new Retirement(hosted.lane(), formed.retirePrevious());
+        if (previousChain == null || previousChain.drained()) {
+            if (previousChain != null) {
+                retire(previousChain, retirement);
+            } else if (formed.retirePrevious() != null) {
+                CompletionHandle handle = CompletionHandle.local(hosted.lane(), registry.reserveSequences(1));
+                registry.lane(hosted.lane()).tell(LaneProtocol.Submit.of(handle, formed.retirePrevious(), replies));
+            }
+        } else {
+            retiring.put(previousChain, retirement);
         }
         lost.remove(stage);
         getContext().getLog().info("tensor-parallel stage {} on {} runs as group {} with shard hosts {}", stage, node,

@@ -3,7 +3,6 @@ package io.graphlane.cluster.pipeline;
 import io.graphlane.backend.cpu.CpuWork;
 import io.graphlane.core.graph.LaneId;
 import io.graphlane.inference.llama.LlamaConfig;
-import io.graphlane.inference.tensorparallel.LeadShardStage;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -68,11 +67,12 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
     record ShardGone(ActorRef<ShardHost.Command> shard) implements Command {
     }
 
-    /** What the formed stage is, besides its shards: the model, whether the stage is the last, and its lane. */
-    record StageShape(int stage, int tensorParallel, LlamaConfig config, boolean last, LaneId lane) {
+    /** What the formed stage is, besides its shards: the model, whether the stage is the last, and shard 0's two lanes. */
+    record StageShape(int stage, int tensorParallel, LlamaConfig config, boolean last, LaneId lane, LaneId collectiveLane) {
         StageShape {
             Objects.requireNonNull(config, "config");
             Objects.requireNonNull(lane, "lane");
+            Objects.requireNonNull(collectiveLane, "collectiveLane");
             if (tensorParallel < 2) {
                 throw new IllegalArgumentException("a stage lead needs tensor parallelism >= 2, got " + tensorParallel);
             }
@@ -284,8 +284,8 @@ public final class StageLead extends AbstractBehavior<StageLead.Command> {
         current = formed.shards;
         current.forEach(shard -> getContext().watchWith(shard, new ShardGone(shard)));
         CpuWork retire = previous == null ? null : () -> groups.retire(previous);
-        StageHost.HostedStage hosted = new StageHost.HostedStage(new LeadShardStage<>(formed.lead.shard()), shape.last(), shape.config(),
-                shape.lane(), formed.shards, formed.group);
+        StageHost.HostedStage hosted = StageHost.HostedStage.sharded(formed.lead.shard(), shape.last(), shape.config(), shape.lane(),
+                shape.collectiveLane(), formed.shards, formed.group);
         getContext().getLog().info("stage {}: formed group {} ({} shards)", shape.stage(), formed.group, shape.tensorParallel());
         host.tell(new StageHost.Formed(shape.stage(), hosted, retire, getContext().getSelf()));
     }

@@ -72,7 +72,7 @@ class StageLeadTest {
 
     /** A stage index of its own per test, so the receptionist keys of one test do not reach another's lead. */
     private static StageLead.StageShape shape() {
-        return new StageLead.StageShape(++stage, 2, config, false, new LaneId("stage-" + stage));
+        return new StageLead.StageShape(++stage, 2, config, false, new LaneId("stage-" + stage), new LaneId("stage-" + stage + "-collective"));
     }
 
     private static TestProbe<ShardHost.Command> shardHost(StageLead.StageShape shape) {

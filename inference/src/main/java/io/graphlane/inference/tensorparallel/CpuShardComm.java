@@ -5,7 +5,8 @@ import io.graphlane.backend.cpu.collective.ReduceOp;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 
 /**
- * A shard's collectives on CPU lanes: the member's synchronous operations, run on the shard's lane worker. The
+ * A shard's collectives on CPU lanes: the member's synchronous operations, run on the worker of the shard's collective
+ * lane (see {@link CollectiveShard}). The
  * member's transport decides where the other shards are: queues in this JVM, or rank actors on other nodes.
  */
 public final class CpuShardComm implements ShardComm<CpuTensor> {

@@ -24,13 +24,14 @@ import java.util.List;
  *   rank 0 of the last stage: logits = rmsnorm(x_last)·Wheadᵀ
  * </pre>
  *
- * <p>Two ways to run it. {@link #forward} runs a whole step as one work and meets the other ranks in the
- * collectives of its {@link ShardComm} (the shards of a stage on several nodes). Inside one JVM a
- * {@link TensorParallelStage} runs it as several works instead ({@link #begin}, {@link #partial},
- * {@link #reduce}, {@link #finish}), each all-reduce a work of its own ordered after every rank's partial
- * work by completion handles, so no work waits for another rank; such a shard has no collectives.
+ * <p>A step runs as several lane works ({@link #begin} or {@link #gather}, {@link #open}, {@link #partial},
+ * {@link #reduce} or {@link #addReduced}, {@link #finish}), planned by {@link TensorParallelStage} (every rank in one
+ * JVM: each reduce a work ordered after every rank's partial work by completion handles) or by {@link CollectiveShard}
+ * (one rank of a stage whose other ranks run on other nodes: each all-reduce a work on the rank's collective lane,
+ * ordered between its partial and reduce works on the compute lane). The shard itself runs no collective.
  *
- * <p>Not thread-safe: a shard belongs to one lane, and its works run as that lane's work.
+ * <p>Not thread-safe: a shard's caches belong to one lane (its compute lane), and its works run as that lane's work; a
+ * step's buffers are touched by one work at a time, the works ordered by completion handles.
  *
  * @param <T> the backend tensor
  */
@@ -39,37 +40,25 @@ public final class LlamaShard<T> implements AutoCloseable {
     private final TensorParallelism tp;
     private final ShardWeights<T> weights;
     private final NeuralOps<T> ops;
-    /** The collectives of a shard that runs a step as one work; null for a shard run as several lane works. */
-    private final ShardComm<T> comm;
     private final int rank;
     private final RequestCaches<T> caches;
     private final DecoderLayers<T> layers;
 
-    /** Rank {@code comm.rank()} over its loaded {@code weights}, meeting the other ranks in {@code comm}'s collectives. */
-    public LlamaShard(TensorParallelism tp, ShardWeights<T> weights, NeuralOps<T> ops, ShardComm<T> comm) {
-        this(tp, weights, ops, comm, comm.rank());
-    }
-
-    /** Rank {@code weights.rank()} run as lane works of a {@link TensorParallelStage}: it has no collectives, and {@link #forward} refuses. */
+    /** Rank {@code weights.rank()} over its loaded {@code weights}, run as lane works of its stage's plan. */
     public LlamaShard(TensorParallelism tp, ShardWeights<T> weights, NeuralOps<T> ops) {
-        this(tp, weights, ops, null, weights.rank());
-    }
-
-    private LlamaShard(TensorParallelism tp, ShardWeights<T> weights, NeuralOps<T> ops, ShardComm<T> comm, int rank) {
         this.config = tp.config();
         this.tp = tp;
         this.weights = weights;
         this.ops = ops;
-        this.comm = comm;
-        this.rank = rank;
+        this.rank = weights.rank();
         this.layers = new DecoderLayers<>(ops, config, tp.headsPerRank(), tp.kvHeadsPerRank(),
-                config.intermediateSize() / tp.size(), comm != null ? comm::allReduceSum : LlamaShard::noCollective);
+                config.intermediateSize() / tp.size(), LlamaShard::noCollective);
         this.caches = new RequestCaches<>(ops, weights.stage() + " rank " + rank, weights.layers().size(),
                 tp.kvHeadsPerRank() * config.headDim(), config.maxPositions());
     }
 
     private static <T> void noCollective(T partial) {
-        throw new IllegalStateException("this shard runs as lane works of a tensor-parallel stage and has no collectives");
+        throw new IllegalStateException("a tensor-parallel shard runs its all-reduces as works of their own, never inside a layer");
     }
 
     /** The shard's tensor-parallel rank. */
@@ -85,64 +74,6 @@ public final class LlamaShard<T> implements AutoCloseable {
     /** The operations the shard issues its work through. */
     public NeuralOps<T> ops() {
         return ops;
-    }
-
-    /**
-     * Runs the shard over one micro-batch of {@code segments}. Rank 0 reads {@code input} (the
-     * others pass {@code null}) and returns the stage's output; the other ranks return {@code null}.
-     * If anything fails, this rank leaves the group first, so the other ranks fail instead of waiting,
-     * and no cache advances.
-     */
-    public StageOutput<T> forward(List<Segment> segments, StageInput<T> input) {
-        if (comm == null) {
-            throw new IllegalStateException(weights.stage() + " rank " + rank + " runs as lane works of its stage; it has no collectives");
-        }
-        try {
-            return run(segments, input);
-        } catch (RuntimeException | Error e) {
-            comm.leave(e);
-            throw e;
-        }
-    }
-
-    private StageOutput<T> run(List<Segment> segments, StageInput<T> input) {
-        if (segments.isEmpty()) {
-            throw new IllegalArgumentException(weights.stage() + " rank " + comm.rank() + ": a step needs at least one segment");
-        }
-        if ((comm.rank() == 0) != (input != null)) {
-            throw new IllegalArgumentException(weights.stage() + " rank " + comm.rank() + ": only rank 0 reads the stage input");
-        }
-        List<KvCache<T>> requestCaches = caches.reserve(segments);
-        int[] positions = RequestCaches.positionsOf(segments);
-        T x = broadcastInput(input, positions.length);
-        boolean handedOver = false;
-        DecoderLayers.Scratch<T> s = layers.scratch(positions.length);
-        try {
-            for (int l = 0; l < weights.layers().size(); l++) {
-                LayerWeights<T> w = weights.layers().get(l);
-                layers.attention(l, w, x, positions, segments, requestCaches, s);
-                layers.feedForward(w, x, s);
-            }
-            StageOutput<T> output = null;
-            if (comm.rank() == 0) {
-                if (weights.stage().isLast()) {
-                    output = new StageOutput.Logits<>(segments, head(x, segments));
-                } else {
-                    output = new StageOutput.Hidden<>(segments, x);
-                    handedOver = true;
-                }
-            }
-            for (int i = 0; i < segments.size(); i++) {
-                requestCaches.get(i).commit(segments.get(i).length());
-            }
-            caches.publishUsage();
-            return output;
-        } finally {
-            s.release();
-            if (!handedOver) {
-                ops.release(x);
-            }
-        }
     }
 
     /** Forgets the positions of {@code requestId} from {@code position} on; false if the shard holds no cache for it. */
@@ -164,36 +95,6 @@ public final class LlamaShard<T> implements AutoCloseable {
     @Override
     public void close() {
         caches.releaseAll();
-    }
-
-    /** Rank 0 makes the residual stream (embedding or the previous stage's activation); an all-gather hands it to every rank. */
-    private T broadcastInput(StageInput<T> input, int rows) {
-        T own;
-        if (input == null) {
-            own = ops.allocate(0, config.hiddenSize());
-        } else {
-            own = ops.allocate(rows, config.hiddenSize());
-            if (input instanceof StageInput.Tokens<T> tokens) {
-                if (weights.embedding() == null) {
-                    ops.release(own);
-                    throw new GraphlaneException(weights.stage() + " reads the previous stage's activation, got token ids");
-                }
-                ops.embedding(weights.embedding(), tokens.tokenIds(), own);
-            } else {
-                T activation = ((StageInput.Hidden<T>) input).activation();
-                if (ops.rows(activation) != rows || ops.cols(activation) != config.hiddenSize()) {
-                    ops.release(own);
-                    throw new GraphlaneException(weights.stage() + ": activation should be " + rows + " x " + config.hiddenSize()
-                            + " but is " + ops.rows(activation) + " x " + ops.cols(activation));
-                }
-                ops.copy(activation, own);
-            }
-        }
-        try {
-            return comm.allGather(own);
-        } finally {
-            ops.release(own);
-        }
     }
 
     /**
@@ -230,18 +131,60 @@ public final class LlamaShard<T> implements AutoCloseable {
     }
 
     /**
-     * The first work of a step: reserves the segments' caches and makes the residual stream from {@code input} (token ids
-     * through {@code embedding}, rank 0's table, or a copy of the previous stage's activation), then allocates the step's
-     * buffers.
+     * The first work of a step in one JVM: makes the residual stream from {@code input} (token ids through
+     * {@code embedding}, rank 0's table, or a copy of the previous stage's activation), then {@link #open}s the step.
      */
     void begin(Step<T> step, StageInput<T> input, T embedding) {
+        requireSegments(step);
+        step.x = ops.allocate(step.positions.length, config.hiddenSize());
+        fill(step.x, input, embedding);
+        open(step);
+    }
+
+    /**
+     * A step's all-gather, on the rank's collective lane: rank 0 makes its rows of the residual stream from
+     * {@code input} (as {@link #begin} does; the other ranks pass {@code null} and hold no rows) and {@code comm} gathers
+     * them into every rank's residual stream. Touches no cache.
+     */
+    void gather(Step<T> step, StageInput<T> input, ShardComm<T> comm) {
+        requireSegments(step);
+        if ((rank == 0) != (input != null)) {
+            throw new IllegalArgumentException(weights.stage() + " rank " + rank + ": only rank 0 reads the stage input");
+        }
+        int rows = step.positions.length;
+        T own = ops.allocate(input == null ? 0 : rows, config.hiddenSize());
+        try {
+            if (input != null) {
+                fill(own, input, weights.embedding());
+            }
+            T x = comm.allGather(own);
+            step.x = x;
+            if (ops.rows(x) != rows) {
+                throw new GraphlaneException(weights.stage() + " rank " + rank + ": the gathered stage input has " + ops.rows(x)
+                        + " rows, but the step's segments cover " + rows + " positions");
+            }
+        } finally {
+            ops.release(own);
+        }
+    }
+
+    /** Reserves the segments' caches and allocates the step's scratch and partials, once its residual stream is made. */
+    void open(Step<T> step) {
+        int rows = step.positions.length;
+        step.caches = caches.reserve(step.segments);
+        step.scratch = layers.scratch(rows);
+        step.partials[0] = ops.allocate(rows, config.hiddenSize());
+        step.partials[1] = ops.allocate(rows, config.hiddenSize());
+    }
+
+    private void requireSegments(Step<T> step) {
         if (step.segments.isEmpty()) {
             throw new IllegalArgumentException(weights.stage() + " rank " + rank + ": a step needs at least one segment");
         }
-        int rows = step.positions.length;
-        step.caches = caches.reserve(step.segments);
-        T x = ops.allocate(rows, config.hiddenSize());
-        step.x = x;
+    }
+
+    private void fill(T x, StageInput<T> input, T embedding) {
+        int rows = ops.rows(x);
         if (input instanceof StageInput.Tokens<T> tokens) {
             if (embedding == null) {
                 throw new GraphlaneException(weights.stage() + " reads the previous stage's activation, got token ids");
@@ -255,10 +198,6 @@ public final class LlamaShard<T> implements AutoCloseable {
             }
             ops.copy(activation, x);
         }
-        step.scratch = layers.scratch(rows);
-        step.partials[0] = ops.allocate(rows, config.hiddenSize());
-        step.partials[1] = ops.allocate(rows, config.hiddenSize());
-        step.sum = ops.allocate(rows, config.hiddenSize());
     }
 
     /** The partial works of a step, two per layer: phase 2l is layer l's attention, phase 2l+1 its MLP. */
@@ -285,10 +224,26 @@ public final class LlamaShard<T> implements AutoCloseable {
      */
     void reduce(Step<T> step, int phase, List<T> partials) {
         T sum = step.sum;
+        if (sum == null) {
+            sum = ops.allocate(step.positions.length, config.hiddenSize());
+            step.sum = sum;
+        }
         ops.copy(partials.get(0), sum);
         for (int r = 1; r < partials.size(); r++) {
             ops.add(sum, partials.get(r), sum);
         }
+        addToResidual(step, phase, sum);
+    }
+
+    /**
+     * The reduce of a step whose all-reduce ran as a collective: this rank's partial of {@code phase} already holds the
+     * sum over every rank (in place); adds it and the block's output bias to the residual stream.
+     */
+    void addReduced(Step<T> step, int phase) {
+        addToResidual(step, phase, step.partial(phase));
+    }
+
+    private void addToResidual(Step<T> step, int phase, T sum) {
         LayerWeights<T> w = weights.layers().get(phase / 2);
         if (phase % 2 == 0 && w.bo() != null) {
             ops.addBias(sum, w.bo());

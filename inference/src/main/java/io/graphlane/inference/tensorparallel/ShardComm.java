@@ -1,8 +1,9 @@
 package io.graphlane.inference.tensorparallel;
 
 /**
- * The collectives a tensor-parallel shard needs, called from the shard's own lane work in the same
- * order on every rank.
+ * The collectives a tensor-parallel shard needs, called by the works of the rank's collective lane
+ * ({@link CollectiveShard}) in the same order on every rank; {@link #leave} is called by any of the rank's works that
+ * fails.
  *
  * @param <T> the backend tensor
  */

@@ -11,8 +11,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
@@ -42,8 +40,7 @@ public final class TensorParallelStage<T> implements StageForward<T> {
     private final Consumer<ShardWeights<T>> releaseWeights;
     /** Per rank, changes to its request state asked for by the engine's thread, applied by the rank's next work on its lane. */
     private final List<Queue<Consumer<LlamaShard<T>>>> pending = new ArrayList<>();
-    private final AtomicLong stepsHeld = new AtomicLong();
-    private final AtomicLong overReleases = new AtomicLong();
+    private final StepBuffers.Counters held = new StepBuffers.Counters();
     /** Test seam: called with (rank, phase) before each partial work's body; may throw to fail that work. */
     volatile PartialHook beforePartial = (rank, phase) -> { };
 
@@ -96,7 +93,7 @@ public final class TensorParallelStage<T> implements StageForward<T> {
         for (int r = 0; r < t; r++) {
             steps.add(new LlamaShard.Step<>(segments));
         }
-        StepBuffers buffers = new StepBuffers(steps, (phases + 1) * t);
+        StepBuffers<T> buffers = new StepBuffers<>(shards, steps, (phases + 1) * t, held);
         T embedding = shards.get(0).embedding();
         List<StageStep.Submission<Runnable>> works = new ArrayList<>((phases + 1) * t);
         for (int p = 0; p <= phases; p++) {
@@ -212,12 +209,12 @@ public final class TensorParallelStage<T> implements StageForward<T> {
 
     /** Steps whose buffers are not freed yet: planned, and some work of them not completed (or not yet released). */
     long stepsHeld() {
-        return stepsHeld.get();
+        return held.stepsHeld();
     }
 
     /** Buffer shares released more than once: always 0 unless retention is broken. */
     long overReleases() {
-        return overReleases.get();
+        return held.overReleases();
     }
 
     /** Applies what is pending, frees the shards' KV caches and weights; call once no work runs on the stage's lanes. */
@@ -235,41 +232,6 @@ public final class TensorParallelStage<T> implements StageForward<T> {
         Queue<Consumer<LlamaShard<T>>> q = pending.get(rank);
         for (Consumer<LlamaShard<T>> change = q.poll(); change != null; change = q.poll()) {
             change.accept(shards.get(rank));
-        }
-    }
-
-    /** The buffers of one step on every rank, freed once when the last of its works lets go of its share. */
-    private final class StepBuffers {
-        private final List<LlamaShard.Step<T>> steps;
-        private final AtomicInteger holders;
-
-        StepBuffers(List<LlamaShard.Step<T>> steps, int holders) {
-            this.steps = steps;
-            this.holders = new AtomicInteger(holders);
-            stepsHeld.incrementAndGet();
-        }
-
-        Share share() {
-            return new Share();
-        }
-
-        /** One work's hold on the step's buffers; the lane closes it once, after that work's exact completion. */
-        final class Share implements AutoCloseable {
-            private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
-
-            @Override
-            public void close() {
-                if (!closed.compareAndSet(false, true)) {
-                    overReleases.incrementAndGet();
-                    throw new IllegalStateException("a share of a tensor-parallel step's buffers was released twice");
-                }
-                if (holders.decrementAndGet() == 0) {
-                    for (int r = 0; r < steps.size(); r++) {
-                        shards.get(r).release(steps.get(r));
-                    }
-                    stepsHeld.decrementAndGet();
-                }
-            }
         }
     }
 }
