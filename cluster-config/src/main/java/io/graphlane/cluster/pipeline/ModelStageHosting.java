@@ -60,13 +60,15 @@ import org.slf4j.LoggerFactory;
  *
  * <p>With tensor parallelism T &gt; 1 a node holds one shard of one stage ({@link io.graphlane.cluster.ParallelLayout}):
  * it reads only its shard's selections of the checkpoint (its heads of q/k/v, its columns of gate/up, its slices of o
- * and down) and starts one lane; it joins no collective group on its own. Shards 1 and up register their
+ * and down) and starts two lanes, a compute lane and a collective lane ({@code <stage lane>-collective}), where its
+ * steps run as {@link io.graphlane.inference.tensorparallel.CollectiveShard} plans them; it joins no collective group
+ * on its own. Shards 1 and up register their
  * {@link ShardHost} under {@link StageKeys#shardHost}. Shard 0 starts the stage's {@link StageHost}, unregistered, and
  * its {@link StageLead}, which learns the shard hosts from the Receptionist and forms the stage into a fresh
  * collective group ({@code tp-stage-i-<uid>-<n>}, over the cluster) whenever it sees a complete set of them that is not
  * the one running: at startup, and again after a shard's node (shard 0's included) was replaced by a node started for
  * the same rank, with no restart of the other shards' nodes. The stage is registered once all its shards joined the
- * group. Stopping the node stops the lane, then retires every group the shard joined and releases its weights, each
+ * group. Stopping the node stops the lanes, then retires every group the shard joined and releases its weights, each
  * once.
  */
 public final class ModelStageHosting implements StageHosting {
@@ -199,7 +201,7 @@ public final class ModelStageHosting implements StageHosting {
         }
         LaneId lane = new LaneId(laneName);
         LaneId collectiveLane = new LaneId(collectiveName);
-        // The lane has finished its work first: nothing reads the caches or weights any more.
+        // The lanes have finished their work first: nothing reads the caches or weights any more.
         Supplier<CompletionStage<Void>> stop = () -> lanes.stop().thenCompose(stopped -> generations.closeAll()).thenRun(loaded::close);
         try {
             String node = Cluster.get(system).selfMember().address().toString();

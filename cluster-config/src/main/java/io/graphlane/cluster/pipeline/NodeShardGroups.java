@@ -32,8 +32,8 @@ import java.util.function.Function;
  * caches freed, its transport closed) exactly once, by {@link #retire} or by {@link #closeAll}; the weights are
  * released exactly once, by {@link #closeAll}, after every shard group; a group joined after {@link #closeAll} is
  * retired at once and its {@link #form} fails. Refuses nothing else; thread-safe. Whoever calls {@link #retire} must
- * make sure no work of that shard group runs any more (its hosts submit the retirement on the shard's lane, after the
- * work that uses it).
+ * make sure no work of that shard group runs any more (its hosts submit the retirement on the shard's compute lane once
+ * every work of the group has ended on both lanes).
  */
 final class NodeShardGroups implements ShardGroups {
     private final TensorParallelism tp;
@@ -115,7 +115,7 @@ final class NodeShardGroups implements ShardGroups {
 
     /**
      * Retires every shard group still live, then releases the weights; later {@link #form}s fail. Call it once nothing
-     * runs on the shard's lane any more. Completes when the transports have closed; a second call does nothing.
+     * runs on the shard's lanes any more. Completes when the transports have closed; a second call does nothing.
      */
     CompletionStage<Void> closeAll() {
         List<ShardGroup> left;

@@ -7,6 +7,7 @@ import io.graphlane.core.completion.Outcome;
 import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
 import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.tensorparallel.CollectiveShard;
 import io.graphlane.inference.tensorparallel.ShardLanes;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -25,17 +26,19 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * ({@link NodeShardGroups}) but joins no collective group on its own: the stage's lead (the {@link StageLead} on the
  * node of shard 0) tells it to {@link Reform} into a named group, at startup and whenever the stage's shard hosts
  * changed. A re-form joins the new group without blocking (the join completes asynchronously), builds a fresh shard
- * over the same weights (KV caches empty), retires the previous shard group on the shard's lane after the work queued
- * on it, and answers {@link Reformed} (or {@link ReformFailed} naming why). It accepts a re-form from any lead, since a
+ * over the same weights (KV caches empty), retires the previous shard group on the shard's compute lane once every work
+ * of it has ended on both lanes, and answers {@link Reformed} (or {@link ReformFailed} naming why). It accepts a re-form from any lead, since a
  * replaced lead is a new actor; of several re-forms in flight, only the latest is installed.
  *
  * <p>The stage's {@link StageHost} tells it, in its own submission order, each step it runs (with the step's cache
  * changes, {@link Forget} and {@link Rewind}, before it): a {@link Step} of the
- * installed group submits this shard's forward over the same segments on the shard's lane, where it meets the other
- * shards in the group's collectives; the activation and the output stay with shard 0. Every step is run, in the order
- * it arrives, so that the shards' collectives line up; a step of another group than the installed one is dropped (its
- * lead fails it when the collective does not meet). {@link Forget} drops a request's KV cache on the lane, after the
- * steps before it.
+ * installed group submits this shard's works over the same segments ({@link CollectiveShard#plan}): its collectives on
+ * the shard's collective lane, where it meets the other shards, and its layers' works on its compute lane, each ordered
+ * after the other lane's work before it by completion handle; the activation and the output stay with shard 0. Every
+ * step is submitted, in the order it arrives, through the group's {@link ShardLanes.Chain}, which keeps that order on
+ * both lanes, so that the shards' collectives line up; a step of another group than the installed one is dropped (its
+ * lead fails it when the collective does not meet). {@link Forget} and {@link Rewind} change a request's KV cache on
+ * the compute lane, after the steps before them.
  */
 public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
 

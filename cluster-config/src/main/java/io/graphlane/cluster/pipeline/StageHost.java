@@ -53,7 +53,11 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
  *
  * <p>A tensor-parallel stage is hosted here by its shard 0, with the {@link ShardHost}s of its other shards on other
  * nodes: each step's changes and segments are told to them in this host's submission order, so every shard runs the
- * same steps in the same order and their collectives line up. Such a stage starts unformed and unregistered; the
+ * same steps in the same order and their collectives line up. Shard 0's step is not one work but the works of
+ * {@link CollectiveShard#plan} on its compute lane and its collective lane, submitted through the group's
+ * {@link ShardLanes.Chain} after a compute work applying the step's changes; the host answers the step when the last of
+ * them, which copies the output out, has ended (a failure before it poisons it, and the answer names the first failure).
+ * A previous group's shard 0 is retired once every work of its chain has ended. Such a stage starts unformed and unregistered; the
  * node's {@link StageLead} forms it and hands it over in a {@link Formed} once every shard has joined the group, and
  * only then does this host register it (and it retires the previous generation's shard on the lane, after the steps
  * queued there). The host watches the shard hosts: once one is gone, it withdraws the stage from the Receptionist

@@ -23,7 +23,13 @@
  * UNAVAILABLE naming the node and stage, and new requests are refused until every stage has a reachable host again
  * (a restarted node registers anew). A tensor-parallel stage is hosted by its shard 0's
  * {@link io.graphlane.cluster.pipeline.StageHost} with the {@link io.graphlane.cluster.pipeline.ShardHost}s of its other
- * shards, told every step and cache change in order; its {@link io.graphlane.cluster.pipeline.StageLead} forms it into
+ * shards, told every step and cache change in order. Every shard runs on two lanes of its node, a compute lane and a
+ * collective lane, and plans each step as works on them
+ * ({@link io.graphlane.inference.tensorparallel.CollectiveShard#plan}): the all-gather of the stage input and each
+ * all-reduce on the collective lane, the layers' partial and reduce works on the compute lane, ordered by completion
+ * handles, so no compute work runs a collective or waits for another node in its body; every shard's lanes keep the
+ * steps' order ({@link io.graphlane.inference.tensorparallel.ShardLanes}), so all shards enter the same collectives
+ * in the same order. Its {@link io.graphlane.cluster.pipeline.StageLead} forms it into
  * a fresh collective group at startup and again whenever a lost shard's node (shard 0's included) is replaced, and it
  * is registered only while all its shards run one group. Stage and shard hosts run supervised
  * ({@link io.graphlane.cluster.pipeline.HostSupervision}): one that stops on a failure of its own marks the node failed.

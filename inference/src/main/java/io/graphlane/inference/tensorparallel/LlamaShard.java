@@ -101,7 +101,7 @@ public final class LlamaShard<T> implements AutoCloseable {
      * What one step of this shard holds between its lane works: the caches reserved for it, the residual stream, the
      * scratch, and the two partial projections other ranks read (a partial work writes the one of its parity, so that
      * no rank overwrites a partial that another still reads: the work after next on a lane is ordered after every
-     * rank's next work, which is the last to read it). Filled by {@link #begin} on the shard's lane; freed once by
+     * rank's next work, which is the last to read it). Filled by {@link #begin} (or {@link #gather} and {@link #open}); freed once by
      * {@link #release} after every work that touches it has completed.
      */
     static final class Step<T> {

@@ -13,7 +13,8 @@
  * {@code release} (a stage's close) or {@code close}.
  *
  * <p>Two paths run the same shard math ({@link io.graphlane.inference.tensorparallel.LlamaShard} over
- * {@link io.graphlane.inference.llama.DecoderLayers}):
+ * {@link io.graphlane.inference.llama.DecoderLayers}), each planning a step as lane works ordered by completion
+ * handles, so that no work waits for another shard inside its body:
  *
  * <ul>
  *   <li><b>In one JVM</b> ({@code run/serve/logits --tensor-parallel T}, {@code InferencePipeline}):
@@ -26,19 +27,27 @@
  *       ordered {@code after} all T partial works' completion handles (then goes on with the next partial).
  *       A reduce reads the other ranks' partial buffers once their completions passed; no work waits for
  *       another rank. The stage's exits are each rank's last work, so the next stage's works order after
- *       every shard. A step's buffers (residual streams, scratch, the partials) are retained by every work
- *       of the step and freed exactly once after the last one completed, also on failure. A failed shard
- *       work fails its step only (the works ordered after it are poisoned and never run; no cache advances
- *       on a rank whose last work did not run); the next step runs as usual.</li>
+ *       every shard. A failed shard work fails its step only (the works ordered after it are poisoned and
+ *       never run; no cache advances on a rank whose last work did not run); the next step runs as usual.</li>
  *   <li><b>Across nodes</b> ({@code graphlane node --tensor-parallel T}, {@code cluster-config}'s
- *       {@code ShardGenerations}, {@code StageHost}, {@code ShardHost}): each node holds one shard, built
- *       with a {@link io.graphlane.inference.tensorparallel.ShardComm} over the cluster transport
- *       ({@link io.graphlane.inference.tensorparallel.CpuShardComm}); a step runs as one work per shard
- *       ({@link io.graphlane.inference.tensorparallel.LlamaShard#forward}) that all-gathers rank 0's input
- *       and all-reduces after attention and after the MLP in the group's collectives, rank 0 led by a
- *       {@link io.graphlane.inference.tensorparallel.LeadShardStage}. A failure in any shard makes it leave
- *       its group, so the others fail naming it instead of waiting.</li>
+ *       {@code StageHost}, {@code ShardHost}): each node holds one shard, a
+ *       {@link io.graphlane.inference.tensorparallel.CollectiveShard} with a
+ *       {@link io.graphlane.inference.tensorparallel.ShardComm} over the cluster transport
+ *       ({@link io.graphlane.inference.tensorparallel.CpuShardComm}), on two lanes of its CPU device, each owned by its
+ *       lane actor: a compute lane and a collective lane (as a GPU's compute stream and NCCL stream). A step is planned
+ *       ({@link io.graphlane.inference.tensorparallel.CollectiveShard#plan}) as the all-gather of rank 0's input and each
+ *       all-reduce on the collective lane, each between the partial work it reduces and the reduce work that adds it
+ *       to the residual stream on the compute lane, ordered by completion handles; the compute lane never runs a
+ *       collective. {@link io.graphlane.inference.tensorparallel.ShardLanes} submits a collective group's works so
+ *       each lane keeps the order the steps were submitted in; since every rank is given the steps in the same
+ *       order, every rank enters the same collectives in the same order. A work that fails leaves the group from its
+ *       own body, so the other ranks' collectives fail naming it instead of waiting; the group is broken from then
+ *       on and the stage re-forms into a fresh one.</li>
  * </ul>
+ *
+ * <p>On both paths a step's buffers (residual streams, scratch, the partials) are retained by every work of the step
+ * and freed exactly once after the last one completed, also when a work failed or never ran (one
+ * {@code StepBuffers} share per work).
  *
  * <p>Refuses: a degree that does not divide the heads, the key/value heads or the intermediate width,
  * naming the config field, the tensors it splits and both values; a shard whose tensors are missing or
