@@ -10,8 +10,6 @@ import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.tensorparallel.CollectiveShard;
 import io.graphlane.inference.tensorparallel.ShardLanes;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.List;
 import java.util.Objects;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -124,7 +122,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     /** The submission chain of the installed group; null until the first re-form. */
     private ShardLanes<CpuWork>.Chain chain;
     /** Chains of groups given up, each with its shard group, retired once the chain has drained. */
-    private final Map<ShardLanes<CpuWork>.Chain, ShardGroup> retiring = new HashMap<>();
+    private final ShardLanes.Retiring<ShardGroup> retiring = new ShardLanes.Retiring<>(this::retire);
     /** The group of the latest re-form asked for; a join of an earlier one is retired when it completes. */
     private String wanted;
 
@@ -221,11 +219,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
         chain = lanes.chain();
         if (previous != null) {
             // Retired on the lane once every work of the previous group has ended, on either lane.
-            if (previousChain.drained()) {
-                retire(previousChain, previous);
-            } else {
-                retiring.put(previousChain, previous);
-            }
+            retiring.add(previousChain, previous);
         }
         getContext().getLog().info("{}: runs group {}", name, reform.group());
         reform.replyTo().tell(new Reformed(reform.group(), groups.rank()));
@@ -233,7 +227,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     }
 
     /** Submits the retirement of {@code shardGroup} on the compute lane (every work of {@code done} has ended), and forgets the chain. */
-    private void retire(ShardLanes<CpuWork>.Chain done, ShardGroup shardGroup) {
+    private void retire(ShardLanes<?>.Chain done, ShardGroup shardGroup) {
         CpuWork retire = () -> groups.retire(shardGroup);
         CompletionHandle handle = CompletionHandle.local(lane, registry.reserveSequences(1));
         registry.lane(lane).tell(LaneProtocol.Submit.of(handle, retire, replies));
@@ -257,18 +251,8 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     }
 
     private void ended(CompletionHandle handle) {
-        if (chain != null && chain.ended(handle)) {
-            return;
-        }
-        for (var it = retiring.entrySet().iterator(); it.hasNext(); ) {
-            var e = it.next();
-            if (e.getKey().ended(handle)) {
-                if (e.getKey().drained()) {
-                    it.remove();
-                    retire(e.getKey(), e.getValue());
-                }
-                return;
-            }
+        if (chain == null || !chain.ended(handle)) {
+            retiring.ended(handle);
         }
     }
 }

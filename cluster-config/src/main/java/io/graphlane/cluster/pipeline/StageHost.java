@@ -211,7 +211,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     /** The submission chain of each formed tensor-parallel stage's current group, by stage. */
     private final Map<Integer, ShardLanes<CpuWork>.Chain> chains = new HashMap<>();
     /** Chains of groups given up, each with the retirement of its shard group, submitted once the chain has drained. */
-    private final Map<ShardLanes<CpuWork>.Chain, Retirement> retiring = new HashMap<>();
+    private final ShardLanes.Retiring<Retirement> retiring = new ShardLanes.Retiring<>(this::retire);
     /** Steps run and the most segments (requests) one of them carried: how much the serving node batched. */
     private final StepCounters counters;
 
@@ -325,17 +325,22 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                     ops.release(in);
                 }
             }
-            try {
-                float[] values = new float[outRows * outCols];
-                ops.toHost(out.tensor(), values);
-                copied.set(values);
-            } finally {
-                ops.release(out.tensor());
-            }
+            copyOut(ops, out, outRows, outCols, copied);
         };
         CompletionHandle handle = submit(hosted, work);
         waiting.put(handle, new InFlight(step, hosted.group(), copied, outRows, outCols));
         return this;
+    }
+
+    /** Copies the stage's {@code out} ({@code rows x cols}) into {@code copied} and frees it. */
+    private static void copyOut(NeuralOps<CpuTensor> ops, StageOutput<CpuTensor> out, int rows, int cols, AtomicReference<float[]> copied) {
+        try {
+            float[] values = new float[rows * cols];
+            ops.toHost(out.tensor(), values);
+            copied.set(values);
+        } finally {
+            ops.release(out.tensor());
+        }
     }
 
     /**
@@ -399,15 +404,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
             arrived.set(in);
             return new StageInput.Hidden<>(segments, in);
         };
-        Consumer<StageOutput<CpuTensor>> output = out -> {
-            try {
-                float[] values = new float[outRows * outCols];
-                ops.toHost(out.tensor(), values);
-                copied.set(values);
-            } finally {
-                ops.release(out.tensor());
-            }
-        };
+        Consumer<StageOutput<CpuTensor>> output = out -> copyOut(ops, out, outRows, outCols, copied);
         List<StageStep.Submission<Runnable>> works = new ArrayList<>(hosted.shard().plan(segments, input, output));
         StageStep.Submission<Runnable> gather = works.get(0);
         List<Object> retain = new ArrayList<>(gather.retain());
@@ -507,25 +504,20 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 return;
             }
         }
-        for (var it = retiring.entrySet().iterator(); it.hasNext(); ) {
-            var e = it.next();
-            if (e.getKey().ended(handle)) {
-                if (e.getKey().drained()) {
-                    it.remove();
-                    retire(e.getKey(), e.getValue());
-                }
-                return;
-            }
-        }
+        retiring.ended(handle);
     }
 
     /** Submits {@code retirement} on its lane (every work of {@code chain} has ended) and lets the lanes forget the chain. */
-    private void retire(ShardLanes<CpuWork>.Chain chain, Retirement retirement) {
+    private void retire(ShardLanes<?>.Chain chain, Retirement retirement) {
         if (retirement.retire() != null) {
-            CompletionHandle handle = CompletionHandle.local(retirement.lane(), registry.reserveSequences(1));
-            registry.lane(retirement.lane()).tell(LaneProtocol.Submit.of(handle, retirement.retire(), replies));
+            submitRetirement(retirement);
         }
         chain.close();
+    }
+
+    private void submitRetirement(Retirement retirement) {
+        CompletionHandle handle = CompletionHandle.local(retirement.lane(), registry.reserveSequences(1));
+        registry.lane(retirement.lane()).tell(LaneProtocol.Submit.of(handle, retirement.retire(), replies));
     }
 
     private void stepEnded(InFlight f, Outcome outcome) {
@@ -595,15 +587,10 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 new ShardLanes<CpuWork>(registry, hosted.lane(), hosted.collectiveLane(), body -> body::run, replies).chain());
         // The previous group retires once every work of it has ended, on either lane.
         Retirement retirement = new Retirement(hosted.lane(), formed.retirePrevious());
-        if (previousChain == null || previousChain.drained()) {
-            if (previousChain != null) {
-                retire(previousChain, retirement);
-            } else if (formed.retirePrevious() != null) {
-                CompletionHandle handle = CompletionHandle.local(hosted.lane(), registry.reserveSequences(1));
-                registry.lane(hosted.lane()).tell(LaneProtocol.Submit.of(handle, formed.retirePrevious(), replies));
-            }
-        } else {
-            retiring.put(previousChain, retirement);
+        if (previousChain != null) {
+            retiring.add(previousChain, retirement);
+        } else if (formed.retirePrevious() != null) {
+            submitRetirement(retirement);
         }
         lost.remove(stage);
         getContext().getLog().info("tensor-parallel stage {} on {} runs as group {} with shard hosts {}", stage, node,

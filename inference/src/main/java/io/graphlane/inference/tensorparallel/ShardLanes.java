@@ -6,10 +6,13 @@ import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
 import io.graphlane.scheduler.pipeline.StageStep;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 
@@ -54,6 +57,46 @@ public final class ShardLanes<W> {
     /** The collective lane. */
     public LaneId collective() {
         return collective;
+    }
+
+    /**
+     * Chains of collective groups given up, each with what retires its group ({@code R}), held until every work of the
+     * chain has ended; then {@code retire} is called with both, on the owner's thread. Not thread-safe.
+     *
+     * @param <R> what retires a group
+     */
+    public static final class Retiring<R> {
+        private final Map<ShardLanes<?>.Chain, R> held = new HashMap<>();
+        private final BiConsumer<ShardLanes<?>.Chain, R> retire;
+
+        /** Retirements made by {@code retire}. */
+        public Retiring(BiConsumer<ShardLanes<?>.Chain, R> retire) {
+            this.retire = Objects.requireNonNull(retire, "retire");
+        }
+
+        /** Retires {@code group} of {@code chain} now if the chain has drained, or once it has. */
+        public void add(ShardLanes<?>.Chain chain, R group) {
+            if (chain.drained()) {
+                retire.accept(chain, group);
+            } else {
+                held.put(chain, group);
+            }
+        }
+
+        /** Notes the end of the work of {@code handle}; false if it is not of a held chain. */
+        public boolean ended(CompletionHandle handle) {
+            for (var it = held.entrySet().iterator(); it.hasNext(); ) {
+                var e = it.next();
+                if (e.getKey().ended(handle)) {
+                    if (e.getKey().drained()) {
+                        it.remove();
+                        retire.accept(e.getKey(), e.getValue());
+                    }
+                    return true;
+                }
+            }
+            return false;
+        }
     }
 
     /** A new chain: the works of one collective group, in a lane request of its own. */
