@@ -41,7 +41,9 @@ import java.util.function.Supplier;
  * peers: a compute work calls it while this rank's collective lane waits (device-side) for that very work, so it
  * takes the lock at once, except for a step's last work, during which the collective lane may already run the next
  * step's all-gather; that one ends when its peers arrive or at the member's timeout. A collective work that does not run
- * because one before it failed has nothing to leave for: the failed one left already.
+ * because one before it failed has nothing to leave for: the failed one left already. A work that never runs for
+ * another reason (its lane refused it or stopped) does not leave: the other ranks' next collective then fails naming
+ * this rank absent once the member's timeout passed.
  *
  * @param <T> the backend tensor
  */
@@ -153,14 +155,9 @@ public final class CollectiveShard<T> implements AutoCloseable {
         return shard.kvCachePositions();
     }
 
-    /** Steps whose buffers are not freed yet. */
-    long stepsHeld() {
-        return held.stepsHeld();
-    }
-
-    /** Buffer shares released more than once: always 0 unless retention is broken. */
-    long overReleases() {
-        return held.overReleases();
+    /** The steps of this rank whose buffers are not freed yet, and shares released twice. */
+    StepBuffers.Counters held() {
+        return held;
     }
 
     /** Frees the shard's KV caches (its weights belong to whoever loaded them); once no work of it runs. */

@@ -234,8 +234,8 @@ class CollectiveShardLanesTest {
             assertEquals(2 * (1 + phases), computeWorks, "rank " + r + "'s compute works");
             assertEquals(computeWorks, afterCollective, "rank " + r + ": every compute work orders after a collective work");
         }
-        awaitUntil("every step's buffers are freed", () -> ranks.stream().allMatch(r -> r.stepsHeld() == 0));
-        ranks.forEach(r -> assertEquals(0, r.overReleases()));
+        awaitUntil("every step's buffers are freed", () -> ranks.stream().allMatch(r -> r.held().stepsHeld() == 0));
+        ranks.forEach(r -> assertEquals(0, r.held().overReleases()));
     }
 
     @Test
@@ -259,8 +259,8 @@ class CollectiveShardLanesTest {
         // Both ranks stopped at the failed phase: the collectives after it never ran.
         assertEquals(1, collectives.stream().filter(c -> c[0].equals("1 allReduce")).count(),
                 "rank 1 ran the all-reduce of phase 0 only");
-        awaitUntil("every step's buffers are freed", () -> ranks.stream().allMatch(r -> r.stepsHeld() == 0));
-        ranks.forEach(r -> assertEquals(0, r.overReleases(), "no share of a step's buffers was released twice"));
+        awaitUntil("every step's buffers are freed", () -> ranks.stream().allMatch(r -> r.held().stepsHeld() == 0));
+        ranks.forEach(r -> assertEquals(0, r.held().overReleases(), "no share of a step's buffers was released twice"));
     }
 
     private static Throwable root(Throwable t) {
