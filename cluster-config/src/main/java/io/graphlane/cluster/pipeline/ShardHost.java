@@ -220,7 +220,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
     private void submit(CpuWork work, long requestId) {
         CompletionHandle handle = CompletionHandle.local(lane, registry.reserveSequences(1));
         LaneProtocol.Submit<CpuWork> submit = LaneProtocol.Submit.of(handle, work, replies);
-        registry.lane(lane).tell(requestId >= 0 ? submit.inRequest(requestId) : submit);
+        registry.lane(lane).tell(requestId >= 0 ? submit.inScope(requestId) : submit);
     }
 
     private Behavior<Command> onLaneAnswer(LaneAnswer answer) {
