@@ -15,7 +15,7 @@ import java.util.function.Predicate;
 
 /**
  * A lane's handle-resolution table: the handles the lane produced, from acceptance until their work has ended and
- * every expected consumer has asked (or their request is forgotten), and who waits for handles of the lane that
+ * every expected consumer has asked (or their scope is forgotten), and who waits for handles of the lane that
  * have not arrived yet (consumers on the lane, and subscribers on other lanes, counted against a bound). No Pekko
  * behavior and no locking: one lane actor owns it.
  *
@@ -29,7 +29,7 @@ final class HandleTable<E extends HandleTable.Produced> {
 
         abstract CompletionHandle handle();
 
-        abstract long requestId();
+        abstract long scope();
 
         /** How many consumers will ask for the handle's resolution. */
         abstract int expectedConsumers();
@@ -129,9 +129,9 @@ final class HandleTable<E extends HandleTable.Produced> {
         }
     }
 
-    /** Forgets every ended handle of request {@code requestId}, asked for or not. */
-    void forgetRequest(long requestId) {
-        entries().removeIf(e -> e.hasEnded() && e.requestId() == requestId);
+    /** Forgets every ended handle of scope {@code scope}, asked for or not. */
+    void forgetScope(long scope) {
+        entries().removeIf(e -> e.hasEnded() && e.scope() == scope);
     }
 
     /**

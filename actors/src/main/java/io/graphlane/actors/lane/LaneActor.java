@@ -4,7 +4,7 @@ import io.graphlane.actors.lane.LaneProtocol.Cancel;
 import io.graphlane.actors.lane.LaneProtocol.Command;
 import io.graphlane.actors.lane.LaneProtocol.Ended;
 import io.graphlane.actors.lane.LaneProtocol.Finished;
-import io.graphlane.actors.lane.LaneProtocol.ForgetRequest;
+import io.graphlane.actors.lane.LaneProtocol.ForgetScope;
 import io.graphlane.actors.lane.LaneProtocol.GetStatus;
 import io.graphlane.actors.lane.LaneProtocol.LaneReply;
 import io.graphlane.actors.lane.LaneProtocol.LaneStatus;
@@ -132,7 +132,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     private final ArrayDeque<Entry> ready = new ArrayDeque<>();
     private final ConcurrentLinkedQueue<Entry> finished = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
-    private final Map<Long, Boolean> cancelledRequests;
+    private final Map<Long, Boolean> cancelledScopes;
     private final Map<ActorRef<Command>, LaneId> watched = new HashMap<>();
     private final ReplyBatcher replies = new ReplyBatcher();
     private final List<ActorRef<Stopped>> stopRequesters = new ArrayList<>(1);
@@ -159,7 +159,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         this.self = context.getSelf();
         this.selfResolved = self.narrow();
         int remembered = settings.rememberedCancelledRequests();
-        this.cancelledRequests = new LinkedHashMap<>(16, 0.75f, false) {
+        this.cancelledScopes = new LinkedHashMap<>(16, 0.75f, false) {
             private static final long serialVersionUID = 1L;
 
             @Override
@@ -179,7 +179,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
                 .onMessage(Resolved.class, this::onResolved)
                 .onMessageEquals(Drain.INSTANCE, this::onDrain)
                 .onMessage(Cancel.class, this::onCancel)
-                .onMessage(ForgetRequest.class, this::onForget)
+                .onMessage(ForgetScope.class, this::onForget)
                 .onMessage(Stop.class, this::onStop)
                 .onMessage(GetStatus.class, this::onGetStatus)
                 .onMessageEquals(ExecutorStopped.INSTANCE, this::onExecutorStopped)
@@ -264,7 +264,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             inFlight--;
             e.state = ENDED;
             if (e.abandoned) {
-                e.outcome = Outcome.failure(new WorkCancelledException(e.submit.handle(), e.submit.requestId(), true));
+                e.outcome = Outcome.failure(new WorkCancelledException(e.submit.handle(), e.submit.scope(), true));
             }
             replies.add(e.submit.replyTo(), new Finished(e.submit.handle(), e.label, e.outcome));
             handles.forgetIfDone(e);
@@ -277,15 +277,15 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
     }
 
     private Behavior<Command> onCancel(Cancel c) {
-        long requestId = c.requestId();
-        if (requestId == LaneProtocol.NO_REQUEST) {
+        long scope = c.scope();
+        if (scope == LaneProtocol.NO_SCOPE) {
             return this;
         }
-        cancelledRequests.put(requestId, Boolean.TRUE);
+        cancelledScopes.put(scope, Boolean.TRUE);
         List<Entry> dropped = new ArrayList<>();
         for (Iterator<Entry> it = handles.entries().iterator(); it.hasNext(); ) {
             Entry e = it.next();
-            if (e.submit.requestId() != requestId) {
+            if (e.submit.scope() != scope) {
                 continue;
             }
             switch (e.state) {
@@ -301,23 +301,23 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         if (!dropped.isEmpty()) {
             ready.removeIf(e -> e.state == DROPPING);
             for (Entry e : dropped) {
-                endUnsubmitted(e, Outcome.failure(new WorkCancelledException(e.submit.handle(), requestId, false)));
+                endUnsubmitted(e, Outcome.failure(new WorkCancelledException(e.submit.handle(), scope, false)));
             }
         }
-        handles.answerEarly(sub -> sub.requestId() == requestId,
-                h -> Outcome.failure(new WorkCancelledException(h, requestId, false)));
+        handles.answerEarly(sub -> sub.scope() == scope,
+                h -> Outcome.failure(new WorkCancelledException(h, scope, false)));
         pruneWaiters();
         pump();
         replies.flush();
         return this;
     }
 
-    private Behavior<Command> onForget(ForgetRequest f) {
-        long requestId = f.requestId();
-        if (requestId != LaneProtocol.NO_REQUEST) {
-            handles.forgetRequest(requestId);
-            handles.answerEarly(sub -> sub.requestId() == requestId,
-                    h -> Outcome.failure(new LaneStoppedException(lane, "subscription to " + h + " of forgotten request " + requestId)));
+    private Behavior<Command> onForget(ForgetScope f) {
+        long scope = f.scope();
+        if (scope != LaneProtocol.NO_SCOPE) {
+            handles.forgetScope(scope);
+            handles.answerEarly(sub -> sub.scope() == scope,
+                    h -> Outcome.failure(new LaneStoppedException(lane, "subscription to " + h + " of forgotten scope " + scope)));
         }
         return this;
     }
@@ -413,7 +413,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         Entry e;
         while ((e = finished.poll()) != null) {
             Outcome outcome = e.abandoned
-                    ? Outcome.failure(new WorkCancelledException(e.submit.handle(), e.submit.requestId(), true))
+                    ? Outcome.failure(new WorkCancelledException(e.submit.handle(), e.submit.scope(), true))
                     : e.outcome;
             e.submit.replyTo().tell(new Finished(e.submit.handle(), e.label, outcome));
         }
@@ -473,9 +473,9 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             refusal = new LaneProtocol.DuplicateHandle(handle);
         } else if (s.after().contains(handle)) {
             refusal = new LaneProtocol.SelfDependency(handle);
-        } else if (s.requestId() != LaneProtocol.NO_REQUEST && !cancelledRequests.isEmpty()
-                && cancelledRequests.containsKey(s.requestId())) {
-            refusal = new LaneProtocol.RequestCancelled(s.requestId());
+        } else if (s.scope() != LaneProtocol.NO_SCOPE && !cancelledScopes.isEmpty()
+                && cancelledScopes.containsKey(s.scope())) {
+            refusal = new LaneProtocol.ScopeCancelled(s.scope());
         }
         if (refusal != null) {
             reject(s, refusal);
@@ -541,7 +541,7 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
             getContext().watch(owner);
         }
         remoteWaits.computeIfAbsent(p, h -> new ArrayList<>(2)).add(consumer);
-        owner.tell(new Subscribe(p, consumer.submit.requestId(), selfResolved));
+        owner.tell(new Subscribe(p, consumer.submit.scope(), selfResolved));
     }
 
     // ---------------------------------------------------------------- resolution
@@ -746,8 +746,8 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         if (stopping) {
             return Outcome.failure(new LaneStoppedException(lane, "subscription to " + h));
         }
-        if (s.requestId() != LaneProtocol.NO_REQUEST && cancelledRequests.containsKey(s.requestId())) {
-            return Outcome.failure(new WorkCancelledException(h, s.requestId(), false));
+        if (s.scope() != LaneProtocol.NO_SCOPE && cancelledScopes.containsKey(s.scope())) {
+            return Outcome.failure(new WorkCancelledException(h, s.scope(), false));
         }
         if (handles.pendingSubscriptions() >= settings.maxPendingSubscriptions()) {
             return Outcome.failure(new LaneRejectedException(h, new LaneProtocol.LaneOverloaded(lane, 1, inFlight, queued,
@@ -814,8 +814,8 @@ public final class LaneActor<E, C extends Completion, W> extends AbstractBehavio
         }
 
         @Override
-        long requestId() {
-            return submit.requestId();
+        long scope() {
+            return submit.scope();
         }
 
         @Override

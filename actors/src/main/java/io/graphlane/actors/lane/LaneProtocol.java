@@ -18,14 +18,14 @@ import org.apache.pekko.actor.typed.ActorRef;
 public final class LaneProtocol {
     /** The deadline of work that has none. */
     public static final long NO_DEADLINE = Long.MAX_VALUE;
-    /** The lane request id of work that belongs to no lane request (cancel and forget never match it). */
-    public static final long NO_REQUEST = 0L;
+    /** The scope of work that belongs to no scope (cancel and forget never match it). */
+    public static final long NO_SCOPE = 0L;
 
     private LaneProtocol() {
     }
 
     /** The messages a lane actor accepts. */
-    public sealed interface Command permits Submit, SubmitBatch, Subscribe, Resolved, Cancel, ForgetRequest, Stop, GetStatus,
+    public sealed interface Command permits Submit, SubmitBatch, Subscribe, Resolved, Cancel, ForgetScope, Stop, GetStatus,
             LaneActor.Internal {
     }
 
@@ -37,17 +37,17 @@ public final class LaneProtocol {
      * was submitted, at once if it never was (rejected, poisoned, cancelled while queued, past its
      * deadline). {@code replyTo} gets {@link Submitted} or {@link Rejected}, then {@link Finished}.
      *
-     * @param requestId the lane request this work belongs to: the id {@link Cancel} and {@link ForgetRequest} match, or
-     *     {@link #NO_REQUEST}. A lane request is whatever its submitter cancels and forgets as one: a graph run for the
-     *     graph runner, one micro-batch (its micro-batch id) for the pipeline engine
+     * @param scope the scope this work belongs to: the id {@link Cancel} and {@link ForgetScope} match, or
+     *     {@link #NO_SCOPE}. A scope is whatever its submitter cancels and forgets as one: a graph run for the
+     *     graph runner, one micro-batch (its micro-batch id) for the pipeline engine, one request for a shard host
      * @param deadlineNanos a {@link System#nanoTime()} value checked just before the backend submission;
      *     {@link #NO_DEADLINE} for none
      * @param expectedConsumers how many submissions (on any lane) will name this handle in their
      *     {@code after}: the lane keeps the handle's resolution after completion until that many have
-     *     asked for it, or until the request is forgotten or cancelled. With 0 the lane forgets the
+     *     asked for it, or until its scope is forgotten or cancelled. With 0 the lane forgets the
      *     handle as soon as its work has ended.
      */
-    public record Submit<W>(CompletionHandle handle, W work, List<CompletionHandle> after, List<Object> retain, long requestId,
+    public record Submit<W>(CompletionHandle handle, W work, List<CompletionHandle> after, List<Object> retain, long scope,
                             long deadlineNanos, int expectedConsumers, ActorRef<LaneReply> replyTo) implements Command {
         public Submit {
             // Constant messages: this runs for every submission, so no string is built unless a check fails.
@@ -63,32 +63,32 @@ public final class LaneProtocol {
 
         /** Work with no preconditions, retained values, request or deadline. */
         public static <W> Submit<W> of(CompletionHandle handle, W work, ActorRef<LaneReply> replyTo) {
-            return new Submit<>(handle, work, List.of(), List.of(), NO_REQUEST, NO_DEADLINE, 0, replyTo);
+            return new Submit<>(handle, work, List.of(), List.of(), NO_SCOPE, NO_DEADLINE, 0, replyTo);
         }
 
         /** This submission ordered after {@code producers}. */
         public Submit<W> after(CompletionHandle... producers) {
-            return new Submit<>(handle, work, List.of(producers), retain, requestId, deadlineNanos, expectedConsumers, replyTo);
+            return new Submit<>(handle, work, List.of(producers), retain, scope, deadlineNanos, expectedConsumers, replyTo);
         }
 
         /** This submission retaining {@code values} until its exact completion. */
         public Submit<W> retaining(Object... values) {
-            return new Submit<>(handle, work, after, List.of(values), requestId, deadlineNanos, expectedConsumers, replyTo);
+            return new Submit<>(handle, work, after, List.of(values), scope, deadlineNanos, expectedConsumers, replyTo);
         }
 
-        /** This submission as part of request {@code id}. */
-        public Submit<W> inRequest(long id) {
+        /** This submission as part of scope {@code id}. */
+        public Submit<W> inScope(long id) {
             return new Submit<>(handle, work, after, retain, id, deadlineNanos, expectedConsumers, replyTo);
         }
 
         /** This submission with {@code count} expected consumers (see the record's documentation). */
         public Submit<W> consumedBy(int count) {
-            return new Submit<>(handle, work, after, retain, requestId, deadlineNanos, count, replyTo);
+            return new Submit<>(handle, work, after, retain, scope, deadlineNanos, count, replyTo);
         }
 
         /** This submission refused once {@link System#nanoTime()} passes {@code nanos}. */
         public Submit<W> deadline(long nanos) {
-            return new Submit<>(handle, work, after, retain, requestId, nanos, expectedConsumers, replyTo);
+            return new Submit<>(handle, work, after, retain, scope, nanos, expectedConsumers, replyTo);
         }
     }
 
@@ -104,7 +104,7 @@ public final class LaneProtocol {
      * submitted or has ended, otherwise as soon as that happens. Each subscription is counted against
      * the handle's {@code expectedConsumers}.
      */
-    public record Subscribe(CompletionHandle handle, long requestId, ActorRef<Resolved> subscriber) implements Command {
+    public record Subscribe(CompletionHandle handle, long scope, ActorRef<Resolved> subscriber) implements Command {
         public Subscribe {
             Objects.requireNonNull(handle, "handle");
             Objects.requireNonNull(subscriber, "subscriber");
@@ -141,15 +141,15 @@ public final class LaneProtocol {
     }
 
     /**
-     * Drop the queued work of request {@code requestId} (its handles end as cancelled) and abandon its
+     * Drop the queued work of scope {@code scope} (its handles end as cancelled) and abandon its
      * submitted work: kept until its exact completion, its outcome never published. Later submissions
-     * of the request are refused.
+     * in the scope are refused.
      */
-    public record Cancel(long requestId) implements Command {
+    public record Cancel(long scope) implements Command {
     }
 
-    /** Forget the resolutions of request {@code requestId} that the lane still keeps for consumers that never came. */
-    public record ForgetRequest(long requestId) implements Command {
+    /** Forget the resolutions of scope {@code scope} that the lane still keeps for consumers that never came. */
+    public record ForgetScope(long scope) implements Command {
     }
 
     /**
@@ -212,8 +212,8 @@ public final class LaneProtocol {
 
     /** Why a submission was refused. */
     public sealed interface Rejection permits LaneOverloaded, LaneStopped, DuplicateHandle, WrongLane, SelfDependency,
-            RequestCancelled {
-        /** A sentence naming the lane, the handle or request, the limit and the value found. */
+            ScopeCancelled {
+        /** A sentence naming the lane, the handle or scope, the limit and the value found. */
         String message();
     }
 
@@ -260,11 +260,11 @@ public final class LaneProtocol {
         }
     }
 
-    /** The request was cancelled before this submission arrived. */
-    public record RequestCancelled(long requestId) implements Rejection {
+    /** The submission's scope was cancelled before it arrived. */
+    public record ScopeCancelled(long scope) implements Rejection {
         @Override
         public String message() {
-            return "request " + requestId + " was cancelled; its later submissions are refused";
+            return "scope " + scope + " was cancelled; its later submissions are refused";
         }
     }
 }

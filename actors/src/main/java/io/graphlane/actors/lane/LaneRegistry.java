@@ -23,6 +23,6 @@ public interface LaneRegistry {
     /** Reserves {@code count} consecutive handle sequences that no other reservation returns; returns the first. */
     long reserveSequences(int count);
 
-    /** A request id that no other call returns; never {@link LaneProtocol#NO_REQUEST}. */
-    long newRequestId();
+    /** A scope id that no other call returns; never {@link LaneProtocol#NO_SCOPE}. */
+    long newScope();
 }

@@ -11,7 +11,7 @@ import org.apache.pekko.actor.typed.ActorRef;
 public final class LocalLaneRegistry implements LaneRegistry {
     private final ConcurrentHashMap<LaneId, ActorRef<LaneProtocol.Command>> lanes = new ConcurrentHashMap<>();
     private final AtomicLong sequences = new AtomicLong();
-    private final AtomicLong requests = new AtomicLong(LaneProtocol.NO_REQUEST);
+    private final AtomicLong requests = new AtomicLong(LaneProtocol.NO_SCOPE);
 
     /**
      * Records {@code ref} as the owner of {@code lane}.
@@ -50,7 +50,7 @@ public final class LocalLaneRegistry implements LaneRegistry {
     }
 
     @Override
-    public long newRequestId() {
+    public long newScope() {
         return requests.incrementAndGet();
     }
 }

@@ -48,7 +48,7 @@ public final class WireRegistry {
             new Entry(105, LaneProtocol.Resolved.class, r -> new ResolvedSerializer()),
             new Entry(106, LaneProtocol.Subscribe.class, SubscribeSerializer::new),
             new Entry(107, LaneProtocol.Cancel.class, r -> new CancelSerializer()),
-            new Entry(108, LaneProtocol.ForgetRequest.class, r -> new ForgetSerializer()),
+            new Entry(108, LaneProtocol.ForgetScope.class, r -> new ForgetSerializer()),
             new Entry(109, WireTensor.class, r -> new TensorSerializer()),
             new Entry(110, ActivationFrame.class, r -> new ActivationSerializer()));
 
@@ -57,7 +57,7 @@ public final class WireRegistry {
 
     /** The messages (top-level classes sent to actors) among the entries: the ones bound to the serializer. */
     public static final List<Class<?>> MESSAGES = List.of(LaneProtocol.Resolved.class, LaneProtocol.Subscribe.class,
-            LaneProtocol.Cancel.class, LaneProtocol.ForgetRequest.class, ActivationFrame.class);
+            LaneProtocol.Cancel.class, LaneProtocol.ForgetScope.class, ActivationFrame.class);
 
     /**
      * A Kryo that requires registration and knows exactly the entries, resolving actor refs through {@code resolver}.
@@ -219,24 +219,24 @@ public final class WireRegistry {
         @Override
         public void write(Kryo kryo, Output out, LaneProtocol.Subscribe s) {
             kryo.writeObject(out, s.handle());
-            out.writeVarLong(s.requestId(), false);
+            out.writeVarLong(s.scope(), false);
             WireFields.writeString(out, resolver.toSerializationFormat(s.subscriber()), "Subscribe.subscriber");
         }
 
         @Override
         public LaneProtocol.Subscribe read(Kryo kryo, Input in, Class<? extends LaneProtocol.Subscribe> type) {
             CompletionHandle handle = kryo.readObject(in, CompletionHandle.class);
-            long request = in.readVarLong(false);
+            long scope = in.readVarLong(false);
             ActorRef<LaneProtocol.Resolved> subscriber = resolver.resolveActorRef(
                     WireFields.requiredString(in, "Subscribe.subscriber"));
-            return new LaneProtocol.Subscribe(handle, request, subscriber);
+            return new LaneProtocol.Subscribe(handle, scope, subscriber);
         }
     }
 
     private static final class CancelSerializer extends Serializer<LaneProtocol.Cancel> {
         @Override
         public void write(Kryo kryo, Output out, LaneProtocol.Cancel c) {
-            out.writeVarLong(c.requestId(), false);
+            out.writeVarLong(c.scope(), false);
         }
 
         @Override
@@ -245,15 +245,15 @@ public final class WireRegistry {
         }
     }
 
-    private static final class ForgetSerializer extends Serializer<LaneProtocol.ForgetRequest> {
+    private static final class ForgetSerializer extends Serializer<LaneProtocol.ForgetScope> {
         @Override
-        public void write(Kryo kryo, Output out, LaneProtocol.ForgetRequest f) {
-            out.writeVarLong(f.requestId(), false);
+        public void write(Kryo kryo, Output out, LaneProtocol.ForgetScope f) {
+            out.writeVarLong(f.scope(), false);
         }
 
         @Override
-        public LaneProtocol.ForgetRequest read(Kryo kryo, Input in, Class<? extends LaneProtocol.ForgetRequest> type) {
-            return new LaneProtocol.ForgetRequest(in.readVarLong(false));
+        public LaneProtocol.ForgetScope read(Kryo kryo, Input in, Class<? extends LaneProtocol.ForgetScope> type) {
+            return new LaneProtocol.ForgetScope(in.readVarLong(false));
         }
     }
 

@@ -32,13 +32,13 @@ class HandleTableTest {
     /** A produced handle whose end the test decides. */
     private static final class Work extends HandleTable.Produced {
         final CompletionHandle handle;
-        final long requestId;
+        final long scope;
         final int consumers;
         boolean ended;
 
-        Work(long sequence, long requestId, int consumers) {
+        Work(long sequence, long scope, int consumers) {
             this.handle = CompletionHandle.local(LANE, sequence);
-            this.requestId = requestId;
+            this.scope = scope;
             this.consumers = consumers;
         }
 
@@ -48,8 +48,8 @@ class HandleTableTest {
         }
 
         @Override
-        long requestId() {
-            return requestId;
+        long scope() {
+            return scope;
         }
 
         @Override
@@ -130,7 +130,7 @@ class HandleTableTest {
         table.accept(endedOfRequest);
         table.accept(runningOfRequest);
         table.accept(endedOfAnother);
-        table.forgetRequest(7);
+        table.forgetScope(7);
         assertFalse(table.contains(endedOfRequest.handle));
         assertTrue(table.contains(runningOfRequest.handle));
         assertTrue(table.contains(endedOfAnother.handle));
@@ -146,7 +146,7 @@ class HandleTableTest {
         table.subscribeEarly(new Subscribe(ofOne, 1, probe.ref()));
         table.subscribeEarly(new Subscribe(ofTwo, 2, probe.ref()));
         IllegalStateException why = new IllegalStateException("request 1 forgotten");
-        table.answerEarly(sub -> sub.requestId() == 1, h -> Outcome.failure(why));
+        table.answerEarly(sub -> sub.scope() == 1, h -> Outcome.failure(why));
 
         Resolved r = probe.receiveMessage(Duration.ofSeconds(5));
         assertEquals(ofOne, r.handle());

@@ -35,13 +35,13 @@ public final class CorruptingWireSerializer extends JSerializer {
     @Override
     public byte[] toBinary(Object o) {
         byte[] bytes = real.toBinary(o);
-        if (o instanceof LaneProtocol.Cancel c && c.requestId() == -1) {
+        if (o instanceof LaneProtocol.Cancel c && c.scope() == -1) {
             return Arrays.copyOf(bytes, bytes.length - 1);
         }
-        if (o instanceof LaneProtocol.Cancel c && c.requestId() == -2) {
+        if (o instanceof LaneProtocol.Cancel c && c.scope() == -2) {
             return new byte[] {(byte) 0xE9, 0x07, 0x01};
         }
-        if (o instanceof LaneProtocol.Cancel c && c.requestId() == -3) {
+        if (o instanceof LaneProtocol.Cancel c && c.scope() == -3) {
             return TENSOR_BOMB;
         }
         return bytes;

@@ -57,7 +57,7 @@ class KryoWireSerializerTest {
     @Test
     void laneMessagesRoundTripThroughTheSerializationExtension() {
         assertEquals(new LaneProtocol.Cancel(7), roundTrip(new LaneProtocol.Cancel(7)));
-        assertEquals(new LaneProtocol.ForgetRequest(-3), roundTrip(new LaneProtocol.ForgetRequest(-3)));
+        assertEquals(new LaneProtocol.ForgetScope(-3), roundTrip(new LaneProtocol.ForgetScope(-3)));
         LaneProtocol.Resolved ok = new LaneProtocol.Resolved(HANDLE, new LaneProtocol.Ended(Outcome.success(), "cpu#41"));
         assertEquals(ok, roundTrip(ok));
     }
@@ -84,7 +84,7 @@ class KryoWireSerializerTest {
         TestProbe<LaneProtocol.Resolved> subscriber = KIT.createTestProbe();
         LaneProtocol.Subscribe back = (LaneProtocol.Subscribe) roundTrip(new LaneProtocol.Subscribe(HANDLE, 12, subscriber.getRef()));
         assertEquals(HANDLE, back.handle());
-        assertEquals(12, back.requestId());
+        assertEquals(12, back.scope());
         assertEquals(subscriber.getRef(), back.subscriber());
         LaneProtocol.Resolved resolved = new LaneProtocol.Resolved(HANDLE, new LaneProtocol.Ended(Outcome.success(), "l"));
         back.subscriber().tell(resolved);

@@ -43,8 +43,12 @@ public final class ClusterPipelineBench implements Callable<Integer> {
     @Option(names = "--nodes", paramLabel = "N", defaultValue = "3", description = "Node JVMs (default ${DEFAULT-VALUE}).")
     int nodes;
 
-    @Option(names = "--stages", paramLabel = "P", description = "Pipeline stages, stage i on rank i mod N (default: --nodes).")
+    @Option(names = "--stages", paramLabel = "P", description = "Pipeline stages, stage i on rank i mod N (default: --nodes, or --nodes / T with --tensor-parallel T).")
     Integer stages;
+
+    @Option(names = "--tensor-parallel", paramLabel = "T", defaultValue = "1",
+            description = "Shards per stage, one per node (nodes = stages x T), and the same on the local engine's lanes (default ${DEFAULT-VALUE}).")
+    int tensorParallel;
 
     @Option(names = "--requests", paramLabel = "R", defaultValue = "8", description = "Concurrent requests (default ${DEFAULT-VALUE}).")
     int requests;
@@ -67,29 +71,33 @@ public final class ClusterPipelineBench implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        int stageCount = stages != null ? stages : nodes;
-        if (nodes < 1 || stageCount < 1 || requests < 1 || newTokens < 1 || rounds < 1) {
-            throw new GraphlaneException("--nodes, --stages, --requests, --new-tokens and --rounds must be >= 1; got " + nodes + ", "
-                    + stageCount + ", " + requests + ", " + newTokens + ", " + rounds);
+        int stageCount = stages != null ? stages : tensorParallel > 1 ? nodes / Math.max(1, tensorParallel) : nodes;
+        if (nodes < 1 || stageCount < 1 || tensorParallel < 1 || requests < 1 || newTokens < 1 || rounds < 1) {
+            throw new GraphlaneException("--nodes, --stages, --tensor-parallel, --requests, --new-tokens and --rounds must be >= 1; got "
+                    + nodes + ", " + stageCount + ", " + tensorParallel + ", " + requests + ", " + newTokens + ", " + rounds);
+        }
+        if (tensorParallel > 1 && nodes != stageCount * tensorParallel) {
+            throw new GraphlaneException("--tensor-parallel " + tensorParallel + " holds one shard per node, so --nodes must be --stages x "
+                    + tensorParallel + " = " + stageCount * tensorParallel + ", got " + nodes);
         }
         Path dir = model != null ? model : DemoModel.ensure();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         double local = local(dir, stageCount);
         if (!json) {
-            out.printf(Locale.ROOT, "local engine, %d stages: %.1f tokens/s%n", stageCount, local);
+            out.printf(Locale.ROOT, "local engine, %d stages x %d shards: %.1f tokens/s%n", stageCount, tensorParallel, local);
             out.flush();
         }
         double cluster = cluster(dir, stageCount, err);
         double ratio = cluster / local;
         if (json) {
             ObjectNode o = new ObjectMapper().createObjectNode();
-            o.put("nodes", nodes).put("stages", stageCount).put("requests", requests).put("new_tokens", newTokens).put("rounds", rounds);
+            o.put("nodes", nodes).put("stages", stageCount).put("tensor_parallel", tensorParallel).put("requests", requests).put("new_tokens", newTokens).put("rounds", rounds);
             o.put("cluster_tokens_per_s", cluster).put("local_tokens_per_s", local).put("ratio", ratio);
             out.println(o);
         } else {
-            out.printf(Locale.ROOT, "cluster of %d nodes, %d stages: %.1f tokens/s = %.2fx the local engine%n", nodes, stageCount, cluster,
-                    ratio);
+            out.printf(Locale.ROOT, "cluster of %d nodes, %d stages x %d shards: %.1f tokens/s = %.2fx the local engine%n", nodes, stageCount,
+                    tensorParallel, cluster, ratio);
         }
         out.flush();
         return 0;
@@ -108,7 +116,7 @@ public final class ClusterPipelineBench implements Callable<Integer> {
      * a warm-up round of the same size (the JIT has compiled the hot paths of both sides before anything is timed).
      */
     private double local(Path dir, int stageCount) throws Exception {
-        try (InferencePipeline pipeline = InferencePipeline.builder().model(dir).stages(stageCount).build()) {
+        try (InferencePipeline pipeline = InferencePipeline.builder().model(dir).stages(stageCount).tensorParallel(tensorParallel).build()) {
             PipelineBench.generatedTokens(pipeline, greedy(newTokens)); // warm-up
             double[] rates = new double[rounds];
             for (int r = 0; r < rounds; r++) {
@@ -137,6 +145,7 @@ public final class ClusterPipelineBench implements Callable<Integer> {
             for (int r = 0; r < nodes; r++) {
                 List<String> args = new ArrayList<>(List.of("node", "--profile", "static", "--rank", String.valueOf(r),
                         "--nodes", String.valueOf(nodes), "--stages", String.valueOf(stageCount), "--model", dir.toString(),
+                        "--tensor-parallel", String.valueOf(tensorParallel),
                         "--host", "127.0.0.1", "--artery-port", String.valueOf(artery[r]),
                         "--management-port", String.valueOf(management[r]), "--seed", "127.0.0.1:" + artery[0]));
                 if (r == 0) {

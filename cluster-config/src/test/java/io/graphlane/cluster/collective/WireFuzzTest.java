@@ -137,7 +137,7 @@ class WireFuzzTest {
                 new LaneProtocol.Ended(failure(), "cpu#41"),
                 new LaneProtocol.Resolved(HANDLE, new LaneProtocol.Ended(Outcome.success(), "cpu#41")),
                 new LaneProtocol.Subscribe(HANDLE, 12, ref("subscriber")), new LaneProtocol.Cancel(7),
-                new LaneProtocol.ForgetRequest(-3), tensor(), new ActivationFrame(HANDLE, 5, 2, tensor()));
+                new LaneProtocol.ForgetScope(-3), tensor(), new ActivationFrame(HANDLE, 5, 2, tensor()));
     }
 
     /** One valid message of every class the stage protocol registers besides the registry's. */

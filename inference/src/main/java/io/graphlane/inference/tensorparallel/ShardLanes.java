@@ -99,9 +99,9 @@ public final class ShardLanes<W> {
         }
     }
 
-    /** A new chain: the works of one collective group, in a lane request of its own. */
+    /** A new chain: the works of one collective group, in a lane scope of its own. */
     public Chain chain() {
-        return new Chain(registry.newRequestId());
+        return new Chain(registry.newScope());
     }
 
     /**
@@ -109,13 +109,13 @@ public final class ShardLanes<W> {
      * chained after it (its group is broken anyway: the failed work's rank left it).
      */
     public final class Chain {
-        private final long requestId;
+        private final long scope;
         private final Set<CompletionHandle> outstanding = new HashSet<>();
         private CompletionHandle computeTail;
         private CompletionHandle collectiveTail;
 
-        private Chain(long requestId) {
-            this.requestId = requestId;
+        private Chain(long scope) {
+            this.scope = scope;
         }
 
         /**
@@ -185,7 +185,7 @@ public final class ShardLanes<W> {
 
         private void send(LaneId lane, CompletionHandle handle, W work, List<CompletionHandle> after, List<Object> retain, int consumers) {
             outstanding.add(handle);
-            registry.lane(lane).tell(new LaneProtocol.Submit<>(handle, work, after, retain, requestId, LaneProtocol.NO_DEADLINE,
+            registry.lane(lane).tell(new LaneProtocol.Submit<>(handle, work, after, retain, scope, LaneProtocol.NO_DEADLINE,
                     consumers, replyTo));
         }
 
@@ -201,8 +201,8 @@ public final class ShardLanes<W> {
 
         /** Lets both lanes forget what they keep of this chain's handles for a work that will not come; once drained. */
         public void close() {
-            registry.lane(compute).tell(new LaneProtocol.ForgetRequest(requestId));
-            registry.lane(collective).tell(new LaneProtocol.ForgetRequest(requestId));
+            registry.lane(compute).tell(new LaneProtocol.ForgetScope(scope));
+            registry.lane(collective).tell(new LaneProtocol.ForgetScope(scope));
         }
     }
 }

@@ -321,7 +321,7 @@ final class GraphRunActor<W> extends AbstractBehavior<GraphRunActor.Command> {
                 }
             }
         }
-        LaneProtocol.ForgetRequest forget = new LaneProtocol.ForgetRequest(requestId);
+        LaneProtocol.ForgetScope forget = new LaneProtocol.ForgetScope(requestId);
         for (ActorRef<LaneProtocol.Command> ref : laneRefs) {
             ref.tell(forget);
         }

@@ -72,7 +72,7 @@ public final class GraphRunner<W> {
                 throw new GraphRefusedException("graph refused: " + e.getMessage(), e);
             }
         }
-        long requestId = options.requestId() == LaneProtocol.NO_REQUEST ? registry.newRequestId() : options.requestId();
+        long requestId = options.requestId() == LaneProtocol.NO_SCOPE ? registry.newScope() : options.requestId();
         synchronized (active) {
             if (active.size() >= settings.maxActiveRequests()) {
                 throw new GraphRefusedException("graph refused: " + active.size() + " requests are active, the most "

@@ -6,7 +6,7 @@ import java.time.Duration;
 /**
  * How one graph run is started.
  *
- * @param requestId the request id, or {@link LaneProtocol#NO_REQUEST} to have the registry allocate one
+ * @param requestId the request id, or {@link LaneProtocol#NO_SCOPE} to have the registry allocate one
  * @param deadline how long after start nodes may still be submitted; null for no deadline
  */
 public record RunOptions(long requestId, Duration deadline) {
@@ -21,7 +21,7 @@ public record RunOptions(long requestId, Duration deadline) {
 
     /** An allocated request id and no deadline. */
     public static RunOptions defaults() {
-        return new RunOptions(LaneProtocol.NO_REQUEST, null);
+        return new RunOptions(LaneProtocol.NO_SCOPE, null);
     }
 
     /** These options with request id {@code id} (refused if another active run of the runner has it). */

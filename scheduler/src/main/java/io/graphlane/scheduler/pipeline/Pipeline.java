@@ -83,7 +83,7 @@ public final class Pipeline<W, A> {
             held.decrementAndGet();
             throw new PipelineOverloadedException(now - 1, settings.maxActiveRequests(), settings.maxQueuedRequests());
         }
-        long id = registry.newRequestId();
+        long id = registry.newScope(); // from the lanes' scope counter: a request id is never a micro-batch's scope
         engine.tell(new PipelineEngine.Admit(id, request, listener));
         return id;
     }

@@ -523,7 +523,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             ready.add(waiting.poll());
         }
         while (!readySolo.isEmpty() && inFlight.size() < settings.maxInFlightBatches()) {
-            submitStep(new MicroBatch(registry.newRequestId(), List.of(stepOf(requests.get(readySolo.poll())))));
+            submitStep(new MicroBatch(registry.newScope(), List.of(stepOf(requests.get(readySolo.poll())))));
         }
         while (!ready.isEmpty() && inFlight.size() < settings.maxInFlightBatches()) {
             // Spread the active requests evenly over the micro-batches the pipeline holds: a decode step
@@ -534,7 +534,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             while (entries.size() < size && !ready.isEmpty()) {
                 entries.add(stepOf(requests.get(ready.poll())));
             }
-            submitStep(new MicroBatch(registry.newRequestId(), entries));
+            submitStep(new MicroBatch(registry.newScope(), entries));
         }
     }
 

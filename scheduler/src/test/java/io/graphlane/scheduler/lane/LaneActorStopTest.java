@@ -108,8 +108,8 @@ class LaneActorStopTest {
 
         // Subscribers waiting: on queued work, and on a handle the lane has not seen yet.
         TestProbe<Resolved> subscriber = KIT.createTestProbe(Resolved.class);
-        lane.tell(new Subscribe(queued, LaneProtocol.NO_REQUEST, subscriber.ref()));
-        lane.tell(new Subscribe(notArrived, LaneProtocol.NO_REQUEST, subscriber.ref()));
+        lane.tell(new Subscribe(queued, LaneProtocol.NO_SCOPE, subscriber.ref()));
+        lane.tell(new Subscribe(notArrived, LaneProtocol.NO_SCOPE, subscriber.ref()));
 
         List<RetentionLedger.Entry> unsubmittedValues = List.of(queuedValue, waitingValue);
         List<CompletionHandle> unsubmitted = List.of(queued, waiting);
@@ -175,8 +175,8 @@ class LaneActorStopTest {
         }
 
         @Override
-        public long newRequestId() {
-            return found.newRequestId();
+        public long newScope() {
+            return found.newScope();
         }
     }
 }

@@ -270,9 +270,9 @@ class LaneActorTest {
         Tracked heldValue = Tracked.heldBy(g);
         Gate q = Gate.open("queued");
         Tracked droppedValue = Tracked.heldBy(q);
-        send(submit(running, g).retaining(heldValue).inRequest(request).consumedBy(1));
-        send(submit(queuedOnLane, q).after(running).retaining(droppedValue).inRequest(request));
-        send(submit(otherRequest, Gate.open("other")).inRequest(8));
+        send(submit(running, g).retaining(heldValue).inScope(request).consumedBy(1));
+        send(submit(queuedOnLane, q).after(running).retaining(droppedValue).inScope(request));
+        send(submit(otherRequest, Gate.open("other")).inScope(8));
         inbox.expect(Submitted.class, running);
         assertTrue(g.awaitStarted());
         // The consumer was handed to the executor at once (device-side order); cancel a waiting one instead:
@@ -280,7 +280,7 @@ class LaneActorTest {
         CompletionHandle neverSent = handle(A);
         Gate w = Gate.open("waiting");
         Tracked waitingValue = Tracked.heldBy(w);
-        send(submit(waiting, w).after(neverSent).retaining(waitingValue).inRequest(request));
+        send(submit(waiting, w).after(neverSent).retaining(waitingValue).inScope(request));
 
         // B first: A answers B's subscription to neverSent as cancelled when it cancels the request, and B must have
         // dropped its waiting work for its own cancel before that answer (which would poison it) can reach it.
@@ -305,8 +305,8 @@ class LaneActorTest {
 
         // Later submissions of the cancelled request are refused.
         CompletionHandle late = handle(A);
-        send(submit(late, Gate.open("late")).inRequest(request));
-        assertInstanceOf(LaneProtocol.RequestCancelled.class, inbox.expect(Rejected.class, late).reason());
+        send(submit(late, Gate.open("late")).inScope(request));
+        assertInstanceOf(LaneProtocol.ScopeCancelled.class, inbox.expect(Rejected.class, late).reason());
     }
 
     @Test
@@ -395,12 +395,12 @@ class LaneActorTest {
     }
 
     @Test
-    void forgetRequestDropsResolutionsNoConsumerAskedFor() {
+    void forgetScopeDropsResolutionsNoConsumerAskedFor() {
         CompletionHandle producer = handle(A);
-        send(submit(producer, Gate.open("p")).consumedBy(3).inRequest(11));
+        send(submit(producer, Gate.open("p")).consumedBy(3).inScope(11));
         inbox.expectSuccess(producer);
         assertStatus(lanes.lane(A), 0, 0, 1);
-        lanes.lane(A).tell(new LaneProtocol.ForgetRequest(11));
+        lanes.lane(A).tell(new LaneProtocol.ForgetScope(11));
         assertStatus(lanes.lane(A), 0, 0, 0);
     }
 

@@ -394,7 +394,7 @@ class PipelineEngineTest {
         }
 
         @Override
-        public long newRequestId() {
+        public long newScope() {
             return next.getAndIncrement();
         }
     }

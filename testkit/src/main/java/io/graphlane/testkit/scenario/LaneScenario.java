@@ -108,7 +108,7 @@ public final class LaneScenario<E, C extends Completion, W> implements AutoClose
     public Submission submit(LaneGraph<W> graph) {
         TestProbe<LaneProtocol.LaneReply> probe = kit.createTestProbe(LaneProtocol.LaneReply.class);
         long base = lanes.registry().reserveSequences(graph.size());
-        long request = lanes.registry().newRequestId();
+        long request = lanes.registry().newScope();
         Map<String, CompletionHandle> handles = new HashMap<>();
         Map<CompletionHandle, String> nodes = new HashMap<>();
         long seq = base;
