@@ -25,6 +25,11 @@ import java.util.Objects;
 public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     /** Below this many rows a projection runs as one matrix-vector product per row. */
     static final int GEMV_ROWS = 8;
+    /**
+     * Below this many rows, with the Vector API, a projection runs the SIMD kernels ({@link VectorKernels}) split over
+     * {@link RowParallel}'s threads, reading each weight row once for every input row, instead of OpenBLAS.
+     */
+    static final int KERNEL_ROWS = 16;
 
     /** Attention scores of one group of query heads over the cache, reused and grown by doubling. */
     private FloatBuffer scores;
@@ -220,8 +225,20 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             return;
         }
         if (weight.packed() != null) {
-            packedLinear.linear(x, weight.packed(), out, GEMV_ROWS);
-        } else if (n < GEMV_ROWS) {
+            packedLinear.linear(x, weight.packed(), out, PackedKernels.VECTOR ? KERNEL_ROWS : GEMV_ROWS);
+        } else if (PackedKernels.VECTOR && n < KERNEL_ROWS) {
+            packedLinear.linearF32(x, weight, out);
+        } else {
+            blasLinear(x, weight, out);
+        }
+    }
+
+    /** {@code out = x · weightᵀ} for an F32 weight through OpenBLAS; shapes were checked by the caller. */
+    static void blasLinear(CpuTensor x, CpuTensor weight, CpuTensor out) {
+        int n = x.rows();
+        int k = x.cols();
+        int m = weight.rows();
+        if (n < GEMV_ROWS) {
             // OpenBLAS's sgemm packs its operands, which costs more than it saves for a few rows
             FloatBuffer w = weight.data();
             FloatBuffer in = x.data();

@@ -58,7 +58,33 @@ final class PackedLinear {
         }
     }
 
+    /**
+     * {@code out[n × m] = x[n × k] · w[m × k]ᵀ} for an F32 weight with the SIMD kernel, each weight row read once for
+     * every row of {@code x}; only with the Vector API ({@link PackedKernels#VECTOR}). Shapes were checked by the
+     * caller, and n, m, k are positive.
+     */
+    void linearF32(CpuTensor x, CpuTensor w, CpuTensor out) {
+        project(null, w.bytes(), w.cols() * Float.BYTES, x, w.rows(), out);
+    }
+
+    private void project(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, CpuTensor x, int m, CpuTensor out) {
+        int n = x.rows();
+        int k = x.cols();
+        int length = VectorKernels.preparedLength(n, k);
+        if (activations.length < length) {
+            activations = new float[length];
+        }
+        float[] xs = activations;
+        VectorKernels.prepare(encoding, x.data(), n, k, xs);
+        FloatBuffer target = out.data();
+        RowParallel.forRows(m, rowBytes, (from, to) -> VectorKernels.project(encoding, w, rowBytes, xs, n, k, target, m, from, to));
+    }
+
     private void rowByRow(CpuTensor x, PackedMatrix w, CpuTensor out) {
+        if (vector && w.encoding() != PackedMatrix.Encoding.F16) {
+            project(w.encoding(), w.bytes(), w.rowBytes(), x, w.rows(), out);
+            return;
+        }
         int n = x.rows();
         int k = x.cols();
         int m = w.rows();
@@ -68,11 +94,10 @@ final class PackedLinear {
         float[] xs = activations;
         x.data().get(0, xs, 0, n * k);
         FloatBuffer target = out.data();
-        boolean simd = vector;
         RowParallel.forRows(m, w.rowBytes(), (from, to) -> {
             for (int j = from; j < to; j++) {
                 for (int r = 0; r < n; r++) {
-                    target.put(r * m + j, PackedKernels.dot(w, j, xs, r * k, simd));
+                    target.put(r * m + j, PackedKernels.dot(w, j, xs, r * k));
                 }
             }
         });
