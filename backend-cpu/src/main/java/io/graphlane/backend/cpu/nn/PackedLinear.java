@@ -67,21 +67,75 @@ final class PackedLinear {
         project(null, w.bytes(), w.cols() * Float.BYTES, x, w.rows(), out);
     }
 
-    private void project(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, CpuTensor x, int m, CpuTensor out) {
+    /**
+     * {@code outs[i] = x · weights[i]ᵀ} for every {@code i} with the SIMD kernels, in one pass of the threads over all
+     * their rows (q, k and v; gate and up): {@code x} is prepared once, and the threads meet once instead of once per
+     * matrix. The weights share one encoding (F32 or {@link #vectorEncoding a SIMD one}) and {@code x} has fewer
+     * than {@link CpuNeuralOps#KERNEL_ROWS} rows; shapes were checked by the caller.
+     */
+    void linearAll(CpuTensor x, CpuTensor[] weights, CpuTensor[] outs) {
+        int n = x.rows();
+        int k = x.cols();
+        PackedMatrix first = weights[0].packed();
+        PackedMatrix.Encoding encoding = first == null ? null : first.encoding();
+        int count = weights.length;
+        ByteBuffer[] bytes = new ByteBuffer[count];
+        int[] rowBytes = new int[count];
+        int[] ends = new int[count];
+        FloatBuffer[] targets = new FloatBuffer[count];
+        int total = 0;
+        long weightBytes = 0;
+        for (int i = 0; i < count; i++) {
+            PackedMatrix packed = weights[i].packed();
+            bytes[i] = packed == null ? weights[i].bytes() : packed.bytes();
+            rowBytes[i] = packed == null ? k * Float.BYTES : packed.rowBytes();
+            total += weights[i].rows();
+            ends[i] = total;
+            weightBytes += (long) rowBytes[i] * weights[i].rows();
+            targets[i] = outs[i].data();
+        }
+        float[] xs = prepared(encoding, x);
+        int rows = total;
+        RowParallel.forRows(rows, weightBytes / Math.max(1, rows), (from, to) -> {
+            int start = 0;
+            for (int i = 0; i < count && from < to; i++) {
+                int end = ends[i];
+                if (from < end) {
+                    int stop = Math.min(to, end);
+                    VectorKernels.project(encoding, bytes[i], rowBytes[i], xs, n, k, targets[i], end - start, from - start, stop - start);
+                    from = stop;
+                }
+                start = end;
+            }
+        });
+    }
+
+    /** True when {@code w} (null: F32) runs the SIMD kernels of this projection. */
+    boolean vectorEncoding(PackedMatrix w) {
+        return vector && (w == null || w.encoding() != PackedMatrix.Encoding.F16);
+    }
+
+    private float[] prepared(PackedMatrix.Encoding encoding, CpuTensor x) {
         int n = x.rows();
         int k = x.cols();
         int length = VectorKernels.preparedLength(n, k);
         if (activations.length < length) {
             activations = new float[length];
         }
-        float[] xs = activations;
-        VectorKernels.prepare(encoding, x.data(), n, k, xs);
+        VectorKernels.prepare(encoding, x.data(), n, k, activations);
+        return activations;
+    }
+
+    private void project(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, CpuTensor x, int m, CpuTensor out) {
+        int n = x.rows();
+        int k = x.cols();
+        float[] xs = prepared(encoding, x);
         FloatBuffer target = out.data();
         RowParallel.forRows(m, rowBytes, (from, to) -> VectorKernels.project(encoding, w, rowBytes, xs, n, k, target, m, from, to));
     }
 
     private void rowByRow(CpuTensor x, PackedMatrix w, CpuTensor out) {
-        if (vector && w.encoding() != PackedMatrix.Encoding.F16) {
+        if (vectorEncoding(w)) {
             project(w.encoding(), w.bytes(), w.rowBytes(), x, w.rows(), out);
             return;
         }
