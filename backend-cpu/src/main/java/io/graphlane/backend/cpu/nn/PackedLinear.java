@@ -13,9 +13,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code out = x · Wᵀ} for a {@link PackedMatrix} {@code W}. Few rows of {@code x} (decode): every
- * weight row is read once, widened in the loop and dotted with each activation row, the weight rows
- * split over {@link RowParallel}'s threads. Many rows (prefill): a tile of weight rows is widened into
+ * {@code out = x · Wᵀ} for a {@link PackedMatrix} {@code W}, and with the Vector API for an F32 one. Few rows of
+ * {@code x} (decode): every weight row is read once, widened in the loop and dotted with each activation row
+ * ({@link VectorKernels}, or without the Vector API {@link PackedKernels}' scalar loops), the weight rows split
+ * over {@link RowParallel}'s threads. Many rows (prefill): a tile of weight rows is widened into
  * F32 scratch that stays in cache and multiplied by OpenBLAS {@code sgemm}, tile after tile.
  *
  * <p>Keeps scratch between calls, so an instance belongs to one {@link CpuNeuralOps} (one lane).

@@ -124,7 +124,7 @@ final class RowParallel {
         void awaitDone() {
             int spins = 0;
             while (unfinished.get() > 0) {
-                if (++spins < 1 << 16) {
+                if (++spins < 1 << 12) {
                     Thread.onSpinWait();
                 } else {
                     Thread.yield();
