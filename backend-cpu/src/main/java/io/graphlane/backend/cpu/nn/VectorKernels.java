@@ -113,11 +113,7 @@ final class VectorKernels {
             for (; i + L <= k; i += L) {
                 a0 = FloatVector.fromByteBuffer(FLOATS, w, base + 4 * i, LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
             }
-            float sum = a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD);
-            for (; i < k; i++) {
-                sum += w.getFloat(base + 4 * i) * x[x0 + i];
-            }
-            acc[0] = sum;
+            acc[0] = finishRow(a0.add(a1).add(a2.add(a3)), w, base, false, x, x0, i, k);
             return;
         }
         FloatVector a0 = FloatVector.zero(FLOATS);
@@ -134,18 +130,7 @@ final class VectorKernels {
             a2 = wv.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2);
             a3 = wv.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3);
         }
-        float s0 = a0.reduceLanes(VectorOperators.ADD);
-        float s1 = a1.reduceLanes(VectorOperators.ADD);
-        float s2 = a2.reduceLanes(VectorOperators.ADD);
-        float s3 = a3.reduceLanes(VectorOperators.ADD);
-        for (; i < k; i++) {
-            float wi = w.getFloat(base + 4 * i);
-            s0 += wi * x[x0 + i];
-            s1 += wi * x[x1 + i];
-            s2 += wi * x[x2 + i];
-            s3 += wi * x[x3 + i];
-        }
-        store(acc, rows, s0, s1, s2, s3);
+        finishRows(a0, a1, a2, a3, w, base, false, x, x0, k, i, rows, acc);
     }
 
     /** One BF16 weight row against {@code rows} (1 to 4) input rows permuted by {@link #prepare}. */
@@ -169,11 +154,7 @@ final class VectorKernels {
                 a0 = even(p).fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
                 a1 = odd(p).fma(FloatVector.fromArray(FLOATS, x, x0 + i + L), a1);
             }
-            float sum = a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD);
-            for (; i < k; i++) {
-                sum += bf16(w, base, i) * x[x0 + i];
-            }
-            acc[0] = sum;
+            acc[0] = finishRow(a0.add(a1).add(a2.add(a3)), w, base, true, x, x0, i, k);
             return;
         }
         FloatVector a0 = FloatVector.zero(FLOATS);
@@ -192,18 +173,28 @@ final class VectorKernels {
             a2 = o.fma(FloatVector.fromArray(FLOATS, x, x2 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2));
             a3 = o.fma(FloatVector.fromArray(FLOATS, x, x3 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3));
         }
-        float s0 = a0.reduceLanes(VectorOperators.ADD);
-        float s1 = a1.reduceLanes(VectorOperators.ADD);
-        float s2 = a2.reduceLanes(VectorOperators.ADD);
-        float s3 = a3.reduceLanes(VectorOperators.ADD);
+        finishRows(a0, a1, a2, a3, w, base, true, x, x0, k, i, rows, acc);
+    }
+
+    /** The lanes of {@code sum} added up, plus the elements {@code [i, k)} that no whole vector covered. */
+    private static float finishRow(FloatVector sum, ByteBuffer w, int base, boolean bf16, float[] x, int x0, int i, int k) {
+        float total = sum.reduceLanes(VectorOperators.ADD);
         for (; i < k; i++) {
-            float wi = bf16(w, base, i);
-            s0 += wi * x[x0 + i];
-            s1 += wi * x[x1 + i];
-            s2 += wi * x[x2 + i];
-            s3 += wi * x[x3 + i];
+            total += weight(w, base, i, bf16) * x[x0 + i];
         }
-        store(acc, rows, s0, s1, s2, s3);
+        return total;
+    }
+
+    /** {@link #finishRow} for up to 4 input rows {@code k} apart from {@code x0}, into {@code acc[0, rows)}. */
+    private static void finishRows(FloatVector a0, FloatVector a1, FloatVector a2, FloatVector a3, ByteBuffer w, int base, boolean bf16,
+                                   float[] x, int x0, int k, int i, int rows, float[] acc) {
+        store(acc, rows, finishRow(a0, w, base, bf16, x, x0, i, k), rows > 1 ? finishRow(a1, w, base, bf16, x, x0 + k, i, k) : 0f,
+                rows > 2 ? finishRow(a2, w, base, bf16, x, x0 + 2 * k, i, k) : 0f,
+                rows > 3 ? finishRow(a3, w, base, bf16, x, x0 + 3 * k, i, k) : 0f);
+    }
+
+    private static float weight(ByteBuffer w, int base, int i, boolean bf16) {
+        return bf16 ? bf16(w, base, i) : w.getFloat(base + 4 * i);
     }
 
     private static float bf16(ByteBuffer w, int base, int i) {
