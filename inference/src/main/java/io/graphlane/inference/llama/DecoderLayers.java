@@ -1,5 +1,7 @@
 package io.graphlane.inference.llama;
 
+import io.graphlane.backend.cpu.nn.CpuNeuralOps;
+import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.nn.NeuralOps;
 import java.util.Arrays;
 import java.util.List;
@@ -25,6 +27,8 @@ public final class DecoderLayers<T> {
     private final int kvHeadCount;
     private final int intermediateWidth;
     private final Consumer<T> reduceProjection;
+    /** {@link #ops} when they are the CPU's: projections that share their input then run in one pass of its threads. */
+    private final CpuNeuralOps cpuOps;
 
     /**
      * Blocks over {@code headCount} query heads, {@code kvHeadCount} key/value heads and {@code intermediateWidth}
@@ -39,6 +43,7 @@ public final class DecoderLayers<T> {
         this.kvHeadCount = kvHeadCount;
         this.intermediateWidth = intermediateWidth;
         this.reduceProjection = reduceProjection;
+        this.cpuOps = ops instanceof CpuNeuralOps cpu ? cpu : null;
     }
 
     /** Blocks over every head and column of {@code config}: a whole stage. */
@@ -120,9 +125,14 @@ public final class DecoderLayers<T> {
     /** Attention from the normed input {@code s.normed} to this set of heads' output projection in {@code partial} (no reduce, no bias). */
     private void attend(int l, LayerWeights<T> w, int[] positions, List<Segment> segments, List<KvCache<T>> caches, Scratch<T> s,
                         T partial) {
-        ops.linear(s.normed, w.wq(), s.q);
-        ops.linear(s.normed, w.wk(), s.k);
-        ops.linear(s.normed, w.wv(), s.v);
+        if (cpuOps != null) {
+            cpuOps.linearAll((CpuTensor) s.normed, new CpuTensor[] {(CpuTensor) w.wq(), (CpuTensor) w.wk(), (CpuTensor) w.wv()},
+                    new CpuTensor[] {(CpuTensor) s.q, (CpuTensor) s.k, (CpuTensor) s.v});
+        } else {
+            ops.linear(s.normed, w.wq(), s.q);
+            ops.linear(s.normed, w.wk(), s.k);
+            ops.linear(s.normed, w.wv(), s.v);
+        }
         if (w.hasQkvBias()) {
             ops.addBias(s.q, w.bq());
             ops.addBias(s.k, w.bk());
@@ -144,8 +154,13 @@ public final class DecoderLayers<T> {
 
     /** The SwiGLU MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce). */
     private void mlp(LayerWeights<T> w, Scratch<T> s, T partial) {
-        ops.linear(s.normed, w.wGate(), s.gate);
-        ops.linear(s.normed, w.wUp(), s.up);
+        if (cpuOps != null) {
+            cpuOps.linearAll((CpuTensor) s.normed, new CpuTensor[] {(CpuTensor) w.wGate(), (CpuTensor) w.wUp()},
+                    new CpuTensor[] {(CpuTensor) s.gate, (CpuTensor) s.up});
+        } else {
+            ops.linear(s.normed, w.wGate(), s.gate);
+            ops.linear(s.normed, w.wUp(), s.up);
+        }
         ops.siluMul(s.gate, s.up, s.gate);
         ops.linear(s.gate, w.wDown(), partial);
     }

@@ -25,6 +25,11 @@ import java.util.Objects;
 public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     /** Below this many rows a projection runs as one matrix-vector product per row. */
     static final int GEMV_ROWS = 8;
+    /**
+     * Below this many rows, with the Vector API, a projection runs the SIMD kernels ({@link VectorKernels}) split over
+     * {@link RowParallel}'s threads, reading each weight row once for every input row, instead of OpenBLAS.
+     */
+    static final int KERNEL_ROWS = 16;
 
     /** Attention scores of one group of query heads over the cache, reused and grown by doubling. */
     private FloatBuffer scores;
@@ -220,8 +225,20 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             return;
         }
         if (weight.packed() != null) {
-            packedLinear.linear(x, weight.packed(), out, GEMV_ROWS);
-        } else if (n < GEMV_ROWS) {
+            packedLinear.linear(x, weight.packed(), out, PackedKernels.VECTOR ? KERNEL_ROWS : GEMV_ROWS);
+        } else if (PackedKernels.VECTOR && n < KERNEL_ROWS) {
+            packedLinear.linearF32(x, weight, out);
+        } else {
+            blasLinear(x, weight, out);
+        }
+    }
+
+    /** {@code out = x · weightᵀ} for an F32 weight through OpenBLAS; shapes were checked by the caller. */
+    static void blasLinear(CpuTensor x, CpuTensor weight, CpuTensor out) {
+        int n = x.rows();
+        int k = x.cols();
+        int m = weight.rows();
+        if (n < GEMV_ROWS) {
             // OpenBLAS's sgemm packs its operands, which costs more than it saves for a few rows
             FloatBuffer w = weight.data();
             FloatBuffer in = x.data();
@@ -232,6 +249,41 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, k, 1f, x.data(), k, weight.data(), k, 0f, out.data(), m);
         }
+    }
+
+    /**
+     * {@code outs[i] = x · weights[i]ᵀ} for every {@code i}: the same as {@link #linear} on each pair (to F32
+     * rounding), but with a few rows and the Vector API the threads make one pass over all the weights' rows,
+     * so a layer's q, k and v projections (or gate and up) cost one hand-off instead of three (two).
+     *
+     * @throws ShapeMismatchException naming the operand whose shape does not fit, as {@link #linear} does
+     * @throws IllegalArgumentException if the arrays differ in length or are empty
+     */
+    public void linearAll(CpuTensor x, CpuTensor[] weights, CpuTensor[] outs) {
+        if (weights.length != outs.length || weights.length == 0) {
+            throw new IllegalArgumentException("linearAll needs as many outputs as weights, at least one; got " + weights.length
+                    + " weights and " + outs.length + " outputs");
+        }
+        boolean together = PackedKernels.VECTOR && x.rows() > 0 && x.rows() < KERNEL_ROWS && x.cols() > 0;
+        PackedMatrix.Encoding encoding = encodingOf(weights[0]);
+        for (int i = 0; i < weights.length; i++) {
+            int k = x.cols();
+            ShapeMismatchException.require("linear", "weight", "cols (input features of x)", k, weights[i].cols());
+            ShapeMismatchException.require("linear", "out", "rows (rows of x)", x.rows(), outs[i].rows());
+            ShapeMismatchException.require("linear", "out", "cols (rows of weight)", weights[i].rows(), outs[i].cols());
+            together &= encodingOf(weights[i]) == encoding && packedLinear.vectorEncoding(weights[i].packed());
+        }
+        if (!together) {
+            for (int i = 0; i < weights.length; i++) {
+                linear(x, weights[i], outs[i]);
+            }
+            return;
+        }
+        packedLinear.linearAll(x, weights, outs);
+    }
+
+    private static PackedMatrix.Encoding encodingOf(CpuTensor weight) {
+        return weight.packed() == null ? null : weight.packed().encoding();
     }
 
     @Override

@@ -23,6 +23,8 @@ public final class CpuTensor {
     private final PackedMatrix packed;
     private final boolean ownsPacked;
     private volatile boolean released;
+    /** {@link #data()}'s bytes, made on first use by {@link #bytes()}. */
+    private volatile ByteBuffer bytes;
 
     private CpuTensor(FloatBuffer data, int rows, int cols, FloatPointer storage, CpuTensor parent) {
         this(data, rows, cols, storage, parent, null, false);
@@ -138,6 +140,22 @@ public final class CpuTensor {
             throw new IllegalStateException("CPU tensor " + this + " was released and cannot be used");
         }
         return data;
+    }
+
+    /**
+     * The storage of {@link #data()} as little-endian bytes (the SIMD kernels read a weight through it), made once
+     * and kept; valid while the tensor is, and only while this tensor is reachable.
+     */
+    ByteBuffer bytes() {
+        FloatBuffer floats = data();
+        ByteBuffer view = bytes;
+        if (view == null) {
+            view = floats.capacity() == 0 ? ByteBuffer.allocateDirect(0)
+                    : new FloatPointer(floats).asByteBuffer();
+            view = view.order(ByteOrder.LITTLE_ENDIAN);
+            bytes = view;
+        }
+        return view;
     }
 
     /** A view of rows {@code [fromRow, toRow)} sharing this tensor's storage. */

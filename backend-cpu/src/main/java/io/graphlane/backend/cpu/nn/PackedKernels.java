@@ -19,13 +19,13 @@ final class PackedKernels {
     private PackedKernels() {
     }
 
-    /** Row {@code row} of {@code w} times {@code x[xBase, xBase + cols)}, with the SIMD kernels when {@code vector}. */
-    static float dot(PackedMatrix w, int row, float[] x, int xBase, boolean vector) {
+    /** Row {@code row} of {@code w} times {@code x[xBase, xBase + cols)}. */
+    static float dot(PackedMatrix w, int row, float[] x, int xBase) {
         int base = row * w.rowBytes();
         return switch (w.encoding()) {
-            case BF16 -> vector ? VectorKernels.dotBf16(w.bytes(), base, x, xBase, w.cols()) : dotBf16(w.bytes(), base, x, xBase, w.cols());
+            case BF16 -> dotBf16(w.bytes(), base, x, xBase, w.cols());
             case F16 -> dotF16(w.bytes(), base, x, xBase, w.cols());
-            case Q8_0 -> vector ? VectorKernels.dotQ8(w.bytes(), base, x, xBase, w.cols()) : dotQ8(w.bytes(), base, x, xBase, w.cols());
+            case Q8_0 -> dotQ8(w.bytes(), base, x, xBase, w.cols());
         };
     }
 

@@ -5,9 +5,9 @@ import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 
 /**
- * Measures how fast this machine streams weights through the kernel a decode step uses: the same
- * {@link CpuNeuralOps#linear} (OpenBLAS sgemv for a few rows, sgemm for more) over one weight matrix of a
- * given size, with the OpenBLAS thread count in force. A decode step of one request reads every weight
+ * Measures how fast this machine streams weights through the kernels a decode step can use: the faster of
+ * {@link CpuNeuralOps#linear} (the SIMD kernels for a few rows when the JVM has the Vector API) and OpenBLAS
+ * (sgemv for a few rows, sgemm for more) over one weight matrix of a given size, with the thread count in force. A decode step of one request reads every weight
  * once, so {@code bytes / seconds} of one row is the bandwidth that bounds it; {@code R} rows give the
  * bound of R requests sharing each weight read (higher, until the products become compute-bound).
  */
@@ -49,7 +49,7 @@ public final class WeightStreamProbe {
 
     /**
      * The best time, in seconds, of {@code repeats} products of {@code inputRows} input rows with the whole
-     * matrix (after one warm-up product), on the calling thread.
+     * matrix, each through both kernels (after one warm-up product each), on the calling thread.
      */
     public double bestSeconds(int inputRows, int repeats) {
         if (inputRows < 1 || repeats < 1) {
@@ -57,11 +57,22 @@ public final class WeightStreamProbe {
         }
         CpuTensor x = CpuTensor.allocate(inputRows, COLUMNS, true);
         CpuTensor out = CpuTensor.allocate(inputRows, weight.rows(), true);
-        ops.linear(x, weight, out);
+        try {
+            // the Java kernels first: OpenBLAS's threads keep spinning for a while after its calls
+            double best = best(repeats, () -> ops.linear(x, weight, out));
+            return Math.min(best, best(repeats, () -> CpuNeuralOps.blasLinear(x, weight, out)));
+        } finally {
+            x.release();
+            out.release();
+        }
+    }
+
+    private static double best(int repeats, Runnable product) {
+        product.run();
         double best = Double.MAX_VALUE;
         for (int r = 0; r < repeats; r++) {
             long t0 = System.nanoTime();
-            ops.linear(x, weight, out);
+            product.run();
             best = Math.min(best, (System.nanoTime() - t0) / 1e9);
         }
         return best;

@@ -1,12 +1,13 @@
 /**
  * The CPU implementation of the neural-ops contract ({@link io.graphlane.core.nn.NeuralOps}):
  * {@link io.graphlane.backend.cpu.nn.CpuTensor} is an off-heap F32 matrix, and
- * {@link io.graphlane.backend.cpu.nn.CpuNeuralOps} runs projections on OpenBLAS through
- * JavaCPP ({@code cblas_sgemm}/{@code cblas_sgemv}, reading the buffers in place) and the other
- * operations as loops over the same buffers, in F32, with Hugging Face semantics. A weight may
- * instead be a {@link io.graphlane.backend.cpu.nn.PackedMatrix} (BF16, F16 or 8-bit blocks): the
- * projection widens it in its own Java kernel (rows split over as many threads as OpenBLAS gets, or,
- * for many input rows, tiles widened into F32 scratch for {@code sgemm}), the embedding widens rows.
+ * {@link io.graphlane.backend.cpu.nn.CpuNeuralOps} runs projections of a few input rows (decode) in SIMD
+ * Java kernels on the incubating Vector API when the JVM has it, weight rows split over as many threads as
+ * OpenBLAS gets, and otherwise on OpenBLAS through JavaCPP ({@code cblas_sgemm}/{@code cblas_sgemv},
+ * reading the buffers in place); the other operations are loops over the same buffers, in F32, with Hugging
+ * Face semantics. A weight may instead be a {@link io.graphlane.backend.cpu.nn.PackedMatrix} (BF16, F16 or
+ * 8-bit blocks): the projection widens it in its kernel (for many input rows, tiles widened into F32 scratch
+ * for {@code sgemm}), the embedding widens rows.
  * Attention reads the KV cache in place through small {@code cblas_sgemm}s per key/value head, with its
  * scores in a scratch buffer the instance keeps; {@code allocationCount} counts the tensors an instance allocated.
  *

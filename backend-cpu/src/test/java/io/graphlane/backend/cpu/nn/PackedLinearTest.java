@@ -116,6 +116,53 @@ class PackedLinearTest {
         }
     }
 
+    /**
+     * Projections of one input through several weights in one pass of the threads equal each projection on its own, for
+     * F32 and the SIMD encodings, with rows that split in uneven chunks across the matrices' boundaries; mixed
+     * encodings and many rows take the one-by-one path and give the same.
+     */
+    @ParameterizedTest(name = "{0} and {1}: {2} input row(s), {3} thread(s)")
+    @CsvSource({"F32, F32, 1, 2", "F32, F32, 13, 2", "BF16, BF16, 1, 2", "BF16, BF16, 6, 2", "Q8_0, Q8_0, 1, 2", "Q8_0, Q8_0, 5, 1",
+        "BF16, Q8_0, 3, 2", "F32, BF16, 2, 2", "BF16, BF16, 20, 2"})
+    void projectionsThatShareTheirInputEqualEachProjection(String first, String second, int n, int threads) {
+        CpuNeuralBackend.setBlasThreads(threads);
+        int k = 96;
+        int[] rows = {131, 35, 35};
+        String[] encodings = {first, second, second};
+        Random random = new Random(7L * n + threads);
+        CpuNeuralOps ops = new CpuNeuralOps();
+        float[] x = new float[n * k];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) random.nextGaussian();
+        }
+        CpuTensor input = ops.fromHost(x, n, k);
+        CpuTensor[] weights = new CpuTensor[rows.length];
+        CpuTensor[] together = new CpuTensor[rows.length];
+        CpuTensor[] alone = new CpuTensor[rows.length];
+        for (int i = 0; i < rows.length; i++) {
+            float[] w = new float[rows[i] * k];
+            for (int j = 0; j < w.length; j++) {
+                w[j] = (float) random.nextGaussian() * 0.1f;
+            }
+            weights[i] = encodings[i].equals("F32") ? ops.fromHost(w, rows[i], k)
+                    : CpuTensor.wrapPacked(pack(PackedMatrix.Encoding.valueOf(encodings[i]), w, rows[i], k));
+            together[i] = ops.allocate(n, rows[i]);
+            alone[i] = ops.allocate(n, rows[i]);
+        }
+        ops.linearAll(input, weights, together);
+        for (int i = 0; i < rows.length; i++) {
+            ops.linear(input, weights[i], alone[i]);
+            for (int r = 0; r < n; r++) {
+                for (int c = 0; c < rows[i]; c++) {
+                    float e = alone[i].get(r, c);
+                    assertEquals(e, together[i].get(r, c), 1e-5f * (1 + Math.abs(e)), "matrix " + i + " row " + r + " col " + c);
+                }
+            }
+        }
+        assertThrows(io.graphlane.core.nn.ShapeMismatchException.class,
+                () -> ops.linearAll(input, new CpuTensor[] {weights[0]}, new CpuTensor[] {alone[1]}));
+    }
+
     @org.junit.jupiter.api.Test
     void aPackedTensorHasNoF32View() {
         CpuTensor packed = CpuTensor.wrapPacked(pack(PackedMatrix.Encoding.BF16, new float[64], 1, 64));
