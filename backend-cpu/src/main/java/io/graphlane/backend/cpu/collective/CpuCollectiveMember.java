@@ -157,8 +157,12 @@ public final class CpuCollectiveMember {
                 return null;
             }
             long[] bounds = balanced(total, size);
-            ring(source, buf, bounds, rank, op, mine.sequence(), "reduce-scatter chunk");
-            ring(buf, buf, bounds, rank + 1, null, mine.sequence(), "all-gather chunk");
+            if (byReference) {
+                ring(source, buf, bounds, rank, op, mine.sequence(), "reduce-scatter chunk");
+                ring(buf, buf, bounds, rank + 1, null, mine.sequence(), "all-gather chunk");
+            } else {
+                pipelinedRing(source, buf, bounds, 2 * (size - 1), size - 1, op, mine.sequence());
+            }
             return null;
         });
     }
@@ -184,7 +188,11 @@ public final class CpuCollectiveMember {
             try {
                 FloatBuffer buf = out.data();
                 buf.put((int) bounds[rank], value.data(), 0, value.rows() * cols);
-                ring(buf, buf, bounds, rank, null, mine.sequence(), "all-gather chunk");
+                if (byReference) {
+                    ring(buf, buf, bounds, rank, null, mine.sequence(), "all-gather chunk");
+                } else {
+                    pipelinedRing(buf, buf, bounds, size - 1, 0, null, mine.sequence());
+                }
                 return out;
             } catch (RuntimeException | Error e) {
                 release(out);
@@ -229,9 +237,13 @@ public final class CpuCollectiveMember {
                     for (int i = 0; i < rank; i++) {
                         landsAt += all[i].sendCount(to);
                     }
+                    // src is only read and dst never sent from: the blocks are awaited once, after the last exchange.
                     exchange(src, (long) sendStart[to] * cols, (long) counts[to] * cols, to, (long) landsAt * cols,
                             dst, (long) received[from] * cols, (long) all[from].sendCount(rank) * cols, from, null, null,
-                            mine.sequence(), "all-to-all block");
+                            mine.sequence(), "all-to-all block", false);
+                }
+                if (!byReference && size > 1) {
+                    awaitAllSent(mine.sequence(), (rank + 1) % size, "all-to-all block");
                 }
                 return out;
             } catch (RuntimeException | Error e) {
@@ -367,7 +379,92 @@ public final class CpuCollectiveMember {
             int send = Math.floorMod(start - s, size);
             int recv = Math.floorMod(start - s - 1, size);
             exchange(s == 0 ? in : buf, bounds[send], bounds[send + 1] - bounds[send], right, bounds[send],
-                    buf, bounds[recv], bounds[recv + 1] - bounds[recv], left, op, in, sequence, phase);
+                    buf, bounds[recv], bounds[recv + 1] - bounds[recv], left, op, in, sequence, phase, true);
+        }
+    }
+
+    /**
+     * The ring over a transport that copies, as one pipeline of {@code steps} ring steps: in step s this member receives
+     * segment {@code rank − s − 1} from the previous member, chunk by chunk, folding each chunk with {@code op} into its
+     * own value from {@code in} during the first {@code reduceSteps} steps (the reduce-scatter) and copying it after them
+     * (the all-gather), and forwards each chunk to the next member as soon as it is in {@code buf}: that very chunk is
+     * what step s + 1 sends. Only step 0's segment ({@code rank}, read from {@code in}) is sent up front. So no step waits
+     * for the previous one to drain; sending, receiving and reducing overlap across the whole collective.
+     *
+     * <p>The transport may write a sent chunk from its storage until {@link CollectiveTransport#awaitSent} says it has:
+     * a segment forwarded in step a is received again (overwritten) in step a + size − 1, so each chunk is written into
+     * {@code buf} only once the send that read the same place is written ({@link CollectiveTransport#sentMark}); the
+     * collective returns once every send is.
+     */
+    private void pipelinedRing(FloatBuffer in, FloatBuffer buf, long[] bounds, int steps, int reduceSteps, ReduceOp op, long sequence)
+            throws InterruptedException {
+        if (steps == 0) {
+            return;
+        }
+        int right = (rank + 1) % size;
+        int left = (rank - 1 + size) % size;
+        long step = chunkFloats;
+        long widest = 0;
+        for (int i = 0; i < size; i++) {
+            widest = Math.max(widest, bounds[i + 1] - bounds[i]);
+        }
+        int perSegment = (int) ((widest + step - 1) / step);
+        // marks[s % size][c]: the send mark of chunk c of step s, checked before step s + size − 1 overwrites its place.
+        long[][] marks = steps >= size ? new long[size][perSegment] : null;
+        int first = rank;
+        for (long at = bounds[first]; at < bounds[first + 1]; at += step) {
+            forward(in, at, (int) Math.min(step, bounds[first + 1] - at), right, sequence, marks, 0, (int) ((at - bounds[first]) / step));
+        }
+        for (int s = 0; s < steps; s++) {
+            int recv = Math.floorMod(rank - s - 1, size);
+            boolean reducing = s < reduceSteps;
+            String phase = reducing ? "reduce-scatter chunk" : "all-gather chunk";
+            long segEnd = bounds[recv + 1];
+            int c = 0;
+            for (long at = bounds[recv]; at < segEnd; at += step, c++) {
+                int length = (int) Math.min(step, segEnd - at);
+                CollectiveMessage m = receive(left, sequence, phase, System.nanoTime() + timeoutNanos);
+                if (!(m instanceof CollectiveMessage.Chunk chunk) || chunk.sequence() != sequence || chunk.offset() != at
+                        || chunk.values().remaining() != length) {
+                    throw new CollectiveException(group, sequence, left, "collective group " + group + ": member " + left + " sent " + m
+                            + " where member " + rank + " expected " + length + " floats at " + at + " of collective #" + sequence
+                            + " (protocol violation)");
+                }
+                int earlier = s - (size - 1);
+                if (earlier >= 0) {
+                    long t0 = System.nanoTime();
+                    boolean written = transport.awaitSent(rank, right, marks[earlier % size][c], timeoutNanos);
+                    waitNanos += System.nanoTime() - t0;
+                    if (!written) {
+                        throw new MemberAbsentException(group, sequence, right, rank, phase + " (taking member " + rank + "'s chunks)", timeout);
+                    }
+                }
+                consume(chunk, left, buf, (int) at, length, reducing ? op : null, in);
+                if (s + 1 < steps) {
+                    forward(buf, at, length, right, sequence, marks, s + 1, c);
+                }
+            }
+        }
+        awaitAllSent(sequence, right, "all-gather chunk");
+    }
+
+    /** Sends {@code length} floats of {@code src} at {@code at} to {@code to}, landing at the same place; records its mark. */
+    private void forward(FloatBuffer src, long at, int length, int to, long sequence, long[][] marks, int step, int chunk) {
+        long t0 = System.nanoTime();
+        transport.send(rank, to, new CollectiveMessage.Chunk(sequence, at, src.slice((int) at, length).asReadOnlyBuffer(), null));
+        if (marks != null) {
+            marks[step % size][chunk] = transport.sentMark(rank, to);
+        }
+        sendNanos += System.nanoTime() - t0;
+    }
+
+    /** Waits until the transport has written every chunk this member sent (it may write them from the member's storage). */
+    private void awaitAllSent(long sequence, int to, String phase) throws InterruptedException {
+        long t0 = System.nanoTime();
+        boolean written = transport.awaitSent(rank, timeoutNanos);
+        waitNanos += System.nanoTime() - t0;
+        if (!written) {
+            throw new MemberAbsentException(group, sequence, to, rank, phase + " (taking member " + rank + "'s chunks)", timeout);
         }
     }
 
@@ -389,7 +486,7 @@ public final class CpuCollectiveMember {
      */
     private void exchange(FloatBuffer src, long sendOffset, long sendLength, int to, long landsAt,
                           FloatBuffer dst, long recvOffset, long recvLength, int from, ReduceOp op, FloatBuffer mine,
-                          long sequence, String phase) throws InterruptedException {
+                          long sequence, String phase, boolean awaitWritten) throws InterruptedException {
         long step = byReference ? Integer.MAX_VALUE : chunkFloats;
         long sendChunks = (sendLength + step - 1) / step;
         long recvChunks = (recvLength + step - 1) / step;
@@ -421,14 +518,9 @@ public final class CpuCollectiveMember {
                 consume(chunk, from, dst, (int) expectedAt, length, op, mine);
             }
         }
-        if (!byReference && sendChunks > 0) {
+        if (!byReference && sendChunks > 0 && awaitWritten) {
             // The chunks may be written straight from src: the next exchange may change it.
-            long t0 = System.nanoTime();
-            boolean written = transport.awaitSent(rank, timeoutNanos);
-            waitNanos += System.nanoTime() - t0;
-            if (!written) {
-                throw new MemberAbsentException(group, sequence, to, rank, phase + " (taking member " + rank + "'s chunks)", timeout);
-            }
+            awaitAllSent(sequence, to, phase);
         }
         for (long c = 0; byReference && c < sendChunks; c++) {
             long at = landsAt + c * step;
