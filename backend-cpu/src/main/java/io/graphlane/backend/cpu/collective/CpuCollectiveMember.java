@@ -16,7 +16,8 @@ import java.util.Objects;
  * thread, which is the member's lane worker (the device side), never an actor thread. Each
  * collective first exchanges descriptors with every other member and checks them against member
  * 0's; only then does payload move, as chunks: all-reduce as a ring reduce-scatter followed by a
- * ring all-gather, all-gather as a ring, all-to-all as pairwise exchanges.
+ * ring all-gather (over a transport that copies, one pipeline of both), all-gather as a ring, all-to-all as
+ * pairwise exchanges.
  *
  * <p>Failure is never a hang: a member that sends nothing for the group's timeout is named as
  * absent; a member that fails tells every other member, which fail naming it; after any failure
@@ -477,8 +478,9 @@ public final class CpuCollectiveMember {
      *
      * <p>Over a transport that copies, sends run up to {@link #SEND_AHEAD} chunks ahead of the receive
      * this waits for (a send never reads what this exchange receives); received chunks are folded or copied straight
-     * from the transport's buffer and handed back, and the exchange returns only once the transport has written its
-     * chunks ({@link CollectiveTransport#awaitSent}), since it may write them from {@code src} itself.
+     * from the transport's buffer and handed back; with {@code awaitWritten} the exchange returns only once the transport
+     * has written its chunks ({@link CollectiveTransport#awaitSent}), since it may write them from {@code src} itself
+     * (without, the caller waits before it changes or frees {@code src}).
      *
      * <p>Over a transport that shares memory each side is one chunk lent by reference: the receiver
      * folds or copies straight from the sender's storage and answers {@link CollectiveMessage.Consumed},
