@@ -424,13 +424,7 @@ public final class CpuCollectiveMember {
             int c = 0;
             for (long at = bounds[recv]; at < segEnd; at += step, c++) {
                 int length = (int) Math.min(step, segEnd - at);
-                CollectiveMessage m = receive(left, sequence, phase, System.nanoTime() + timeoutNanos);
-                if (!(m instanceof CollectiveMessage.Chunk chunk) || chunk.sequence() != sequence || chunk.offset() != at
-                        || chunk.values().remaining() != length) {
-                    throw new CollectiveException(group, sequence, left, "collective group " + group + ": member " + left + " sent " + m
-                            + " where member " + rank + " expected " + length + " floats at " + at + " of collective #" + sequence
-                            + " (protocol violation)");
-                }
+                CollectiveMessage.Chunk chunk = receiveChunk(left, sequence, phase, at, length);
                 int earlier = s - (size - 1);
                 if (earlier >= 0) {
                     long t0 = System.nanoTime();
@@ -447,6 +441,18 @@ public final class CpuCollectiveMember {
             }
         }
         awaitAllSent(sequence, right, "all-gather chunk");
+    }
+
+    /** The next chunk from {@code from}, which must be the {@code length} floats at {@code at} of collective {@code sequence}. */
+    private CollectiveMessage.Chunk receiveChunk(int from, long sequence, String phase, long at, int length) throws InterruptedException {
+        CollectiveMessage m = receive(from, sequence, phase, System.nanoTime() + timeoutNanos);
+        if (!(m instanceof CollectiveMessage.Chunk chunk) || chunk.sequence() != sequence || chunk.offset() != at
+                || chunk.values().remaining() != length) {
+            throw new CollectiveException(group, sequence, from, "collective group " + group + ": member " + from + " sent " + m
+                    + " where member " + rank + " expected " + length + " floats at " + at + " of collective #" + sequence
+                    + " (protocol violation)");
+        }
+        return chunk;
     }
 
     /** Sends {@code length} floats of {@code src} at {@code at} to {@code to}, landing at the same place; records its mark. */
@@ -510,13 +516,7 @@ public final class CpuCollectiveMember {
             if (c < recvChunks) {
                 long expectedAt = recvOffset + c * step;
                 int length = (int) Math.min(step, recvOffset + recvLength - expectedAt);
-                CollectiveMessage m = receive(from, sequence, phase, System.nanoTime() + timeoutNanos);
-                if (!(m instanceof CollectiveMessage.Chunk chunk) || chunk.sequence() != sequence || chunk.offset() != expectedAt
-                        || chunk.values().remaining() != length) {
-                    throw new CollectiveException(group, sequence, from, "collective group " + group + ": member " + from + " sent " + m
-                            + " where member " + rank + " expected " + length + " floats at " + expectedAt + " of collective #" + sequence
-                            + " (protocol violation)");
-                }
+                CollectiveMessage.Chunk chunk = receiveChunk(from, sequence, phase, expectedAt, length);
                 consume(chunk, from, dst, (int) expectedAt, length, op, mine);
             }
         }
