@@ -28,10 +28,9 @@ final class ClusterCollectiveBench {
 
     /**
      * What a run measured: the median over runs of the slowest rank, the median plain socket copy, and per phase the
-     * milliseconds of one collective (averaged over the runs) summed over the ranks, in {@link #PHASES} order, and the CPU
-     * time the rank JVMs spent during one collective (every thread of each, averaged over the runs), summed over the ranks.
+     * milliseconds of one collective (averaged over the runs) summed over the ranks, in {@link #PHASES} order.
      */
-    record Result(double seconds, double tcpSeconds, double[] phaseMillis, double cpuMillis) {
+    record Result(double seconds, double tcpSeconds, double[] phaseMillis) {
     }
 
     private final CollectiveKind kind;
@@ -94,7 +93,6 @@ final class ClusterCollectiveBench {
             double[][] times = new double[nodes][];
             double[] tcp = null;
             double[] phases = new double[PHASES.size()];
-            double cpu = 0;
             ObjectMapper json = new ObjectMapper();
             for (int seen = 0; seen < nodes; seen++) {
                 RankProcesses.Line l = ranks.expect("result ");
@@ -103,7 +101,6 @@ final class ClusterCollectiveBench {
                 for (int p = 0; p < phases.length; p++) {
                     phases[p] += result.get("phase_ms").get(PHASES.get(p)).asDouble();
                 }
-                cpu += result.get("cpu_ms").asDouble();
                 if (l.rank() == 0) {
                     tcp = doubles(result.get("tcp_seconds"));
                 }
@@ -119,7 +116,7 @@ final class ClusterCollectiveBench {
                     slowest[run] = Math.max(slowest[run], times[r][run]);
                 }
             }
-            return new Result(median(slowest), median(tcp), phases, cpu);
+            return new Result(median(slowest), median(tcp), phases);
         } finally {
             deleteKeyStore();
         }

@@ -140,7 +140,6 @@ public final class CollectiveBench implements Callable<Integer> {
                 for (int p = 0; p < ClusterCollectiveBench.PHASES.size(); p++) {
                     phases.put(ClusterCollectiveBench.PHASES.get(p), measured.phaseMillis()[p]);
                 }
-                o.put("cpu_ms_summed_over_ranks", measured.cpuMillis());
                 out.println(o);
             } else {
                 out.printf(Locale.ROOT, "%s over %d node JVMs on loopback (payload over %s%s), %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
@@ -150,7 +149,6 @@ public final class CollectiveBench implements Callable<Integer> {
                 double[] ms = measured.phaseMillis();
                 out.printf(Locale.ROOT, "time per collective summed over the ranks' members: send %.2f ms, receive %.2f ms, reduce %.2f ms, wait %.2f ms%n",
                         ms[0], ms[1], ms[2], ms[3]);
-                out.printf(Locale.ROOT, "CPU time per collective summed over the rank JVMs (all their threads): %.2f ms%n", measured.cpuMillis());
             }
             out.flush();
             return 0;

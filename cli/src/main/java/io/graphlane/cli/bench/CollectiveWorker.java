@@ -107,14 +107,12 @@ public final class CollectiveWorker implements Callable<Integer> {
             ObjectNode result = new ObjectMapper().createObjectNode();
             result.put("rank", rank);
             ArrayNode times = result.putArray("seconds");
-            long[] cpuNanos = new long[1];
-            CollectivePhases phases = measureCollective(member, kind, times, cpuNanos);
+            CollectivePhases phases = measureCollective(member, kind, times);
             ObjectNode perRun = result.putObject("phase_ms");
             perRun.put("send", phases.sendNanos() / 1e6 / runs);
             perRun.put("receive", phases.receiveNanos() / 1e6 / runs);
             perRun.put("reduce", phases.reduceNanos() / 1e6 / runs);
             perRun.put("wait", phases.waitNanos() / 1e6 / runs);
-            result.put("cpu_ms", cpuNanos[0] / 1e6 / runs);
             ArrayNode tcp = result.putArray("tcp_seconds");
             measureSocketCopy(member, tcp);
             barrier(member, 0);
@@ -174,12 +172,8 @@ public final class CollectiveWorker implements Callable<Integer> {
         }
     }
 
-    /**
-     * Times the runs into {@code times} and adds the CPU time this JVM spent during them (every thread) to {@code cpuNanos[0]};
-     * returns where the member spent the timed runs, summed over them.
-     */
-    private CollectivePhases measureCollective(CpuCollectiveMember member, CollectiveKind kind, ArrayNode times, long[] cpuNanos) {
-        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    /** Times the runs into {@code times}; returns where the member spent the timed runs, summed over them. */
+    private CollectivePhases measureCollective(CpuCollectiveMember member, CollectiveKind kind, ArrayNode times) {
         CpuTensor input = ops.allocate(rows, cols);
         FloatBuffer data = input.data();
         for (int i = 0; i < data.capacity(); i++) {
@@ -194,7 +188,6 @@ public final class CollectiveWorker implements Callable<Integer> {
             for (int run = -2; run < runs; run++) {
                 barrier(member, 0);
                 CollectivePhases before = member.phases();
-                long cpuStart = os.getProcessCpuTime();
                 long start = System.nanoTime();
                 CpuTensor made = switch (kind) {
                     case ALL_REDUCE -> {
@@ -205,7 +198,6 @@ public final class CollectiveWorker implements Callable<Integer> {
                     case ALL_TO_ALL -> member.allToAll(input, counts);
                 };
                 long end = System.nanoTime();
-                long cpuEnd = os.getProcessCpuTime();
                 CollectivePhases during = member.phases().minus(before);
                 if (made != null) {
                     ops.release(made);
@@ -213,7 +205,6 @@ public final class CollectiveWorker implements Callable<Integer> {
                 if (run >= 0) {
                     times.add((end - start) / 1e9);
                     spent = spent.plus(during);
-                    cpuNanos[0] += cpuEnd - cpuStart;
                 }
             }
         } finally {

@@ -148,18 +148,6 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
         return plane == null || plane.awaitSent(timeoutNanos);
     }
 
-    /** With sockets, the ticket of the last chunk queued to rank {@code to} to be written from its sender's memory; with Artery, 0. */
-    @Override
-    public long sentMark(int from, int to) {
-        return plane == null ? 0 : plane.sentMark(to);
-    }
-
-    /** With sockets, waits until the chunks to rank {@code to} up to {@code mark} are written; with Artery, true (copied). */
-    @Override
-    public boolean awaitSent(int from, int to, long mark, long timeoutNanos) throws InterruptedException {
-        return plane == null || plane.awaitSent(to, mark, timeoutNanos);
-    }
-
     /** With sockets, drops the chunks this rank sent and not yet written, and waits for one being written (see the plane). */
     @Override
     public void withdrawSent(int from) {

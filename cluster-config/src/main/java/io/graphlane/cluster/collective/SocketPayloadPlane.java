@@ -535,21 +535,6 @@ final class SocketPayloadPlane {
         return true;
     }
 
-    /** The ticket of the last chunk queued to rank {@code to} to be written from its sender's memory (0: none yet). */
-    long sentMark(int to) {
-        Link link = links.get(to);
-        return link == null ? 0 : link.lastQueued;
-    }
-
-    /**
-     * Waits at most {@code timeoutNanos} until the chunks queued to rank {@code to} up to ticket {@code mark} have been
-     * written (or dropped with the link); false if the time ran out first.
-     */
-    boolean awaitSent(int to, long mark, long timeoutNanos) throws InterruptedException {
-        Link link = links.get(to);
-        return link == null || link.awaitWritten(mark, System.nanoTime() + timeoutNanos);
-    }
-
     /**
      * Drops every chunk queued to be written from its sender's memory and not started yet, and waits at most
      * {@code timeoutNanos} for one being written; a link whose write does not end in time is closed (aborting it).

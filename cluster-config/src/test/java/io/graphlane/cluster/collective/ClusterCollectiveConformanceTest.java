@@ -76,16 +76,6 @@ class ClusterCollectiveConformanceTest extends CpuCollectiveLaws {
         }
 
         @Override
-        public long sentMark(int from, int to) {
-            return ranks.get(from).sentMark(from, to);
-        }
-
-        @Override
-        public boolean awaitSent(int from, int to, long mark, long timeoutNanos) throws InterruptedException {
-            return ranks.get(from).awaitSent(from, to, mark, timeoutNanos);
-        }
-
-        @Override
         public void withdrawSent(int from) {
             ranks.get(from).withdrawSent(from);
         }

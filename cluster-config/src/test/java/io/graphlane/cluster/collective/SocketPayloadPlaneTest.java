@@ -174,8 +174,7 @@ class SocketPayloadPlaneTest {
     }
 
     /**
-     * A failed member withdraws what it sent from its memory: with the receiver not reading, awaitSent runs out of time
-     * (for the chunks stuck behind the first one, which the receiver read: awaiting its mark alone returns),
+     * A failed member withdraws what it sent from its memory: with the receiver not reading, awaitSent runs out of time,
      * and withdrawSent, unable to stop the write under way, closes the link, so the writer reads that memory no more
      * and the receiver hears of the loss.
      */
@@ -189,16 +188,9 @@ class SocketPayloadPlaneTest {
         FloatBuffer storage = ByteBuffer.allocateDirect((1 << 20) * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
         try {
             // One chunk fills the receiver's window; the others fill the socket buffers (1 MiB each way) and stall the writer.
-            long[] marks = new long[4];
             for (int c = 0; c < 4; c++) {
                 zero.plane().send(1, new CollectiveMessage.Chunk(1, (long) c << 20, storage.slice(0, 1 << 20).asReadOnlyBuffer(), null));
-                marks[c] = zero.plane().sentMark(1);
             }
-            assertTrue(marks[0] > 0 && marks[1] > marks[0], "each chunk written from memory has a mark of its own");
-            // The first chunk is read whole into the receiver's one buffer: its own mark is written; the third's is not
-            // (8 MiB behind the first cannot fit the socket buffers).
-            assertTrue(zero.plane().awaitSent(1, marks[0], TimeUnit.SECONDS.toNanos(10)), "the first chunk is written");
-            assertTrue(!zero.plane().awaitSent(1, marks[2], TimeUnit.MILLISECONDS.toNanos(300)), "the third chunk is not");
             assertTrue(!zero.plane().awaitSent(TimeUnit.MILLISECONDS.toNanos(300)), "the receiver takes nothing more");
             zero.plane().withdrawSent(TimeUnit.MILLISECONDS.toNanos(300));
             assertTrue(zero.plane().awaitSent(0), "nothing reads the sender's memory after withdrawSent");

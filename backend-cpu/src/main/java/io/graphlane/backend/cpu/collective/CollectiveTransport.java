@@ -63,25 +63,6 @@ public interface CollectiveTransport {
     }
 
     /**
-     * A mark of what member {@code from} has sent to member {@code to} so far, for {@link #awaitSent(int, int, long, long)}:
-     * taken right after a {@link #send}, it stands for that send and every earlier one on the same pair. The default
-     * answers 0 (its {@code awaitSent} then waits for everything {@code from} sent).
-     */
-    default long sentMark(int from, int to) {
-        return 0;
-    }
-
-    /**
-     * Like {@link #awaitSent(int, long)}, but only for what member {@code from} had sent to member {@code to} when
-     * {@link #sentMark} answered {@code mark}: chunks sent later may still be read from their storage. A member changes
-     * storage it sent from while later sends are under way (a ring all-reduce overwrites a segment it forwarded one pass
-     * earlier) only after this returned true. The default waits for everything {@code from} sent.
-     */
-    default boolean awaitSent(int from, int to, long mark, long timeoutNanos) throws InterruptedException {
-        return awaitSent(from, timeoutNanos);
-    }
-
-    /**
      * Member {@code from}'s collective failed: the chunks it sent that were not written yet are dropped, and when this
      * returns nothing reads its storage any more (a transport that cannot stop a write under way closes that link).
      * The default does nothing ({@link #send} copied).

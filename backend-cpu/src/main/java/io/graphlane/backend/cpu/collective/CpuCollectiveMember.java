@@ -16,8 +16,7 @@ import java.util.Objects;
  * thread, which is the member's lane worker (the device side), never an actor thread. Each
  * collective first exchanges descriptors with every other member and checks them against member
  * 0's; only then does payload move, as chunks: all-reduce as a ring reduce-scatter followed by a
- * ring all-gather (over a transport that copies, one pipeline of both), all-gather as a ring, all-to-all as
- * pairwise exchanges.
+ * ring all-gather, all-gather as a ring, all-to-all as pairwise exchanges.
  *
  * <p>Failure is never a hang: a member that sends nothing for the group's timeout is named as
  * absent; a member that fails tells every other member, which fail naming it; after any failure
@@ -158,12 +157,8 @@ public final class CpuCollectiveMember {
                 return null;
             }
             long[] bounds = balanced(total, size);
-            if (byReference) {
-                ring(source, buf, bounds, rank, op, mine.sequence(), "reduce-scatter chunk");
-                ring(buf, buf, bounds, rank + 1, null, mine.sequence(), "all-gather chunk");
-            } else {
-                pipelinedRing(source, buf, bounds, 2 * (size - 1), size - 1, op, mine.sequence());
-            }
+            ring(source, buf, bounds, rank, op, mine.sequence(), "reduce-scatter chunk");
+            ring(buf, buf, bounds, rank + 1, null, mine.sequence(), "all-gather chunk");
             return null;
         });
     }
@@ -189,11 +184,7 @@ public final class CpuCollectiveMember {
             try {
                 FloatBuffer buf = out.data();
                 buf.put((int) bounds[rank], value.data(), 0, value.rows() * cols);
-                if (byReference) {
-                    ring(buf, buf, bounds, rank, null, mine.sequence(), "all-gather chunk");
-                } else {
-                    pipelinedRing(buf, buf, bounds, size - 1, 0, null, mine.sequence());
-                }
+                ring(buf, buf, bounds, rank, null, mine.sequence(), "all-gather chunk");
                 return out;
             } catch (RuntimeException | Error e) {
                 release(out);
@@ -238,13 +229,9 @@ public final class CpuCollectiveMember {
                     for (int i = 0; i < rank; i++) {
                         landsAt += all[i].sendCount(to);
                     }
-                    // src is only read and dst never sent from: the blocks are awaited once, after the last exchange.
                     exchange(src, (long) sendStart[to] * cols, (long) counts[to] * cols, to, (long) landsAt * cols,
                             dst, (long) received[from] * cols, (long) all[from].sendCount(rank) * cols, from, null, null,
-                            mine.sequence(), "all-to-all block", false);
-                }
-                if (!byReference && size > 1) {
-                    awaitAllSent(mine.sequence(), (rank + 1) % size, "all-to-all block");
+                            mine.sequence(), "all-to-all block");
                 }
                 return out;
             } catch (RuntimeException | Error e) {
@@ -380,98 +367,7 @@ public final class CpuCollectiveMember {
             int send = Math.floorMod(start - s, size);
             int recv = Math.floorMod(start - s - 1, size);
             exchange(s == 0 ? in : buf, bounds[send], bounds[send + 1] - bounds[send], right, bounds[send],
-                    buf, bounds[recv], bounds[recv + 1] - bounds[recv], left, op, in, sequence, phase, true);
-        }
-    }
-
-    /**
-     * The ring over a transport that copies, as one pipeline of {@code steps} ring steps: in step s this member receives
-     * segment {@code rank − s − 1} from the previous member, chunk by chunk, folding each chunk with {@code op} into its
-     * own value from {@code in} during the first {@code reduceSteps} steps (the reduce-scatter) and copying it after them
-     * (the all-gather), and forwards each chunk to the next member as soon as it is in {@code buf}: that very chunk is
-     * what step s + 1 sends. Only step 0's segment ({@code rank}, read from {@code in}) is sent up front. So no step waits
-     * for the previous one to drain; sending, receiving and reducing overlap across the whole collective.
-     *
-     * <p>The transport may write a sent chunk from its storage until {@link CollectiveTransport#awaitSent} says it has:
-     * a segment forwarded in step a is received again (overwritten) in step a + size − 1, so each chunk is written into
-     * {@code buf} only once the send that read the same place is written ({@link CollectiveTransport#sentMark}); the
-     * collective returns once every send is.
-     */
-    private void pipelinedRing(FloatBuffer in, FloatBuffer buf, long[] bounds, int steps, int reduceSteps, ReduceOp op, long sequence)
-            throws InterruptedException {
-        if (steps == 0) {
-            return;
-        }
-        int right = (rank + 1) % size;
-        int left = (rank - 1 + size) % size;
-        long step = chunkFloats;
-        long widest = 0;
-        for (int i = 0; i < size; i++) {
-            widest = Math.max(widest, bounds[i + 1] - bounds[i]);
-        }
-        int perSegment = (int) ((widest + step - 1) / step);
-        // marks[s % size][c]: the send mark of chunk c of step s, checked before step s + size − 1 overwrites its place.
-        long[][] marks = steps >= size ? new long[size][perSegment] : null;
-        int first = rank;
-        for (long at = bounds[first]; at < bounds[first + 1]; at += step) {
-            forward(in, at, (int) Math.min(step, bounds[first + 1] - at), right, sequence, marks, 0, (int) ((at - bounds[first]) / step));
-        }
-        for (int s = 0; s < steps; s++) {
-            int recv = Math.floorMod(rank - s - 1, size);
-            boolean reducing = s < reduceSteps;
-            String phase = reducing ? "reduce-scatter chunk" : "all-gather chunk";
-            long segEnd = bounds[recv + 1];
-            int c = 0;
-            for (long at = bounds[recv]; at < segEnd; at += step, c++) {
-                int length = (int) Math.min(step, segEnd - at);
-                CollectiveMessage.Chunk chunk = receiveChunk(left, sequence, phase, at, length);
-                int earlier = s - (size - 1);
-                if (earlier >= 0) {
-                    long t0 = System.nanoTime();
-                    boolean written = transport.awaitSent(rank, right, marks[earlier % size][c], timeoutNanos);
-                    waitNanos += System.nanoTime() - t0;
-                    if (!written) {
-                        throw new MemberAbsentException(group, sequence, right, rank, phase + " (taking member " + rank + "'s chunks)", timeout);
-                    }
-                }
-                consume(chunk, left, buf, (int) at, length, reducing ? op : null, in);
-                if (s + 1 < steps) {
-                    forward(buf, at, length, right, sequence, marks, s + 1, c);
-                }
-            }
-        }
-        awaitAllSent(sequence, right, "all-gather chunk");
-    }
-
-    /** The next chunk from {@code from}, which must be the {@code length} floats at {@code at} of collective {@code sequence}. */
-    private CollectiveMessage.Chunk receiveChunk(int from, long sequence, String phase, long at, int length) throws InterruptedException {
-        CollectiveMessage m = receive(from, sequence, phase, System.nanoTime() + timeoutNanos);
-        if (!(m instanceof CollectiveMessage.Chunk chunk) || chunk.sequence() != sequence || chunk.offset() != at
-                || chunk.values().remaining() != length) {
-            throw new CollectiveException(group, sequence, from, "collective group " + group + ": member " + from + " sent " + m
-                    + " where member " + rank + " expected " + length + " floats at " + at + " of collective #" + sequence
-                    + " (protocol violation)");
-        }
-        return chunk;
-    }
-
-    /** Sends {@code length} floats of {@code src} at {@code at} to {@code to}, landing at the same place; records its mark. */
-    private void forward(FloatBuffer src, long at, int length, int to, long sequence, long[][] marks, int step, int chunk) {
-        long t0 = System.nanoTime();
-        transport.send(rank, to, new CollectiveMessage.Chunk(sequence, at, src.slice((int) at, length).asReadOnlyBuffer(), null));
-        if (marks != null) {
-            marks[step % size][chunk] = transport.sentMark(rank, to);
-        }
-        sendNanos += System.nanoTime() - t0;
-    }
-
-    /** Waits until the transport has written every chunk this member sent (it may write them from the member's storage). */
-    private void awaitAllSent(long sequence, int to, String phase) throws InterruptedException {
-        long t0 = System.nanoTime();
-        boolean written = transport.awaitSent(rank, timeoutNanos);
-        waitNanos += System.nanoTime() - t0;
-        if (!written) {
-            throw new MemberAbsentException(group, sequence, to, rank, phase + " (taking member " + rank + "'s chunks)", timeout);
+                    buf, bounds[recv], bounds[recv + 1] - bounds[recv], left, op, in, sequence, phase);
         }
     }
 
@@ -484,9 +380,8 @@ public final class CpuCollectiveMember {
      *
      * <p>Over a transport that copies, sends run up to {@link #SEND_AHEAD} chunks ahead of the receive
      * this waits for (a send never reads what this exchange receives); received chunks are folded or copied straight
-     * from the transport's buffer and handed back; with {@code awaitWritten} the exchange returns only once the transport
-     * has written its chunks ({@link CollectiveTransport#awaitSent}), since it may write them from {@code src} itself
-     * (without, the caller waits before it changes or frees {@code src}).
+     * from the transport's buffer and handed back, and the exchange returns only once the transport has written its
+     * chunks ({@link CollectiveTransport#awaitSent}), since it may write them from {@code src} itself.
      *
      * <p>Over a transport that shares memory each side is one chunk lent by reference: the receiver
      * folds or copies straight from the sender's storage and answers {@link CollectiveMessage.Consumed},
@@ -494,7 +389,7 @@ public final class CpuCollectiveMember {
      */
     private void exchange(FloatBuffer src, long sendOffset, long sendLength, int to, long landsAt,
                           FloatBuffer dst, long recvOffset, long recvLength, int from, ReduceOp op, FloatBuffer mine,
-                          long sequence, String phase, boolean awaitWritten) throws InterruptedException {
+                          long sequence, String phase) throws InterruptedException {
         long step = byReference ? Integer.MAX_VALUE : chunkFloats;
         long sendChunks = (sendLength + step - 1) / step;
         long recvChunks = (recvLength + step - 1) / step;
@@ -516,13 +411,24 @@ public final class CpuCollectiveMember {
             if (c < recvChunks) {
                 long expectedAt = recvOffset + c * step;
                 int length = (int) Math.min(step, recvOffset + recvLength - expectedAt);
-                CollectiveMessage.Chunk chunk = receiveChunk(from, sequence, phase, expectedAt, length);
+                CollectiveMessage m = receive(from, sequence, phase, System.nanoTime() + timeoutNanos);
+                if (!(m instanceof CollectiveMessage.Chunk chunk) || chunk.sequence() != sequence || chunk.offset() != expectedAt
+                        || chunk.values().remaining() != length) {
+                    throw new CollectiveException(group, sequence, from, "collective group " + group + ": member " + from + " sent " + m
+                            + " where member " + rank + " expected " + length + " floats at " + expectedAt + " of collective #" + sequence
+                            + " (protocol violation)");
+                }
                 consume(chunk, from, dst, (int) expectedAt, length, op, mine);
             }
         }
-        if (!byReference && sendChunks > 0 && awaitWritten) {
+        if (!byReference && sendChunks > 0) {
             // The chunks may be written straight from src: the next exchange may change it.
-            awaitAllSent(sequence, to, phase);
+            long t0 = System.nanoTime();
+            boolean written = transport.awaitSent(rank, timeoutNanos);
+            waitNanos += System.nanoTime() - t0;
+            if (!written) {
+                throw new MemberAbsentException(group, sequence, to, rank, phase + " (taking member " + rank + "'s chunks)", timeout);
+            }
         }
         for (long c = 0; byReference && c < sendChunks; c++) {
             long at = landsAt + c * step;

@@ -23,13 +23,11 @@
  * (one endpoint per node), over which
  * {@link io.graphlane.backend.cpu.collective.CpuCollectiveMember#over} makes each node's member, with
  * consensus and the algorithms unchanged. Over a transport that does not share memory, a member streams its segments
- * as chunks of the group's chunk size; the ring runs as one pipeline (each received chunk, once folded or copied, is
- * sent on at once, so no ring step waits for the previous one to drain); it folds (or copies) each
+ * as chunks of the group's chunk size and sends a few chunks ahead of the one it waits for; it folds (or copies) each
  * received chunk straight from the transport's buffer into its output, with no staging copy, and hands the buffer back
  * ({@link io.graphlane.backend.cpu.collective.CollectiveTransport#consumed}); a transport may write a chunk from the
- * tensor's own memory, so a member overwrites a place it sent from only once that send is written
- * ({@link io.graphlane.backend.cpu.collective.CollectiveTransport#sentMark}), a collective returns only once all its
- * chunks are ({@link io.graphlane.backend.cpu.collective.CollectiveTransport#awaitSent}) and a failed collective withdraws them.
+ * tensor's own memory, so an exchange ends only once its chunks are written
+ * ({@link io.graphlane.backend.cpu.collective.CollectiveTransport#awaitSent}) and a failed collective withdraws them.
  * The fold runs in blocks through two small float arrays (bulk copies in and out, a plain counted loop between that C2
  * vectorizes; {@code bench/}'s {@code ReduceBench} measures it against a plain array loop).
  *
