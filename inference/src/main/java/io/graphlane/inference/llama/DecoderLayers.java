@@ -218,4 +218,21 @@ public final class DecoderLayers<T> {
             buffers.forEach(RowBuffer::release);
         }
     }
+
+    /**
+     * The final norm and the head at each segment's last position of {@code x}: those rows are gathered into
+     * {@code last} (the caller's buffer of {@code segments.size()} rows, overwritten), normed in place with
+     * {@code finalNorm}, and multiplied by {@code lmHead} into a new {@code segments × vocab} tensor owned by the caller.
+     */
+    public T head(T x, List<Segment> segments, T last, T finalNorm, T lmHead) {
+        int row = 0;
+        for (int i = 0; i < segments.size(); i++) {
+            row += segments.get(i).length();
+            ops.copy(ops.rowSlice(x, row - 1, row), ops.rowSlice(last, i, i + 1));
+        }
+        ops.rmsNorm(last, finalNorm, config.rmsNormEps(), last);
+        T logits = ops.allocate(segments.size(), config.vocabSize());
+        ops.linear(last, lmHead, logits);
+        return logits;
+    }
 }

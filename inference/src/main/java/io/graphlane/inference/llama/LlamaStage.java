@@ -158,16 +158,7 @@ public final class LlamaStage<T> implements StageForward<T> {
 
     /** The final norm and the head at each segment's last position. */
     private T head(T x, List<Segment> segments) {
-        T last = lastRows.rows(segments.size());
-        int row = 0;
-        for (int i = 0; i < segments.size(); i++) {
-            row += segments.get(i).length();
-            ops.copy(ops.rowSlice(x, row - 1, row), ops.rowSlice(last, i, i + 1));
-        }
-        ops.rmsNorm(last, weights.finalNorm(), config.rmsNormEps(), last);
-        T logits = ops.allocate(segments.size(), config.vocabSize());
-        ops.linear(last, weights.lmHead(), logits);
-        return logits;
+        return layers.head(x, segments, lastRows.rows(segments.size()), weights.finalNorm(), weights.lmHead());
     }
 
     private void requireInputMatchesStage(StageInput<T> input) {

@@ -298,15 +298,7 @@ public final class LlamaShard<T> implements AutoCloseable {
     private T head(T x, List<Segment> segments) {
         T last = ops.allocate(segments.size(), config.hiddenSize());
         try {
-            int row = 0;
-            for (int i = 0; i < segments.size(); i++) {
-                row += segments.get(i).length();
-                ops.copy(ops.rowSlice(x, row - 1, row), ops.rowSlice(last, i, i + 1));
-            }
-            ops.rmsNorm(last, weights.finalNorm(), config.rmsNormEps(), last);
-            T logits = ops.allocate(segments.size(), config.vocabSize());
-            ops.linear(last, weights.lmHead(), logits);
-            return logits;
+            return layers.head(x, segments, last, weights.finalNorm(), weights.lmHead());
         } finally {
             ops.release(last);
         }
