@@ -77,7 +77,9 @@ import org.slf4j.LoggerFactory;
 final class SocketPayloadPlane {
     private static final Logger LOG = LoggerFactory.getLogger(SocketPayloadPlane.class);
     private static final int MAGIC = 0x474C5043;
-    private static final byte VERSION = 1;
+    private static final byte VERSION = 2;
+    /** The longest path a shared-memory offer may name. */
+    private static final int MAX_OFFER_PATH_BYTES = 4096;
     /** How long one connection may take, from connect or accept to its answer (TLS handshake included). */
     static final long HANDSHAKE_TIMEOUT_MS = 10_000;
     /** Handshakes the accepting side serves at once, one short-lived thread each; a connection beyond them is closed. */
@@ -129,6 +131,8 @@ final class SocketPayloadPlane {
     private final AtomicBoolean started = new AtomicBoolean();
     /** TLS with Artery's key and trust stores, or null for plain TCP. */
     private final PayloadTls tls;
+    /** Where this rank creates shared-memory segments for its links to higher ranks, or null to offer none. */
+    private final java.nio.file.Path sharedMemory;
     /** Connections accepted whose handshake is under way; closed at once on abort. */
     private final Set<SocketChannel> pending = ConcurrentHashMap.newKeySet();
     private final Semaphore handshakeSlots = new Semaphore(MAX_PENDING_HANDSHAKES);
@@ -143,7 +147,7 @@ final class SocketPayloadPlane {
 
     private SocketPayloadPlane(String group, int rank, int size, int window, int bufferBytes, int chunkFloats,
                                CollectiveWireSerializer serializer, PeerStatus status, BlockingQueue<Envelope> inbox,
-                               ServerSocketChannel server, String host, PayloadTls tls) throws IOException {
+                               ServerSocketChannel server, String host, PayloadTls tls, java.nio.file.Path sharedMemory) throws IOException {
         this.group = group;
         this.rank = rank;
         this.window = window;
@@ -156,6 +160,7 @@ final class SocketPayloadPlane {
         this.server = server;
         this.host = host;
         this.tls = tls;
+        this.sharedMemory = sharedMemory;
         this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
         this.nonce = new SecureRandom().nextLong();
         this.links = new AtomicReferenceArray<>(size);
@@ -165,18 +170,21 @@ final class SocketPayloadPlane {
 
     /**
      * Binds the plane's server socket on {@code bindHost} (an ephemeral port) and advertises {@code host}; every socket
-     * runs TLS when {@code tls} is given, plain TCP when it is null.
+     * runs TLS when {@code tls} is given, plain TCP when it is null. With {@code sharedMemory} (a directory; null for
+     * none) a link between two ranks on one host carries its payload through a segment created there
+     * ({@link SharedMemoryChannel}), the socket serving as its doorbell; a rank accepts such an offer only if it has a
+     * directory itself.
      *
      * @throws IOException if no socket could be bound there
      */
     static SocketPayloadPlane open(String group, int rank, int window, int bufferBytes, int chunkFloats, CollectiveWireSerializer serializer,
-                                   PeerStatus status, BlockingQueue<Envelope> inbox, String host, String bindHost, PayloadTls tls)
-            throws IOException {
+                                   PeerStatus status, BlockingQueue<Envelope> inbox, String host, String bindHost, PayloadTls tls,
+                                   java.nio.file.Path sharedMemory) throws IOException {
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
             server.setOption(StandardSocketOptions.SO_RCVBUF, bufferBytes);
             server.bind(new InetSocketAddress(InetAddress.getByName(bindHost), 0));
-            return new SocketPayloadPlane(group, rank, status.size(), window, bufferBytes, chunkFloats, serializer, status, inbox, server, host, tls);
+            return new SocketPayloadPlane(group, rank, status.size(), window, bufferBytes, chunkFloats, serializer, status, inbox, server, host, tls, sharedMemory);
         } catch (IOException | RuntimeException e) {
             server.close();
             throw e;
@@ -242,6 +250,7 @@ final class SocketPayloadPlane {
                 if (!readFully(ch, answer) || answer.get(0) != ACCEPTED) {
                     throw new IOException("rank " + peer + " refused the handshake");
                 }
+                ch = offerSharedMemory(ch, peer);
                 deadline.settle();
             } catch (IOException e) {
                 closeQuietly(socket);
@@ -449,6 +458,7 @@ final class SocketPayloadPlane {
             while (answer.hasRemaining()) {
                 ch.write(answer);
             }
+            ch = answerSharedMemory(ch, from);
             deadline.settle();
         } catch (IOException e) {
             // The connecting rank sees its connection fail and reports it; this side forgets the link.
@@ -467,6 +477,94 @@ final class SocketPayloadPlane {
         }
         link.writer.start();
         return null;
+    }
+
+    /**
+     * The connecting side, once its handshake is accepted: offers a new shared-memory segment (its path, token and ring
+     * size) if this rank has a directory for them, or none; the channel the link then runs on. The file is deleted once
+     * the offer is answered, whatever the answer.
+     */
+    private PayloadChannel offerSharedMemory(PayloadChannel ch, int peer) throws IOException {
+        SharedMemorySegment segment = null;
+        if (sharedMemory != null) {
+            try {
+                segment = SharedMemorySegment.create(sharedMemory, SharedMemorySegment.ringFor(bufferBytes));
+            } catch (IOException e) {
+                LOG.info("collective group {} rank {}: no shared memory for the link to rank {} ({}); its payload takes the socket",
+                        group, rank, peer, e.getMessage());
+            }
+        }
+        try {
+            if (segment == null) {
+                ByteBuffer none = ByteBuffer.allocate(4).putInt(0).flip();
+                while (none.hasRemaining()) {
+                    ch.write(none);
+                }
+                return ch;
+            }
+            byte[] path = segment.path().toString().getBytes(StandardCharsets.UTF_8);
+            ByteBuffer offer = ByteBuffer.allocate(4 + path.length + 8 + 4);
+            offer.putInt(path.length).put(path).putLong(segment.token()).putInt(segment.ringBytes()).flip();
+            while (offer.hasRemaining()) {
+                ch.write(offer);
+            }
+            ByteBuffer answer = ByteBuffer.allocate(1);
+            if (!readFully(ch, answer)) {
+                throw new IOException("rank " + peer + " closed before it answered the shared-memory offer");
+            }
+            if (answer.get(0) != ACCEPTED) {
+                segment.unmap();
+                return ch;
+            }
+            return new SharedMemoryChannel(ch, segment, true);
+        } catch (IOException | RuntimeException e) {
+            if (segment != null) {
+                segment.unmap();
+            }
+            throw e;
+        } finally {
+            if (segment != null) {
+                segment.delete();
+            }
+        }
+    }
+
+    /** The accepting side: reads the connecting rank's shared-memory offer and maps it if it can; the channel the link runs on. */
+    private PayloadChannel answerSharedMemory(PayloadChannel ch, int from) throws IOException {
+        ByteBuffer head = ByteBuffer.allocate(4);
+        if (!readFully(ch, head)) {
+            throw new IOException("rank " + from + " closed before its shared-memory offer");
+        }
+        int pathBytes = head.getInt(0);
+        if (pathBytes == 0) {
+            return ch;
+        }
+        if (pathBytes < 0 || pathBytes > MAX_OFFER_PATH_BYTES) {
+            throw new IOException("rank " + from + " offered a shared-memory path of " + pathBytes + " bytes; expected 0.." + MAX_OFFER_PATH_BYTES);
+        }
+        ByteBuffer rest = ByteBuffer.allocate(pathBytes + 8 + 4);
+        if (!readFully(ch, rest)) {
+            throw new IOException("rank " + from + " closed during its shared-memory offer");
+        }
+        rest.flip();
+        byte[] path = new byte[pathBytes];
+        rest.get(path);
+        long token = rest.getLong();
+        int ringBytes = rest.getInt();
+        SharedMemorySegment segment = sharedMemory == null ? null
+                : SharedMemorySegment.open(java.nio.file.Path.of(new String(path, StandardCharsets.UTF_8)), token, ringBytes);
+        ByteBuffer answer = ByteBuffer.wrap(new byte[] {segment == null ? REFUSED : ACCEPTED});
+        try {
+            while (answer.hasRemaining()) {
+                ch.write(answer);
+            }
+        } catch (IOException e) {
+            if (segment != null) {
+                segment.unmap();
+            }
+            throw e;
+        }
+        return segment == null ? ch : new SharedMemoryChannel(ch, segment, false);
     }
 
     // ------------------------------------------------------------------ the member's side
@@ -664,6 +762,12 @@ final class SocketPayloadPlane {
                 // Closing anyway.
             }
         }
+    }
+
+    /** True if the link to rank {@code peer} is up and carries its payload through shared memory (not the socket's bytes). */
+    boolean sharesMemoryWith(int peer) {
+        Link link = links.get(peer);
+        return link != null && link.channel instanceof SharedMemoryChannel;
     }
 
     /** The node of rank {@code peer}: its Artery address once known, else the remote address of its socket. */
@@ -985,6 +1089,10 @@ final class SocketPayloadPlane {
             }
             if (both) {
                 closeQuietly(channel);
+                if (channel instanceof SharedMemoryChannel shared) {
+                    // Neither thread touches its rings any more.
+                    shared.release();
+                }
                 finished.complete(null);
             }
         }
