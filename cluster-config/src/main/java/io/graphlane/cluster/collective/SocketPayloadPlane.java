@@ -235,6 +235,7 @@ final class SocketPayloadPlane {
         link.writer = new Thread(() -> {
             SocketChannel socket = null;
             PayloadChannel ch;
+            SharedMemoryChannel shared;
             HandshakeDeadline deadline = null;
             try {
                 socket = SocketChannel.open();
@@ -250,7 +251,7 @@ final class SocketPayloadPlane {
                 if (!readFully(ch, answer) || answer.get(0) != ACCEPTED) {
                     throw new IOException("rank " + peer + " refused the handshake");
                 }
-                ch = offerSharedMemory(ch, peer);
+                shared = offerSharedMemory(ch, peer);
                 deadline.settle();
             } catch (IOException e) {
                 closeQuietly(socket);
@@ -261,7 +262,7 @@ final class SocketPayloadPlane {
                 }
                 return;
             }
-            if (link.attach(ch)) {
+            if (link.attach(ch, shared)) {
                 listener.linkUp(peer);
             }
             link.writeLoop();
@@ -454,11 +455,12 @@ final class SocketPayloadPlane {
             return "rank " + from + " is connected already";
         }
         ByteBuffer answer = ByteBuffer.wrap(new byte[] {ACCEPTED});
+        SharedMemoryChannel shared;
         try {
             while (answer.hasRemaining()) {
                 ch.write(answer);
             }
-            ch = answerSharedMemory(ch, from);
+            shared = answerSharedMemory(ch, from);
             deadline.settle();
         } catch (IOException e) {
             // The connecting rank sees its connection fail and reports it; this side forgets the link.
@@ -472,7 +474,7 @@ final class SocketPayloadPlane {
         }
         link.writer = new Thread(link::writeLoop, threadName(from, "to"));
         link.writer.setDaemon(true);
-        if (link.attach(ch)) {
+        if (link.attach(ch, shared)) {
             listener.linkUp(from);
         }
         link.writer.start();
@@ -481,14 +483,17 @@ final class SocketPayloadPlane {
 
     /**
      * The connecting side, once its handshake is accepted: offers a new shared-memory segment (its path, token and ring
-     * size) if this rank has a directory for them, or none; the channel the link then runs on. The file is deleted once
-     * the offer is answered, whatever the answer.
+     * size) if this rank has a directory for them, or none; the link's frames then travel through it, or (null) through
+     * {@code ch}. The file is deleted once the offer is answered, whatever the answer.
      */
-    private PayloadChannel offerSharedMemory(PayloadChannel ch, int peer) throws IOException {
+    private SharedMemoryChannel offerSharedMemory(PayloadChannel ch, int peer) throws IOException {
         SharedMemorySegment segment = null;
         if (sharedMemory != null) {
             try {
-                segment = SharedMemorySegment.create(sharedMemory, SharedMemorySegment.ringFor(bufferBytes));
+                // Room for a few chunk frames, each read in place (at most half the ring), up to 64 MiB a direction
+                // (longer frames are copied out in pieces).
+                long ring = Math.min(Math.max(bufferBytes, 4L * chunkFrameBytes), Math.max(bufferBytes, 64L << 20));
+                segment = SharedMemorySegment.create(sharedMemory, SharedMemorySegment.ringFor(ring));
             } catch (IOException e) {
                 LOG.info("collective group {} rank {}: no shared memory for the link to rank {} ({}); its payload takes the socket",
                         group, rank, peer, e.getMessage());
@@ -500,7 +505,7 @@ final class SocketPayloadPlane {
                 while (none.hasRemaining()) {
                     ch.write(none);
                 }
-                return ch;
+                return null;
             }
             byte[] path = segment.path().toString().getBytes(StandardCharsets.UTF_8);
             ByteBuffer offer = ByteBuffer.allocate(4 + path.length + 8 + 4);
@@ -514,7 +519,7 @@ final class SocketPayloadPlane {
             }
             if (answer.get(0) != ACCEPTED) {
                 segment.unmap();
-                return ch;
+                return null;
             }
             return new SharedMemoryChannel(ch, segment, true);
         } catch (IOException | RuntimeException e) {
@@ -529,15 +534,18 @@ final class SocketPayloadPlane {
         }
     }
 
-    /** The accepting side: reads the connecting rank's shared-memory offer and maps it if it can; the channel the link runs on. */
-    private PayloadChannel answerSharedMemory(PayloadChannel ch, int from) throws IOException {
+    /**
+     * The accepting side: reads the connecting rank's shared-memory offer and maps it if it can; the link's frames then
+     * travel through it, or (null) through {@code ch}.
+     */
+    private SharedMemoryChannel answerSharedMemory(PayloadChannel ch, int from) throws IOException {
         ByteBuffer head = ByteBuffer.allocate(4);
         if (!readFully(ch, head)) {
             throw new IOException("rank " + from + " closed before its shared-memory offer");
         }
         int pathBytes = head.getInt(0);
         if (pathBytes == 0) {
-            return ch;
+            return null;
         }
         if (pathBytes < 0 || pathBytes > MAX_OFFER_PATH_BYTES) {
             throw new IOException("rank " + from + " offered a shared-memory path of " + pathBytes + " bytes; expected 0.." + MAX_OFFER_PATH_BYTES);
@@ -564,7 +572,7 @@ final class SocketPayloadPlane {
             }
             throw e;
         }
-        return segment == null ? ch : new SharedMemoryChannel(ch, segment, false);
+        return segment == null ? null : new SharedMemoryChannel(ch, segment, false);
     }
 
     // ------------------------------------------------------------------ the member's side
@@ -767,7 +775,7 @@ final class SocketPayloadPlane {
     /** True if the link to rank {@code peer} is up and carries its payload through shared memory (not the socket's bytes). */
     boolean sharesMemoryWith(int peer) {
         Link link = links.get(peer);
-        return link != null && link.channel instanceof SharedMemoryChannel;
+        return link != null && link.shared != null;
     }
 
     /** The node of rank {@code peer}: its Artery address once known, else the remote address of its socket. */
@@ -776,8 +784,11 @@ final class SocketPayloadPlane {
         return node != null ? node : String.valueOf(ch);
     }
 
-    /** A received chunk the member holds: the buffer it was read into and the view of its floats the member was given. */
-    private record Held(ByteBuffer body, java.nio.FloatBuffer values) {
+    /**
+     * A received chunk the member holds: the buffer it was read into and the view of its floats the member was given;
+     * over shared memory, the end of its frame in the ring (else -1).
+     */
+    private record Held(ByteBuffer body, java.nio.FloatBuffer values, long end) {
     }
 
     /** One pair's socket, its writer queue and its reader. */
@@ -806,6 +817,8 @@ final class SocketPayloadPlane {
         final Semaphore window = new Semaphore(SocketPayloadPlane.this.window);
         final CompletableFuture<Void> finished = new CompletableFuture<>();
         volatile PayloadChannel channel;
+        /** The frames' path when both ranks share a host: the segment's rings, with {@link #channel} as doorbell; else null. */
+        volatile SharedMemoryChannel shared;
         volatile Thread writer;
         volatile Thread reader;
         volatile boolean peerSaidGoodbye;
@@ -819,16 +832,20 @@ final class SocketPayloadPlane {
             this.peer = peer;
         }
 
-        /** Starts reading {@code ch}; false (and the socket closed) if the link was aborted meanwhile. */
-        boolean attach(PayloadChannel ch) {
+        /**
+         * Starts reading {@code ch}, or {@code shared} when it is not null; false (and the socket closed) if the link was
+         * aborted meanwhile.
+         */
+        boolean attach(PayloadChannel ch, SharedMemoryChannel shared) {
             synchronized (this) {
                 channel = ch;
+                this.shared = shared;
                 if (linkAborted || aborted) {
                     readerDone = true;
                     closeQuietly(ch);
                     return false;
                 }
-                reader = new Thread(this::readLoop, threadName(peer, "from"));
+                reader = new Thread(shared == null ? this::readLoop : this::readLoopShared, threadName(peer, "from"));
                 reader.setDaemon(true);
             }
             reader.start();
@@ -921,6 +938,7 @@ final class SocketPayloadPlane {
 
         void writeLoop() {
             PayloadChannel ch = channel;
+            SharedMemoryChannel sh = shared;
             try {
                 while (!linkAborted) {
                     Frame f = queue.take();
@@ -928,13 +946,21 @@ final class SocketPayloadPlane {
                     if (f.payload() != null) {
                         writingTicket = f.ticket();
                         if (f.ticket() > withdrawnUpTo) {
-                            writeAll(ch, bytes);
-                            writeAll(ch, f.payload());
+                            if (sh != null) {
+                                sh.writeFrame(bytes, f.payload());
+                            } else {
+                                writeAll(ch, bytes);
+                                writeAll(ch, f.payload());
+                            }
                         }
                         payloadDone(f);
                         continue;
                     }
-                    writeAll(ch, bytes);
+                    if (sh != null) {
+                        sh.writeFrame(bytes, null);
+                    } else {
+                        writeAll(ch, bytes);
+                    }
                     if (f.pool() != null) {
                         f.pool().offer(bytes);
                     }
@@ -994,7 +1020,7 @@ final class SocketPayloadPlane {
                     if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
                         if (d.message() instanceof CollectiveMessage.Chunk c) {
                             // The member reads the floats straight from body, and gives it back once it has.
-                            held.add(new Held(body, c.values()));
+                            held.add(new Held(body, c.values(), -1));
                         } else {
                             recycle(body);
                         }
@@ -1013,6 +1039,57 @@ final class SocketPayloadPlane {
             } catch (IOException | WireFormatException e) {
                 if (!peerSaidGoodbye) {
                     failure = "its payload socket from node " + nodeOf(peer, ch) + " failed: " + e;
+                }
+            }
+            if (failure != null && !linkAborted && !aborted) {
+                status.lost(peer, failure);
+                abort();
+            }
+            done(false);
+        }
+
+        /**
+         * The reader of a link through shared memory: as {@link #readLoop}, but each frame's body is a view of the ring
+         * (no copy), a chunk's until the member gives it back, any other frame's until it is decoded.
+         */
+        void readLoopShared() {
+            SharedMemoryChannel sh = shared;
+            String failure = null;
+            try {
+                while (true) {
+                    window.acquire();
+                    SharedMemoryChannel.Frame frame = sh.readFrame(maxFrameBytes);
+                    if (frame == null) {
+                        window.release();
+                        if (!peerSaidGoodbye) {
+                            failure = "its payload socket from node " + nodeOf(peer, channel) + " closed before it said goodbye";
+                        }
+                        break;
+                    }
+                    Object message = serializer.fromBinaryViewing(frame.body());
+                    if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
+                        if (d.message() instanceof CollectiveMessage.Chunk c) {
+                            held.add(new Held(frame.body(), c.values(), frame.end()));
+                        } else {
+                            sh.release(frame.end());
+                            window.release();
+                        }
+                        inbox.add(new Envelope(peer, d.message()));
+                    } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
+                        sh.release(frame.end());
+                        window.release();
+                        peerSaidGoodbye = true;
+                        status.depart(peer);
+                        queueGoodbye();
+                    } else {
+                        throw new WireFormatException("a payload frame holding " + message + ", expected a message from rank " + peer);
+                    }
+                }
+            } catch (InterruptedException e) {
+                // Aborted.
+            } catch (IOException | WireFormatException e) {
+                if (!peerSaidGoodbye) {
+                    failure = "its payload socket from node " + nodeOf(peer, channel) + " failed: " + e;
                 }
             }
             if (failure != null && !linkAborted && !aborted) {
@@ -1046,16 +1123,43 @@ final class SocketPayloadPlane {
         /** The member has read {@code chunk} (normally the oldest held): its buffer goes back to the reader. */
         void giveBack(CollectiveMessage.Chunk chunk) {
             Held h = held.peek();
-            if (h != null && h.values() == chunk.values() && held.remove(h)) {
+            if (h == null || h.values() != chunk.values() || !held.remove(h)) {
+                h = null;
+                for (Held other : held) {
+                    if (other.values() == chunk.values() && held.remove(other)) {
+                        h = other;
+                        break;
+                    }
+                }
+            }
+            if (h == null) {
+                return;
+            }
+            if (h.end() < 0) {
                 recycle(h.body());
                 return;
             }
-            for (Held other : held) {
-                if (other.values() == chunk.values() && held.remove(other)) {
-                    recycle(other.body());
+            shared.release(h.end());
+            window.release();
+            unmapIfUnused();
+        }
+
+        /**
+         * Unmaps the link's shared memory once nothing can touch it: the reader and writer have ended and the member
+         * holds no frame body. A body the member never gives back (its collective failed) keeps the mapping until the
+         * garbage collector takes it.
+         */
+        private void unmapIfUnused() {
+            SharedMemoryChannel sh = shared;
+            if (sh == null) {
+                return;
+            }
+            synchronized (this) {
+                if (!(writerDone && readerDone) || !held.isEmpty()) {
                     return;
                 }
             }
+            sh.unmap();
         }
 
         private boolean readFully(PayloadChannel ch, ByteBuffer into, boolean eofAllowed) throws IOException {
@@ -1089,10 +1193,7 @@ final class SocketPayloadPlane {
             }
             if (both) {
                 closeQuietly(channel);
-                if (channel instanceof SharedMemoryChannel shared) {
-                    // Neither thread touches its rings any more.
-                    shared.release();
-                }
+                unmapIfUnused();
                 finished.complete(null);
             }
         }
@@ -1110,6 +1211,14 @@ final class SocketPayloadPlane {
                 java.util.concurrent.locks.LockSupport.unpark(waiting);
             }
             closeQuietly(channel);
+            SharedMemoryChannel sh = shared;
+            if (sh != null) {
+                try {
+                    sh.close();
+                } catch (IOException ignored) {
+                    // Closing anyway.
+                }
+            }
             Thread w = writer;
             if (w != null && w != Thread.currentThread()) {
                 w.interrupt();

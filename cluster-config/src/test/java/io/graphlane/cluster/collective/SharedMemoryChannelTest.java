@@ -5,11 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.actors.wire.WireFormatException;
 
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
@@ -23,14 +27,22 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * One pair's shared-memory link without the plane: bytes cross both rings in order through many wrap-arounds whatever
- * the sizes of the writes and reads, a reader asleep on an empty ring wakes for the next write, the stream ends after
- * the last byte written before the writer's shutdown, a writer waiting for room ends with an error once its channel
- * closes, and a segment is mapped only by whoever presents its token and size.
+ * One pair's shared-memory link without the plane: frames of every size cross both rings in order through many
+ * wrap-arounds (short ones read in place, long ones copied out across the end) while the reader gives them back in any
+ * order, a reader asleep on an empty ring wakes for the next frame, the stream ends after the last frame written before
+ * the writer's shutdown, a writer waiting for room ends with an error once its channel closes, a frame declaring more
+ * than the cap is refused naming its size, and a segment is mapped only by whoever presents its token and size.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class SharedMemoryChannelTest {
     private static final int RING = SharedMemorySegment.MIN_RING;
+
+    /** A thread per task: the tasks block on each other, which a small common pool could not run at once. */
+    private static final java.util.concurrent.ExecutorService THREADS = java.util.concurrent.Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "shared-memory-test");
+        t.setDaemon(true);
+        return t;
+    });
 
     @TempDir
     Path dir;
@@ -53,90 +65,131 @@ class SharedMemoryChannelTest {
         }
     }
 
-    /** Sends {@code bytes} in writes of random sizes, then shuts the output down. */
-    private static CompletableFuture<Void> writeAll(SharedMemoryChannel ch, byte[] bytes, long seed) {
+    /** A frame: its 4-byte length, then {@code body}, split at {@code split} into a heap head and a direct payload. */
+    private static ByteBuffer[] frame(byte[] body, int split) {
+        ByteBuffer head = ByteBuffer.allocate(4 + split).order(ByteOrder.LITTLE_ENDIAN);
+        head.putInt(body.length).put(body, 0, split).flip();
+        if (split == body.length) {
+            return new ByteBuffer[] {head, null};
+        }
+        ByteBuffer payload = ByteBuffer.allocateDirect(body.length - split).put(body, split, body.length - split).flip();
+        return new ByteBuffer[] {head, payload};
+    }
+
+    /** Random bodies: mostly short frames read in place, some longer than half the ring (copied out, across the end). */
+    private static byte[][] bodies(long seed, int count) {
+        SplittableRandom random = new SplittableRandom(seed);
+        byte[][] bodies = new byte[count][];
+        for (int i = 0; i < count; i++) {
+            int length = random.nextInt(10) == 0 ? RING / 2 + random.nextInt(3 * RING) : 1 + random.nextInt(RING / 2 - 4);
+            bodies[i] = new byte[length];
+            random.nextBytes(bodies[i]);
+        }
+        return bodies;
+    }
+
+    /** Writes {@code bodies} as frames, each split at a random place, then shuts the output down. */
+    private static CompletableFuture<Void> writeAll(SharedMemoryChannel ch, byte[][] bodies, long seed) {
         return CompletableFuture.runAsync(() -> {
             SplittableRandom random = new SplittableRandom(seed);
-            ByteBuffer direct = ByteBuffer.allocateDirect(bytes.length).put(bytes).flip();
             try {
-                while (direct.hasRemaining()) {
-                    ByteBuffer piece = direct.slice(direct.position(), Math.min(direct.remaining(), 1 + random.nextInt(3 * RING)));
-                    while (piece.hasRemaining()) {
-                        ch.write(piece);
-                    }
-                    direct.position(direct.position() + piece.position());
+                for (byte[] body : bodies) {
+                    ByteBuffer[] f = frame(body, random.nextInt(body.length + 1));
+                    ch.writeFrame(f[0], f[1]);
                 }
                 ch.shutdownOutput();
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-        });
+        }, THREADS);
     }
 
-    /** Reads until the end of the stream in reads of random sizes; everything read. */
-    private static CompletableFuture<byte[]> readAll(SharedMemoryChannel ch, int expected, long seed) {
-        return CompletableFuture.supplyAsync(() -> {
+    /**
+     * Reads frames until the end, checking each against {@code bodies}, and gives them back as a member would: another
+     * thread takes what has arrived, gives it back in a random order, and waits for more only once it holds nothing
+     * (so the writer's room, which returns only up to the oldest frame held, never waits on a frame not yet read); the
+     * count read.
+     */
+    private static CompletableFuture<Integer> readAll(SharedMemoryChannel ch, byte[][] bodies, long seed) {
+        java.util.concurrent.LinkedBlockingQueue<SharedMemoryChannel.Frame> arrived = new java.util.concurrent.LinkedBlockingQueue<>();
+        SharedMemoryChannel.Frame last = new SharedMemoryChannel.Frame(null, -1);
+        CompletableFuture<Void> member = CompletableFuture.runAsync(() -> {
             SplittableRandom random = new SplittableRandom(seed);
-            ByteBuffer into = ByteBuffer.allocate(expected + 1);
+            java.util.List<SharedMemoryChannel.Frame> held = new java.util.ArrayList<>();
             try {
                 while (true) {
-                    ByteBuffer piece = into.slice(into.position(), Math.min(into.remaining(), 1 + random.nextInt(2 * RING)));
-                    int n = ch.read(piece);
-                    if (n < 0) {
+                    held.add(arrived.take());
+                    arrived.drainTo(held);
+                    boolean done = held.remove(last);
+                    while (!held.isEmpty()) {
+                        ch.release(held.remove(random.nextInt(held.size())).end());
+                    }
+                    if (done) {
+                        return;
+                    }
+                }
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }, THREADS);
+        return CompletableFuture.supplyAsync(() -> {
+            int count = 0;
+            try {
+                while (true) {
+                    SharedMemoryChannel.Frame f = ch.readFrame(4 * RING);
+                    if (f == null) {
                         break;
                     }
-                    into.position(into.position() + n);
+                    byte[] got = new byte[f.body().remaining()];
+                    f.body().get(f.body().position(), got);
+                    assertArrayEquals(bodies[count], got, "frame " + count);
+                    count++;
+                    arrived.add(f);
                 }
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-            byte[] got = new byte[into.position()];
-            into.flip().get(got);
-            return got;
-        });
+            arrived.add(last);
+            return count;
+        }, THREADS).thenCombine(member, (count, v) -> count);
     }
 
     @Test
-    void bytesCrossBothRingsInOrderThroughWrapAroundsAndEndAfterTheLast() throws Exception {
+    void framesCrossBothRingsInOrderThroughWrapAroundsAndEndAfterTheLast() throws Exception {
         Pair pair = pair();
-        byte[] up = new byte[40 * RING + 12_345];
-        byte[] down = new byte[17 * RING + 7];
-        new SplittableRandom(1).nextBytes(up);
-        new SplittableRandom(2).nextBytes(down);
-        CompletableFuture<byte[]> upRead = readAll(pair.higher(), up.length, 3);
-        CompletableFuture<byte[]> downRead = readAll(pair.lower(), down.length, 4);
+        byte[][] up = bodies(1, 600);
+        byte[][] down = bodies(2, 300);
+        CompletableFuture<Integer> upRead = readAll(pair.higher(), up, 3);
+        CompletableFuture<Integer> downRead = readAll(pair.lower(), down, 4);
         CompletableFuture<Void> upWritten = writeAll(pair.lower(), up, 5);
         CompletableFuture<Void> downWritten = writeAll(pair.higher(), down, 6);
         CompletableFuture.allOf(upWritten, downWritten).get(30, TimeUnit.SECONDS);
-        assertArrayEquals(up, upRead.get(30, TimeUnit.SECONDS), "upward: every byte, in order, then the end");
-        assertArrayEquals(down, downRead.get(30, TimeUnit.SECONDS), "downward: every byte, in order, then the end");
+        assertEquals(up.length, upRead.get(30, TimeUnit.SECONDS), "upward: every frame, in order, then the end");
+        assertEquals(down.length, downRead.get(30, TimeUnit.SECONDS), "downward: every frame, in order, then the end");
         pair.lower().close();
         pair.higher().close();
     }
 
     /**
-     * A reader that found nothing sleeps on its doorbell; a single byte written afterwards wakes it. Each byte is written
-     * only once the reader has the previous one, so most reads find the ring empty and sleep.
+     * A reader that found nothing sleeps on its doorbell; a frame written afterwards wakes it. Each frame is written only
+     * once the reader has the previous one, so most reads find the ring empty and sleep.
      */
     @Test
-    void aSleepingReaderWakesForEachWrite() throws Exception {
+    void aSleepingReaderWakesForEachFrame() throws Exception {
         Pair pair = pair();
-        ByteBuffer one = ByteBuffer.allocate(1);
-        ByteBuffer got = ByteBuffer.allocate(1);
         for (int i = 0; i < 200; i++) {
-            CompletableFuture<Integer> read = CompletableFuture.supplyAsync(() -> {
+            CompletableFuture<SharedMemoryChannel.Frame> read = CompletableFuture.supplyAsync(() -> {
                 try {
-                    got.clear();
-                    return pair.higher().read(got);
+                    return pair.higher().readFrame(RING);
                 } catch (IOException e) {
                     throw new java.io.UncheckedIOException(e);
                 }
-            });
-            one.clear();
-            one.put((byte) i).flip();
-            assertEquals(1, pair.lower().write(one));
-            assertEquals(1, read.get(10, TimeUnit.SECONDS), "byte " + i + " woke the reader");
-            assertEquals((byte) i, got.get(0));
+            }, THREADS);
+            ByteBuffer[] f = frame(new byte[] {(byte) i}, 1);
+            pair.lower().writeFrame(f[0], f[1]);
+            SharedMemoryChannel.Frame got = read.get(10, TimeUnit.SECONDS);
+            assertEquals((byte) i, got.body().get(got.body().position()), "frame " + i + " woke the reader");
+            pair.higher().release(got.end());
         }
         pair.lower().close();
         pair.higher().close();
@@ -146,21 +199,33 @@ class SharedMemoryChannelTest {
     @Test
     void aWriterWaitingForRoomEndsWhenItsChannelCloses() throws Exception {
         Pair pair = pair();
-        ByteBuffer fill = ByteBuffer.allocateDirect(RING);
-        while (fill.hasRemaining()) {
-            pair.lower().write(fill);
-        }
-        CompletableFuture<Integer> blocked = CompletableFuture.supplyAsync(() -> {
+        CompletableFuture<Void> writing = CompletableFuture.runAsync(() -> {
             try {
-                return pair.lower().write(ByteBuffer.allocate(10));
+                while (true) {
+                    ByteBuffer[] f = frame(new byte[1000], 10);
+                    pair.lower().writeFrame(f[0], f[1]);
+                }
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-        });
+        }, THREADS);
         pair.lower().close();
         java.util.concurrent.ExecutionException failed = assertThrows(java.util.concurrent.ExecutionException.class,
-                () -> blocked.get(10, TimeUnit.SECONDS));
+                () -> writing.get(10, TimeUnit.SECONDS));
         assertEquals(ClosedChannelException.class, failed.getCause().getCause().getClass());
+        pair.higher().close();
+    }
+
+    /** A frame declaring more than the reader's cap is refused naming its size, before anything is read for it. */
+    @Test
+    void aFrameDeclaringMoreThanTheCapIsRefusedNamingItsSize() throws Exception {
+        Pair pair = pair();
+        ByteBuffer lie = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(Integer.MAX_VALUE).putInt(0).flip();
+        pair.lower().writeFrame(lie, null);
+        WireFormatException refused = assertThrows(WireFormatException.class, () -> pair.higher().readFrame(RING));
+        assertTrue(refused.getMessage().contains("a payload frame of 2147483647 bytes in shared memory; expected 1.." + RING),
+                refused.getMessage());
+        pair.lower().close();
         pair.higher().close();
     }
 
