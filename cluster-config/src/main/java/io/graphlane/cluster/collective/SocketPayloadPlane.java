@@ -69,6 +69,18 @@ import org.slf4j.LoggerFactory;
  * ring step's segment, or one block per peer of an all-to-all). Per link: at most {@code window-chunks} receive buffers
  * and as many pooled send frames, each of the group's chunk frame, allocated on first use and reused.
  *
+ * <p>Shared memory: with a directory for segments ({@code graphlane.cluster.collective.shared-memory = on}), the
+ * connecting rank, once its handshake is accepted, offers a new {@link SharedMemorySegment} (path, random token, ring
+ * size) over the socket, inside TLS when TLS is on; the accepting rank maps it if it has a directory too and finds that
+ * token there (so ranks on different hosts keep the socket), answers one byte, and the file is deleted. The link's
+ * frames then travel through the segment's two rings ({@link SharedMemoryChannel}) and the socket carries only
+ * doorbells (a reader waiting on an empty ring sleeps on it) and ends the link as before. Each ring holds at least four
+ * chunk frames (at most 64 MiB, at least {@code socket-buffer}); a frame up to half the ring lies in one piece, and the
+ * reader hands the member its chunk as a view of the ring itself, whose space returns to the writer, in order, once
+ * the member gives it back ({@link #consumed}); a longer frame is copied out in pieces as it arrives. The window bounds
+ * the frames held as it bounds the receive buffers, and a full ring holds the writer as TCP's flow control would.
+ * The mapping is released once the link's threads have ended and the member holds no frame of it.
+ *
  * <p>Loss and close: a socket that ends (EOF, reset, a frame this node cannot read) before its peer said goodbye reports
  * that peer lost through {@link PeerStatus}, once, whichever of the plane and the rank actor notices first. An orderly
  * {@link #closeAsync} queues a goodbye frame behind everything queued and half-closes each socket; a peer answers a
