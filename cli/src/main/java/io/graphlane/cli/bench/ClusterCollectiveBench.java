@@ -28,9 +28,10 @@ final class ClusterCollectiveBench {
 
     /**
      * What a run measured: the median over runs of the slowest rank, the median plain socket copy, and per phase the
-     * milliseconds of one collective (averaged over the runs) summed over the ranks, in {@link #PHASES} order.
+     * milliseconds of one collective (averaged over the runs) summed over the ranks, in {@link #PHASES} order, and
+     * whether every link carried its payload through shared memory.
      */
-    record Result(double seconds, double tcpSeconds, double[] phaseMillis) {
+    record Result(double seconds, double tcpSeconds, double[] phaseMillis, boolean sharedMemory) {
     }
 
     private final CollectiveKind kind;
@@ -44,6 +45,7 @@ final class ClusterCollectiveBench {
     /** With --tls: the GRAPHLANE_TLS_* variables every rank gets (a key store made for this run); else empty. */
     private final java.util.Map<String, String> tlsEnvironment = new java.util.HashMap<>();
     private boolean tls;
+    private boolean sharedMemory = true;
     private Path tlsDirectory;
 
     ClusterCollectiveBench(CollectiveKind kind, int nodes, int rows, int cols, int runs, int chunkFloats, String payload, PrintWriter err) {
@@ -63,6 +65,12 @@ final class ClusterCollectiveBench {
         return this;
     }
 
+    /** Lets ranks move their payload through shared memory ({@code graphlane.cluster.collective.shared-memory}); on by default. */
+    ClusterCollectiveBench withSharedMemory(boolean on) {
+        this.sharedMemory = on;
+        return this;
+    }
+
     /** Runs the ranks and combines what they measured. */
     Result run() throws Exception {
         try (RankProcesses ranks = new RankProcesses("bench collective", CollectiveWorker.PREFIX, DEADLINE_SECONDS, err)) {
@@ -78,6 +86,8 @@ final class ClusterCollectiveBench {
                 if (tls) {
                     args.add("--tls");
                 }
+                args.add("--shared-memory");
+                args.add(sharedMemory ? "on" : "off");
                 ranks.start(r, RankProcesses.graphlane(heapMb, args), tlsEnvironment);
             }
             int[] ports = new int[nodes];
@@ -93,11 +103,13 @@ final class ClusterCollectiveBench {
             double[][] times = new double[nodes][];
             double[] tcp = null;
             double[] phases = new double[PHASES.size()];
+            int sharedLinks = 0;
             ObjectMapper json = new ObjectMapper();
             for (int seen = 0; seen < nodes; seen++) {
                 RankProcesses.Line l = ranks.expect("result ");
                 JsonNode result = json.readTree(l.text().substring("result ".length()));
                 times[l.rank()] = doubles(result.get("seconds"));
+                sharedLinks += result.get("shared_memory_links").asInt();
                 for (int p = 0; p < phases.length; p++) {
                     phases[p] += result.get("phase_ms").get(PHASES.get(p)).asDouble();
                 }
@@ -116,7 +128,7 @@ final class ClusterCollectiveBench {
                     slowest[run] = Math.max(slowest[run], times[r][run]);
                 }
             }
-            return new Result(median(slowest), median(tcp), phases);
+            return new Result(median(slowest), median(tcp), phases, sharedLinks == nodes * (nodes - 1));
         } finally {
             deleteKeyStore();
         }

@@ -65,6 +65,11 @@ public final class CollectiveBench implements Callable<Integer> {
                 "or artery (actor messages on Artery's large-message stream); graphlane.cluster.collective.payload."})
     String payload;
 
+    @Option(names = "--shared-memory", paramLabel = "on|off", defaultValue = "on",
+            description = {"Across nodes with --payload socket: ranks on one host move their payload through shared memory (on, the",
+                "default) or their sockets' bytes (off); graphlane.cluster.collective.shared-memory."})
+    String sharedMemory;
+
     @Option(names = "--tls", description = "Across nodes: Artery and the payload sockets over TLS, with a key store made for the run.")
     boolean tls;
 
@@ -97,6 +102,9 @@ public final class CollectiveBench implements Callable<Integer> {
         if (!payload.equals("socket") && !payload.equals("artery")) {
             throw new GraphlaneException("--payload must be socket or artery, got '" + payload + "'");
         }
+        if (!sharedMemory.equals("on") && !sharedMemory.equals("off")) {
+            throw new GraphlaneException("--shared-memory must be on or off, got '" + sharedMemory + "'");
+        }
         if (chunkFloats < 1024 || chunkFloats > (1 << 20)) {
             throw new GraphlaneException("--chunk-floats must be in [1024, 1048576], got " + chunkFloats);
         }
@@ -115,7 +123,7 @@ public final class CollectiveBench implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         if (nodes != null) {
             ClusterCollectiveBench.Result measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, chunkFloats, payload,
-                    spec.commandLine().getErr()).withTls(tls).run();
+                    spec.commandLine().getErr()).withTls(tls).withSharedMemory(sharedMemory.equals("on")).run();
             double seconds = measured.seconds();
             double algbw = size / seconds / 1e9;
             double busbw = algbw * factor;
@@ -133,6 +141,7 @@ public final class CollectiveBench implements Callable<Integer> {
                 o.put("ratio", ratio);
                 o.put("transport", payload);
                 o.put("tls", tls);
+                o.put("shared_memory", measured.sharedMemory());
                 o.put("runs", runs);
                 o.put("chunk_floats", chunkFloats);
                 o.put("cores", Runtime.getRuntime().availableProcessors());
@@ -142,8 +151,8 @@ public final class CollectiveBench implements Callable<Integer> {
                 }
                 out.println(o);
             } else {
-                out.printf(Locale.ROOT, "%s over %d node JVMs on loopback (payload over %s%s), %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
-                        kind, nodes, payload, tls ? ", TLS" : "", size, seconds, algbw, busbw);
+                out.printf(Locale.ROOT, "%s over %d node JVMs on loopback (payload over %s%s%s), %d bytes: %.4f s, algbw %.3f GB/s, busbw %.3f GB/s%n",
+                        kind, nodes, payload, measured.sharedMemory() ? " through shared memory" : "", tls ? ", TLS" : "", size, seconds, algbw, busbw);
                 out.printf(Locale.ROOT, "baseline: plain socket copy of the same bytes between two of them %.3f GB/s; ratio busbw / tcp = %.2f%n",
                         tcp, ratio);
                 double[] ms = measured.phaseMillis();

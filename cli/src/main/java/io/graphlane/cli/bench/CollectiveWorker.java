@@ -80,6 +80,9 @@ public final class CollectiveWorker implements Callable<Integer> {
     @Option(names = "--tls")
     boolean tls;
 
+    @Option(names = "--shared-memory", required = true)
+    String sharedMemory;
+
     private final CpuNeuralOps ops = new CpuNeuralOps();
     private final PrintStream out = System.out;
 
@@ -87,7 +90,8 @@ public final class CollectiveWorker implements Callable<Integer> {
     public Integer call() throws Exception {
         CollectiveKind kind = CollectiveBench.kindOf(op);
         BufferedReader parent = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        Config config = config(payload, tls);
+        Config config = ConfigFactory.parseString("graphlane.cluster.collective.shared-memory = " + sharedMemory)
+                .withFallback(config(payload, tls));
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), NodeConfig.systemName(config), config);
         try {
             tell("address " + Cluster.get(system).selfMember().address().getPort().get());
@@ -106,6 +110,7 @@ public final class CollectiveWorker implements Callable<Integer> {
             CpuCollectiveMember member = CpuCollectiveMember.over("bench", rank, transport, settings);
             ObjectNode result = new ObjectMapper().createObjectNode();
             result.put("rank", rank);
+            result.put("shared_memory_links", transport.sharedMemoryPeers().size());
             ArrayNode times = result.putArray("seconds");
             CollectivePhases phases = measureCollective(member, kind, times);
             ObjectNode perRun = result.putObject("phase_ms");

@@ -148,6 +148,20 @@ public final class ClusterCollectiveTransport implements CollectiveTransport, Au
         return plane == null || plane.awaitSent(timeoutNanos);
     }
 
+    /**
+     * The ranks whose link from this rank carries its payload through shared memory (both ranks on one host, with
+     * {@code graphlane.cluster.collective.shared-memory} on), in rank order; empty over Artery.
+     */
+    public java.util.List<Integer> sharedMemoryPeers() {
+        java.util.List<Integer> peers = new java.util.ArrayList<>();
+        for (int r = 0; plane != null && r < size(); r++) {
+            if (r != rank && plane.sharesMemoryWith(r)) {
+                peers.add(r);
+            }
+        }
+        return peers;
+    }
+
     /** With sockets, drops the chunks this rank sent and not yet written, and waits for one being written (see the plane). */
     @Override
     public void withdrawSent(int from) {

@@ -152,7 +152,8 @@ public final class ClusterCollectives {
         }
         try {
             return SocketPayloadPlane.open(group, rank, window, (int) buffer, chunkFloats, wire, status, inbox, host, bindHost,
-                    PayloadTls.of(Adapter.toClassic(system)));
+                    PayloadTls.of(Adapter.toClassic(system)),
+                    collectiveConfig(system).getBoolean("shared-memory") ? SharedMemorySegment.directory() : null);
         } catch (IOException e) {
             throw new ClusterCollectiveException("collective group " + group + ", rank " + rank + ": cannot bind a payload socket on "
                     + bindHost + ": " + e.getMessage());

@@ -69,6 +69,18 @@ import org.slf4j.LoggerFactory;
  * ring step's segment, or one block per peer of an all-to-all). Per link: at most {@code window-chunks} receive buffers
  * and as many pooled send frames, each of the group's chunk frame, allocated on first use and reused.
  *
+ * <p>Shared memory: with a directory for segments ({@code graphlane.cluster.collective.shared-memory = on}), the
+ * connecting rank, once its handshake is accepted, offers a new {@link SharedMemorySegment} (path, random token, ring
+ * size) over the socket, inside TLS when TLS is on; the accepting rank maps it if it has a directory too and finds that
+ * token there (so ranks on different hosts keep the socket), answers one byte, and the file is deleted. The link's
+ * frames then travel through the segment's two rings ({@link SharedMemoryChannel}) and the socket carries only
+ * doorbells (a reader waiting on an empty ring sleeps on it) and ends the link as before. Each ring holds at least four
+ * chunk frames (at most 64 MiB, at least {@code socket-buffer}); a frame up to half the ring lies in one piece, and the
+ * reader hands the member its chunk as a view of the ring itself, whose space returns to the writer, in order, once
+ * the member gives it back ({@link #consumed}); a longer frame is copied out in pieces as it arrives. The window bounds
+ * the frames held as it bounds the receive buffers, and a full ring holds the writer as TCP's flow control would.
+ * The mapping is released once the link's threads have ended and the member holds no frame of it.
+ *
  * <p>Loss and close: a socket that ends (EOF, reset, a frame this node cannot read) before its peer said goodbye reports
  * that peer lost through {@link PeerStatus}, once, whichever of the plane and the rank actor notices first. An orderly
  * {@link #closeAsync} queues a goodbye frame behind everything queued and half-closes each socket; a peer answers a
@@ -77,7 +89,9 @@ import org.slf4j.LoggerFactory;
 final class SocketPayloadPlane {
     private static final Logger LOG = LoggerFactory.getLogger(SocketPayloadPlane.class);
     private static final int MAGIC = 0x474C5043;
-    private static final byte VERSION = 1;
+    private static final byte VERSION = 2;
+    /** The longest path a shared-memory offer may name. */
+    private static final int MAX_OFFER_PATH_BYTES = 4096;
     /** How long one connection may take, from connect or accept to its answer (TLS handshake included). */
     static final long HANDSHAKE_TIMEOUT_MS = 10_000;
     /** Handshakes the accepting side serves at once, one short-lived thread each; a connection beyond them is closed. */
@@ -129,6 +143,8 @@ final class SocketPayloadPlane {
     private final AtomicBoolean started = new AtomicBoolean();
     /** TLS with Artery's key and trust stores, or null for plain TCP. */
     private final PayloadTls tls;
+    /** Where this rank creates shared-memory segments for its links to higher ranks, or null to offer none. */
+    private final java.nio.file.Path sharedMemory;
     /** Connections accepted whose handshake is under way; closed at once on abort. */
     private final Set<SocketChannel> pending = ConcurrentHashMap.newKeySet();
     private final Semaphore handshakeSlots = new Semaphore(MAX_PENDING_HANDSHAKES);
@@ -143,7 +159,7 @@ final class SocketPayloadPlane {
 
     private SocketPayloadPlane(String group, int rank, int size, int window, int bufferBytes, int chunkFloats,
                                CollectiveWireSerializer serializer, PeerStatus status, BlockingQueue<Envelope> inbox,
-                               ServerSocketChannel server, String host, PayloadTls tls) throws IOException {
+                               ServerSocketChannel server, String host, PayloadTls tls, java.nio.file.Path sharedMemory) throws IOException {
         this.group = group;
         this.rank = rank;
         this.window = window;
@@ -156,6 +172,7 @@ final class SocketPayloadPlane {
         this.server = server;
         this.host = host;
         this.tls = tls;
+        this.sharedMemory = sharedMemory;
         this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
         this.nonce = new SecureRandom().nextLong();
         this.links = new AtomicReferenceArray<>(size);
@@ -165,18 +182,21 @@ final class SocketPayloadPlane {
 
     /**
      * Binds the plane's server socket on {@code bindHost} (an ephemeral port) and advertises {@code host}; every socket
-     * runs TLS when {@code tls} is given, plain TCP when it is null.
+     * runs TLS when {@code tls} is given, plain TCP when it is null. With {@code sharedMemory} (a directory; null for
+     * none) a link between two ranks on one host carries its payload through a segment created there
+     * ({@link SharedMemoryChannel}), the socket serving as its doorbell; a rank accepts such an offer only if it has a
+     * directory itself.
      *
      * @throws IOException if no socket could be bound there
      */
     static SocketPayloadPlane open(String group, int rank, int window, int bufferBytes, int chunkFloats, CollectiveWireSerializer serializer,
-                                   PeerStatus status, BlockingQueue<Envelope> inbox, String host, String bindHost, PayloadTls tls)
-            throws IOException {
+                                   PeerStatus status, BlockingQueue<Envelope> inbox, String host, String bindHost, PayloadTls tls,
+                                   java.nio.file.Path sharedMemory) throws IOException {
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
             server.setOption(StandardSocketOptions.SO_RCVBUF, bufferBytes);
             server.bind(new InetSocketAddress(InetAddress.getByName(bindHost), 0));
-            return new SocketPayloadPlane(group, rank, status.size(), window, bufferBytes, chunkFloats, serializer, status, inbox, server, host, tls);
+            return new SocketPayloadPlane(group, rank, status.size(), window, bufferBytes, chunkFloats, serializer, status, inbox, server, host, tls, sharedMemory);
         } catch (IOException | RuntimeException e) {
             server.close();
             throw e;
@@ -227,6 +247,7 @@ final class SocketPayloadPlane {
         link.writer = new Thread(() -> {
             SocketChannel socket = null;
             PayloadChannel ch;
+            SharedMemoryChannel shared;
             HandshakeDeadline deadline = null;
             try {
                 socket = SocketChannel.open();
@@ -242,6 +263,7 @@ final class SocketPayloadPlane {
                 if (!readFully(ch, answer) || answer.get(0) != ACCEPTED) {
                     throw new IOException("rank " + peer + " refused the handshake");
                 }
+                shared = offerSharedMemory(ch, peer);
                 deadline.settle();
             } catch (IOException e) {
                 closeQuietly(socket);
@@ -252,7 +274,7 @@ final class SocketPayloadPlane {
                 }
                 return;
             }
-            if (link.attach(ch)) {
+            if (link.attach(ch, shared)) {
                 listener.linkUp(peer);
             }
             link.writeLoop();
@@ -445,10 +467,12 @@ final class SocketPayloadPlane {
             return "rank " + from + " is connected already";
         }
         ByteBuffer answer = ByteBuffer.wrap(new byte[] {ACCEPTED});
+        SharedMemoryChannel shared;
         try {
             while (answer.hasRemaining()) {
                 ch.write(answer);
             }
+            shared = answerSharedMemory(ch, from);
             deadline.settle();
         } catch (IOException e) {
             // The connecting rank sees its connection fail and reports it; this side forgets the link.
@@ -462,11 +486,105 @@ final class SocketPayloadPlane {
         }
         link.writer = new Thread(link::writeLoop, threadName(from, "to"));
         link.writer.setDaemon(true);
-        if (link.attach(ch)) {
+        if (link.attach(ch, shared)) {
             listener.linkUp(from);
         }
         link.writer.start();
         return null;
+    }
+
+    /**
+     * The connecting side, once its handshake is accepted: offers a new shared-memory segment (its path, token and ring
+     * size) if this rank has a directory for them, or none; the link's frames then travel through it, or (null) through
+     * {@code ch}. The file is deleted once the offer is answered, whatever the answer.
+     */
+    private SharedMemoryChannel offerSharedMemory(PayloadChannel ch, int peer) throws IOException {
+        SharedMemorySegment segment = null;
+        if (sharedMemory != null) {
+            try {
+                // Room for a few chunk frames, each read in place (at most half the ring), up to 64 MiB a direction
+                // (longer frames are copied out in pieces).
+                long ring = Math.min(Math.max(bufferBytes, 4L * chunkFrameBytes), Math.max(bufferBytes, 64L << 20));
+                segment = SharedMemorySegment.create(sharedMemory, SharedMemorySegment.ringFor(ring));
+            } catch (IOException e) {
+                LOG.info("collective group {} rank {}: no shared memory for the link to rank {} ({}); its payload takes the socket",
+                        group, rank, peer, e.getMessage());
+            }
+        }
+        try {
+            if (segment == null) {
+                ByteBuffer none = ByteBuffer.allocate(4).putInt(0).flip();
+                while (none.hasRemaining()) {
+                    ch.write(none);
+                }
+                return null;
+            }
+            byte[] path = segment.path().toString().getBytes(StandardCharsets.UTF_8);
+            ByteBuffer offer = ByteBuffer.allocate(4 + path.length + 8 + 4);
+            offer.putInt(path.length).put(path).putLong(segment.token()).putInt(segment.ringBytes()).flip();
+            while (offer.hasRemaining()) {
+                ch.write(offer);
+            }
+            ByteBuffer answer = ByteBuffer.allocate(1);
+            if (!readFully(ch, answer)) {
+                throw new IOException("rank " + peer + " closed before it answered the shared-memory offer");
+            }
+            if (answer.get(0) != ACCEPTED) {
+                segment.unmap();
+                return null;
+            }
+            return new SharedMemoryChannel(ch, segment, true);
+        } catch (IOException | RuntimeException e) {
+            if (segment != null) {
+                segment.unmap();
+            }
+            throw e;
+        } finally {
+            if (segment != null) {
+                segment.delete();
+            }
+        }
+    }
+
+    /**
+     * The accepting side: reads the connecting rank's shared-memory offer and maps it if it can; the link's frames then
+     * travel through it, or (null) through {@code ch}.
+     */
+    private SharedMemoryChannel answerSharedMemory(PayloadChannel ch, int from) throws IOException {
+        ByteBuffer head = ByteBuffer.allocate(4);
+        if (!readFully(ch, head)) {
+            throw new IOException("rank " + from + " closed before its shared-memory offer");
+        }
+        int pathBytes = head.getInt(0);
+        if (pathBytes == 0) {
+            return null;
+        }
+        if (pathBytes < 0 || pathBytes > MAX_OFFER_PATH_BYTES) {
+            throw new IOException("rank " + from + " offered a shared-memory path of " + pathBytes + " bytes; expected 0.." + MAX_OFFER_PATH_BYTES);
+        }
+        ByteBuffer rest = ByteBuffer.allocate(pathBytes + 8 + 4);
+        if (!readFully(ch, rest)) {
+            throw new IOException("rank " + from + " closed during its shared-memory offer");
+        }
+        rest.flip();
+        byte[] path = new byte[pathBytes];
+        rest.get(path);
+        long token = rest.getLong();
+        int ringBytes = rest.getInt();
+        SharedMemorySegment segment = sharedMemory == null ? null
+                : SharedMemorySegment.open(java.nio.file.Path.of(new String(path, StandardCharsets.UTF_8)), token, ringBytes);
+        ByteBuffer answer = ByteBuffer.wrap(new byte[] {segment == null ? REFUSED : ACCEPTED});
+        try {
+            while (answer.hasRemaining()) {
+                ch.write(answer);
+            }
+        } catch (IOException e) {
+            if (segment != null) {
+                segment.unmap();
+            }
+            throw e;
+        }
+        return segment == null ? null : new SharedMemoryChannel(ch, segment, false);
     }
 
     // ------------------------------------------------------------------ the member's side
@@ -666,14 +784,23 @@ final class SocketPayloadPlane {
         }
     }
 
+    /** True if the link to rank {@code peer} is up and carries its payload through shared memory (not the socket's bytes). */
+    boolean sharesMemoryWith(int peer) {
+        Link link = links.get(peer);
+        return link != null && link.shared != null;
+    }
+
     /** The node of rank {@code peer}: its Artery address once known, else the remote address of its socket. */
     private String nodeOf(int peer, PayloadChannel ch) {
         String node = nodes.get(peer);
         return node != null ? node : String.valueOf(ch);
     }
 
-    /** A received chunk the member holds: the buffer it was read into and the view of its floats the member was given. */
-    private record Held(ByteBuffer body, java.nio.FloatBuffer values) {
+    /**
+     * A received chunk the member holds: the buffer it was read into and the view of its floats the member was given;
+     * over shared memory, the end of its frame in the ring (else -1).
+     */
+    private record Held(ByteBuffer body, java.nio.FloatBuffer values, long end) {
     }
 
     /** One pair's socket, its writer queue and its reader. */
@@ -702,6 +829,8 @@ final class SocketPayloadPlane {
         final Semaphore window = new Semaphore(SocketPayloadPlane.this.window);
         final CompletableFuture<Void> finished = new CompletableFuture<>();
         volatile PayloadChannel channel;
+        /** The frames' path when both ranks share a host: the segment's rings, with {@link #channel} as doorbell; else null. */
+        volatile SharedMemoryChannel shared;
         volatile Thread writer;
         volatile Thread reader;
         volatile boolean peerSaidGoodbye;
@@ -715,16 +844,20 @@ final class SocketPayloadPlane {
             this.peer = peer;
         }
 
-        /** Starts reading {@code ch}; false (and the socket closed) if the link was aborted meanwhile. */
-        boolean attach(PayloadChannel ch) {
+        /**
+         * Starts reading {@code ch}, or {@code shared} when it is not null; false (and the socket closed) if the link was
+         * aborted meanwhile.
+         */
+        boolean attach(PayloadChannel ch, SharedMemoryChannel shared) {
             synchronized (this) {
                 channel = ch;
+                this.shared = shared;
                 if (linkAborted || aborted) {
                     readerDone = true;
                     closeQuietly(ch);
                     return false;
                 }
-                reader = new Thread(this::readLoop, threadName(peer, "from"));
+                reader = new Thread(shared == null ? this::readLoop : this::readLoopShared, threadName(peer, "from"));
                 reader.setDaemon(true);
             }
             reader.start();
@@ -817,6 +950,7 @@ final class SocketPayloadPlane {
 
         void writeLoop() {
             PayloadChannel ch = channel;
+            SharedMemoryChannel sh = shared;
             try {
                 while (!linkAborted) {
                     Frame f = queue.take();
@@ -824,13 +958,21 @@ final class SocketPayloadPlane {
                     if (f.payload() != null) {
                         writingTicket = f.ticket();
                         if (f.ticket() > withdrawnUpTo) {
-                            writeAll(ch, bytes);
-                            writeAll(ch, f.payload());
+                            if (sh != null) {
+                                sh.writeFrame(bytes, f.payload());
+                            } else {
+                                writeAll(ch, bytes);
+                                writeAll(ch, f.payload());
+                            }
                         }
                         payloadDone(f);
                         continue;
                     }
-                    writeAll(ch, bytes);
+                    if (sh != null) {
+                        sh.writeFrame(bytes, null);
+                    } else {
+                        writeAll(ch, bytes);
+                    }
                     if (f.pool() != null) {
                         f.pool().offer(bytes);
                     }
@@ -890,7 +1032,7 @@ final class SocketPayloadPlane {
                     if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
                         if (d.message() instanceof CollectiveMessage.Chunk c) {
                             // The member reads the floats straight from body, and gives it back once it has.
-                            held.add(new Held(body, c.values()));
+                            held.add(new Held(body, c.values(), -1));
                         } else {
                             recycle(body);
                         }
@@ -909,6 +1051,57 @@ final class SocketPayloadPlane {
             } catch (IOException | WireFormatException e) {
                 if (!peerSaidGoodbye) {
                     failure = "its payload socket from node " + nodeOf(peer, ch) + " failed: " + e;
+                }
+            }
+            if (failure != null && !linkAborted && !aborted) {
+                status.lost(peer, failure);
+                abort();
+            }
+            done(false);
+        }
+
+        /**
+         * The reader of a link through shared memory: as {@link #readLoop}, but each frame's body is a view of the ring
+         * (no copy), a chunk's until the member gives it back, any other frame's until it is decoded.
+         */
+        void readLoopShared() {
+            SharedMemoryChannel sh = shared;
+            String failure = null;
+            try {
+                while (true) {
+                    window.acquire();
+                    SharedMemoryChannel.Frame frame = sh.readFrame(maxFrameBytes);
+                    if (frame == null) {
+                        window.release();
+                        if (!peerSaidGoodbye) {
+                            failure = "its payload socket from node " + nodeOf(peer, channel) + " closed before it said goodbye";
+                        }
+                        break;
+                    }
+                    Object message = serializer.fromBinaryViewing(frame.body());
+                    if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
+                        if (d.message() instanceof CollectiveMessage.Chunk c) {
+                            held.add(new Held(frame.body(), c.values(), frame.end()));
+                        } else {
+                            sh.release(frame.end());
+                            window.release();
+                        }
+                        inbox.add(new Envelope(peer, d.message()));
+                    } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
+                        sh.release(frame.end());
+                        window.release();
+                        peerSaidGoodbye = true;
+                        status.depart(peer);
+                        queueGoodbye();
+                    } else {
+                        throw new WireFormatException("a payload frame holding " + message + ", expected a message from rank " + peer);
+                    }
+                }
+            } catch (InterruptedException e) {
+                // Aborted.
+            } catch (IOException | WireFormatException e) {
+                if (!peerSaidGoodbye) {
+                    failure = "its payload socket from node " + nodeOf(peer, channel) + " failed: " + e;
                 }
             }
             if (failure != null && !linkAborted && !aborted) {
@@ -942,16 +1135,43 @@ final class SocketPayloadPlane {
         /** The member has read {@code chunk} (normally the oldest held): its buffer goes back to the reader. */
         void giveBack(CollectiveMessage.Chunk chunk) {
             Held h = held.peek();
-            if (h != null && h.values() == chunk.values() && held.remove(h)) {
+            if (h == null || h.values() != chunk.values() || !held.remove(h)) {
+                h = null;
+                for (Held other : held) {
+                    if (other.values() == chunk.values() && held.remove(other)) {
+                        h = other;
+                        break;
+                    }
+                }
+            }
+            if (h == null) {
+                return;
+            }
+            if (h.end() < 0) {
                 recycle(h.body());
                 return;
             }
-            for (Held other : held) {
-                if (other.values() == chunk.values() && held.remove(other)) {
-                    recycle(other.body());
+            shared.release(h.end());
+            window.release();
+            unmapIfUnused();
+        }
+
+        /**
+         * Unmaps the link's shared memory once nothing can touch it: the reader and writer have ended and the member
+         * holds no frame body. A body the member never gives back (its collective failed) keeps the mapping until the
+         * garbage collector takes it.
+         */
+        private void unmapIfUnused() {
+            SharedMemoryChannel sh = shared;
+            if (sh == null) {
+                return;
+            }
+            synchronized (this) {
+                if (!(writerDone && readerDone) || !held.isEmpty()) {
                     return;
                 }
             }
+            sh.unmap();
         }
 
         private boolean readFully(PayloadChannel ch, ByteBuffer into, boolean eofAllowed) throws IOException {
@@ -985,6 +1205,7 @@ final class SocketPayloadPlane {
             }
             if (both) {
                 closeQuietly(channel);
+                unmapIfUnused();
                 finished.complete(null);
             }
         }
@@ -1002,6 +1223,14 @@ final class SocketPayloadPlane {
                 java.util.concurrent.locks.LockSupport.unpark(waiting);
             }
             closeQuietly(channel);
+            SharedMemoryChannel sh = shared;
+            if (sh != null) {
+                try {
+                    sh.close();
+                } catch (IOException ignored) {
+                    // Closing anyway.
+                }
+            }
             Thread w = writer;
             if (w != null && w != Thread.currentThread()) {
                 w.interrupt();

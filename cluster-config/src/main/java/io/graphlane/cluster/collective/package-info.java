@@ -23,7 +23,12 @@
  *       thread per peer. A CPU tensor's chunk is written from the tensor's own memory behind its framed header, and a
  *       received chunk is a view of the pooled buffer its frame was read into, which the member folds or copies straight
  *       into its output and then gives back. Memory is bounded on the receiving side: a link's reader stops once
- *       {@code window-chunks} of its buffers wait for the member, and TCP's flow control holds the sender.</li>
+ *       {@code window-chunks} of its buffers wait for the member, and TCP's flow control holds the sender. Two ranks on
+ *       one host ({@code graphlane.cluster.collective.shared-memory = on}, the default) move their frames through a
+ *       shared-memory segment instead ({@link io.graphlane.cluster.collective.SharedMemoryChannel}): the lower rank
+ *       offers one over the pair's socket once its handshake is accepted, the higher rank maps it if it finds the
+ *       offer's token there, and the socket stays up as doorbell and lifeline; a chunk is copied into the ring once
+ *       and the member folds or copies it from where it lies in the ring.</li>
  *   <li>{@code artery}: actor messages between the rank actors on Artery's large-message stream (Kryo ids 210-214,
  *       floats copied in bulk straight into Artery's buffers) under credit-based flow control (at most
  *       {@code window-chunks} chunks in flight per peer), so no bounded Artery queue ever drops one.</li>

@@ -21,8 +21,9 @@ import org.junit.jupiter.api.BeforeAll;
 /**
  * The collective laws over the cluster transport with the socket payload plane: member i of every group is rank i on
  * node i of four actor systems joined into one cluster over Artery on loopback, and every descriptor and chunk is framed
- * by {@link CollectiveWireSerializer} and crosses the direct TCP socket between its two ranks
- * ({@link ClusterCollectiveArteryConformanceTest}: the same laws with the payload over Artery). The lanes all live in this JVM (the suite drives them), but each
+ * by {@link CollectiveWireSerializer} and crosses between its two ranks through the shared-memory ring of their pair
+ * (the default for ranks on one host; {@link ClusterCollectiveSocketConformanceTest}: the same laws with the bytes on
+ * the TCP socket itself, {@link ClusterCollectiveArteryConformanceTest}: with the payload over Artery). The lanes all live in this JVM (the suite drives them), but each
  * member sends and receives only through its own node's {@link ClusterCollectiveTransport}. Chunks are 1000 floats, so
  * the suite's larger shapes stream as many uneven chunks, past the credit window.
  */
@@ -35,6 +36,11 @@ class ClusterCollectiveConformanceTest extends CpuCollectiveLaws {
     @BeforeAll
     static void formCluster() throws Exception {
         nodes = CollectiveNodes.cluster(4, "socket");
+    }
+
+    /** The links of each rank of a {@code size}-rank group that run through shared memory: all of them here. */
+    int sharedMemoryLinks(int size) {
+        return size - 1;
     }
 
     @AfterAll
@@ -89,6 +95,13 @@ class ClusterCollectiveConformanceTest extends CpuCollectiveLaws {
         try {
             List<ClusterCollectiveTransport> ranks = CollectiveNodes.join(nodes, name, members.size(), settings);
             joined.addAll(ranks);
+            for (ClusterCollectiveTransport rank : ranks) {
+                int expected = sharedMemoryLinks(ranks.size());
+                if (rank.sharedMemoryPeers().size() != expected) {
+                    throw new AssertionError("rank " + rank.localRank() + " of " + name + " moves its payload through shared memory with ranks "
+                            + rank.sharedMemoryPeers() + "; expected " + expected + " such links");
+                }
+            }
             return CpuCollectiveGroup.over(name, members, settings, new ByRank(ranks));
         } catch (Exception e) {
             throw new IllegalStateException("group " + name + " did not form", e);

@@ -89,7 +89,7 @@ class PayloadTlsTest {
     }
 
     private static Rank rank(String group, int rank, PayloadTls tls) throws Exception {
-        return SocketPayloadPlaneTest.rank(wire, group, rank, 20_000, tls);
+        return SocketPayloadPlaneTest.rank(wire, group, rank, 20_000, tls, null);
     }
 
     private static float[] ramp(int n, float step) {
@@ -110,11 +110,26 @@ class PayloadTlsTest {
     /** Chunks larger than a TLS record travel both ways, in order, and an orderly close reports no loss. */
     @Test
     void aPairWithTheClustersCertificateLinksCarriesFramesAndClosesInOrder() throws Exception {
-        Rank one = rank("tls-pair", 1, cluster);
-        Rank zero = rank("tls-pair", 0, cluster);
+        pairCarriesFramesAndClosesInOrder("tls-pair", null);
+    }
+
+    /**
+     * The same pair offering shared memory: the offer travels inside the TLS session, the payload through the segment,
+     * and only doorbells on the TLS socket; frames arrive the same and the close is as orderly.
+     */
+    @Test
+    void aPairOnOneHostUnderTlsMovesItsPayloadThroughSharedMemory() throws Exception {
+        pairCarriesFramesAndClosesInOrder("tls-shared", dir);
+    }
+
+    private static void pairCarriesFramesAndClosesInOrder(String group, Path sharedMemory) throws Exception {
+        Rank one = SocketPayloadPlaneTest.rank(wire, group, 1, 20_000, cluster, sharedMemory);
+        Rank zero = SocketPayloadPlaneTest.rank(wire, group, 0, 20_000, cluster, sharedMemory);
         zero.plane().connect(1, one.plane().host(), one.plane().port(), one.plane().nonce());
         assertEquals(1, zero.up().get(20, TimeUnit.SECONDS));
         assertEquals(0, one.up().get(20, TimeUnit.SECONDS));
+        assertEquals(sharedMemory != null, zero.plane().sharesMemoryWith(1), "rank 0's link through shared memory");
+        assertEquals(sharedMemory != null, one.plane().sharesMemoryWith(0), "rank 1's link through shared memory");
         float[] big = ramp(20_000, 0.25f);
         float[] small = ramp(3, 1f);
         for (int i = 0; i < 3; i++) {
@@ -177,7 +192,7 @@ class PayloadTlsTest {
                 plainPort = ((InetSocketAddress) plain.getLocalAddress()).getPort();
                 byte[] g = "tls-refuse".getBytes(StandardCharsets.UTF_8);
                 ByteBuffer hs = ByteBuffer.allocate(4 + 1 + 4 + g.length + 16);
-                hs.putInt(0x474C5043).put((byte) 1).putInt(g.length).put(g).putInt(0).putInt(1).putLong(one.plane().nonce()).flip();
+                hs.putInt(0x474C5043).put((byte) 2).putInt(g.length).put(g).putInt(0).putInt(1).putLong(one.plane().nonce()).flip();
                 plain.write(hs);
                 ByteBuffer answer = ByteBuffer.allocate(64);
                 int read = plain.read(answer);
