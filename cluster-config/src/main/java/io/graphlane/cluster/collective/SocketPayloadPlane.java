@@ -1028,23 +1028,7 @@ final class SocketPayloadPlane {
                         throw new IOException("the socket closed in the middle of a frame");
                     }
                     body.flip();
-                    Object message = serializer.fromBinaryViewing(body);
-                    if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
-                        if (d.message() instanceof CollectiveMessage.Chunk c) {
-                            // The member reads the floats straight from body, and gives it back once it has.
-                            held.add(new Held(body, c.values(), -1));
-                        } else {
-                            recycle(body);
-                        }
-                        inbox.add(new Envelope(peer, d.message()));
-                    } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
-                        recycle(body);
-                        peerSaidGoodbye = true;
-                        status.depart(peer);
-                        queueGoodbye();
-                    } else {
-                        throw new WireFormatException("a payload frame holding " + message + ", expected a message from rank " + peer);
-                    }
+                    deliver(serializer.fromBinaryViewing(body), body, -1);
                 }
             } catch (InterruptedException e) {
                 // Aborted.
@@ -1053,6 +1037,44 @@ final class SocketPayloadPlane {
                     failure = "its payload socket from node " + nodeOf(peer, ch) + " failed: " + e;
                 }
             }
+            readerEnded(failure);
+        }
+
+        /**
+         * Hands a frame's message on: a chunk to the member, which reads its floats straight from {@code body} and gives
+         * it back once it has; anything else is decoded already, so its body is freed at once. {@code end} is the frame's
+         * end in the shared ring, or -1 for a socket's receive buffer.
+         */
+        private void deliver(Object message, ByteBuffer body, long end) {
+            if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
+                if (d.message() instanceof CollectiveMessage.Chunk c) {
+                    held.add(new Held(body, c.values(), end));
+                } else {
+                    free(body, end);
+                }
+                inbox.add(new Envelope(peer, d.message()));
+            } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
+                free(body, end);
+                peerSaidGoodbye = true;
+                status.depart(peer);
+                queueGoodbye();
+            } else {
+                throw new WireFormatException("a payload frame holding " + message + ", expected a message from rank " + peer);
+            }
+        }
+
+        /** A frame's body is read no more: its buffer back to the pool, or its space in the ring back to the writer. */
+        private void free(ByteBuffer body, long end) {
+            if (end < 0) {
+                recycle(body);
+            } else {
+                shared.release(end);
+                window.release();
+            }
+        }
+
+        /** The reader's last word: a failure (if any, and the link was not aborted) reports the peer lost. */
+        private void readerEnded(String failure) {
             if (failure != null && !linkAborted && !aborted) {
                 status.lost(peer, failure);
                 abort();
@@ -1078,24 +1100,7 @@ final class SocketPayloadPlane {
                         }
                         break;
                     }
-                    Object message = serializer.fromBinaryViewing(frame.body());
-                    if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
-                        if (d.message() instanceof CollectiveMessage.Chunk c) {
-                            held.add(new Held(frame.body(), c.values(), frame.end()));
-                        } else {
-                            sh.release(frame.end());
-                            window.release();
-                        }
-                        inbox.add(new Envelope(peer, d.message()));
-                    } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
-                        sh.release(frame.end());
-                        window.release();
-                        peerSaidGoodbye = true;
-                        status.depart(peer);
-                        queueGoodbye();
-                    } else {
-                        throw new WireFormatException("a payload frame holding " + message + ", expected a message from rank " + peer);
-                    }
+                    deliver(serializer.fromBinaryViewing(frame.body()), frame.body(), frame.end());
                 }
             } catch (InterruptedException e) {
                 // Aborted.
@@ -1104,11 +1109,7 @@ final class SocketPayloadPlane {
                     failure = "its payload socket from node " + nodeOf(peer, channel) + " failed: " + e;
                 }
             }
-            if (failure != null && !linkAborted && !aborted) {
-                status.lost(peer, failure);
-                abort();
-            }
-            done(false);
+            readerEnded(failure);
         }
 
         /** A cleared buffer for a frame of {@code length} bytes: a pooled direct one for a frame up to a chunk's, else its own. */
@@ -1147,13 +1148,10 @@ final class SocketPayloadPlane {
             if (h == null) {
                 return;
             }
-            if (h.end() < 0) {
-                recycle(h.body());
-                return;
+            free(h.body(), h.end());
+            if (h.end() >= 0) {
+                unmapIfUnused();
             }
-            shared.release(h.end());
-            window.release();
-            unmapIfUnused();
         }
 
         /**
