@@ -25,7 +25,7 @@ class CollectiveBenchIT {
     void acrossTwoNodeJvmsItPrintsConsistentFiguresAndCleansUp() throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Process bench = new ProcessBuilder(List.of(java, "-Xmx256m", "-jar", JAR.toString(), "bench", "collective", "--nodes", "2",
-                "--mb", "1", "--runs", "2", "--op", "all-reduce", "--json"))
+                "--mb", "1", "--runs", "2", "--warmup-seconds", "0.5", "--op", "all-reduce", "--json"))
                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
         String out = new String(bench.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
         assertTrue(bench.waitFor(3, TimeUnit.MINUTES), "bench collective did not end");
@@ -35,6 +35,9 @@ class CollectiveBenchIT {
         assertEquals(2, o.get("nodes").asInt());
         assertEquals("socket", o.get("transport").asText(), "the default payload plane");
         assertEquals(1 << 20, o.get("bytes").asLong());
+        // Untimed runs until half a second passed, and never fewer than two.
+        assertEquals(0.5, o.get("warmup_seconds").asDouble());
+        assertTrue(o.get("warmup_runs").asInt() >= 2, out);
         double seconds = o.get("seconds").asDouble();
         double algbw = o.get("algbw_gb_per_s").asDouble();
         double tcp = o.get("tcp_loopback_gb_per_s").asDouble();

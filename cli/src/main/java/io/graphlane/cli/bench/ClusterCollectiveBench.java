@@ -29,9 +29,9 @@ final class ClusterCollectiveBench {
     /**
      * What a run measured: the median over runs of the slowest rank, the median plain socket copy, and per phase the
      * milliseconds of one collective (averaged over the runs) summed over the ranks, in {@link #PHASES} order, and
-     * whether every link carried its payload through shared memory.
+     * whether every link carried its payload through shared memory; and the warm-up runs before the timed ones.
      */
-    record Result(double seconds, double tcpSeconds, double[] phaseMillis, boolean sharedMemory) {
+    record Result(double seconds, double tcpSeconds, double[] phaseMillis, boolean sharedMemory, int warmupRuns) {
     }
 
     private final CollectiveKind kind;
@@ -39,6 +39,7 @@ final class ClusterCollectiveBench {
     private final int rows;
     private final int cols;
     private final int runs;
+    private final double warmupSeconds;
     private final int chunkFloats;
     private final String payload;
     private final PrintWriter err;
@@ -48,12 +49,14 @@ final class ClusterCollectiveBench {
     private boolean sharedMemory = true;
     private Path tlsDirectory;
 
-    ClusterCollectiveBench(CollectiveKind kind, int nodes, int rows, int cols, int runs, int chunkFloats, String payload, PrintWriter err) {
+    ClusterCollectiveBench(CollectiveKind kind, int nodes, int rows, int cols, int runs, double warmupSeconds, int chunkFloats, String payload,
+                           PrintWriter err) {
         this.kind = kind;
         this.nodes = nodes;
         this.rows = rows;
         this.cols = cols;
         this.runs = runs;
+        this.warmupSeconds = warmupSeconds;
         this.chunkFloats = chunkFloats;
         this.payload = payload;
         this.err = err;
@@ -81,7 +84,7 @@ final class ClusterCollectiveBench {
             for (int r = 0; r < nodes; r++) {
                 List<String> args = new java.util.ArrayList<>(List.of("bench", "collective-worker",
                         "--rank", String.valueOf(r), "--nodes", String.valueOf(nodes), "--op", kind.label(), "--rows", String.valueOf(rows),
-                        "--cols", String.valueOf(cols), "--runs", String.valueOf(runs), "--chunk-floats", String.valueOf(chunkFloats),
+                        "--cols", String.valueOf(cols), "--runs", String.valueOf(runs), "--warmup-seconds", String.valueOf(warmupSeconds), "--chunk-floats", String.valueOf(chunkFloats),
                         "--payload", payload));
                 if (tls) {
                     args.add("--tls");
@@ -104,6 +107,7 @@ final class ClusterCollectiveBench {
             double[] tcp = null;
             double[] phases = new double[PHASES.size()];
             int sharedLinks = 0;
+            int warmupRuns = 0;
             ObjectMapper json = new ObjectMapper();
             for (int seen = 0; seen < nodes; seen++) {
                 RankProcesses.Line l = ranks.expect("result ");
@@ -115,6 +119,7 @@ final class ClusterCollectiveBench {
                 }
                 if (l.rank() == 0) {
                     tcp = doubles(result.get("tcp_seconds"));
+                    warmupRuns = result.get("warmup_runs").asInt();
                 }
             }
             for (Process p : ranks.processes()) {
@@ -128,7 +133,7 @@ final class ClusterCollectiveBench {
                     slowest[run] = Math.max(slowest[run], times[r][run]);
                 }
             }
-            return new Result(median(slowest), median(tcp), phases, sharedLinks == nodes * (nodes - 1));
+            return new Result(median(slowest), median(tcp), phases, sharedLinks == nodes * (nodes - 1), warmupRuns);
         } finally {
             deleteKeyStore();
         }

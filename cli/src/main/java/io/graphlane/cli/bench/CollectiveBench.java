@@ -73,8 +73,13 @@ public final class CollectiveBench implements Callable<Integer> {
     @Option(names = "--tls", description = "Across nodes: Artery and the payload sockets over TLS, with a key store made for the run.")
     boolean tls;
 
-    @Option(names = "--runs", paramLabel = "R", defaultValue = "7", description = "Measured runs after 2 warm-up runs; the median counts (default ${DEFAULT-VALUE}).")
+    @Option(names = "--runs", paramLabel = "R", defaultValue = "15", description = "Timed runs after the warm-up; the median counts (default ${DEFAULT-VALUE}).")
     int runs;
+
+    @Option(names = "--warmup-seconds", paramLabel = "W", defaultValue = "3",
+            description = {"Untimed runs first, at least 2 and for at least W seconds, so the JIT has compiled the collective's",
+                "paths before the timed runs (default ${DEFAULT-VALUE}; 0 = just 2, as a cold service would see)."})
+    double warmupSeconds;
 
     @Option(names = "--json", description = "Print one JSON object.")
     boolean json;
@@ -99,6 +104,9 @@ public final class CollectiveBench implements Callable<Integer> {
         if (runs < 1) {
             throw new GraphlaneException("--runs must be >= 1, got " + runs);
         }
+        if (!(warmupSeconds >= 0 && warmupSeconds <= 600)) {
+            throw new GraphlaneException("--warmup-seconds must be in [0, 600], got " + warmupSeconds);
+        }
         if (!payload.equals("socket") && !payload.equals("artery")) {
             throw new GraphlaneException("--payload must be socket or artery, got '" + payload + "'");
         }
@@ -122,7 +130,7 @@ public final class CollectiveBench implements Callable<Integer> {
         double factor = kind == CollectiveKind.ALL_REDUCE ? 2.0 * (n - 1) / n : (double) (n - 1) / n;
         PrintWriter out = spec.commandLine().getOut();
         if (nodes != null) {
-            ClusterCollectiveBench.Result measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, chunkFloats, payload,
+            ClusterCollectiveBench.Result measured = new ClusterCollectiveBench(kind, nodes, rows, cols, runs, warmupSeconds, chunkFloats, payload,
                     spec.commandLine().getErr()).withTls(tls).withSharedMemory(sharedMemory.equals("on")).run();
             double seconds = measured.seconds();
             double algbw = size / seconds / 1e9;
@@ -143,6 +151,8 @@ public final class CollectiveBench implements Callable<Integer> {
                 o.put("tls", tls);
                 o.put("shared_memory", measured.sharedMemory());
                 o.put("runs", runs);
+                o.put("warmup_runs", measured.warmupRuns());
+                o.put("warmup_seconds", warmupSeconds);
                 o.put("chunk_floats", chunkFloats);
                 o.put("cores", Runtime.getRuntime().availableProcessors());
                 ObjectNode phases = o.putObject("phase_ms_summed_over_ranks");
@@ -178,6 +188,8 @@ public final class CollectiveBench implements Callable<Integer> {
             o.put("algbw_gb_per_s", algbw);
             o.put("busbw_gb_per_s", busbw);
             o.put("memcpy_two_threads_gb_per_s", copy);
+            o.put("runs", runs);
+            o.put("warmup_seconds", warmupSeconds);
             o.put("ratio", ratio);
             o.put("cores", Runtime.getRuntime().availableProcessors());
             out.println(o);
@@ -222,32 +234,41 @@ public final class CollectiveBench implements Callable<Integer> {
             }
             try {
                 double[] times = new double[runs];
-                for (int run = -2; run < runs; run++) {
+                long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
+                int warm = 0;
+                while (warm < 2 || System.nanoTime() < warmupEnd) {
+                    warm++;
+                    once(kind, collectives, group, lanes, inputs);
+                }
+                for (int run = 0; run < runs; run++) {
                     long start = System.nanoTime();
-                    List<Result<CpuTensor>> results = new ArrayList<>();
-                    for (int m = 0; m < members; m++) {
-                        CpuTensor in = inputs.get(m);
-                        CpuExecutor lane = lanes.get(m);
-                        results.add(switch (kind) {
-                            case ALL_REDUCE -> collectives.allReduce(in, group, lane);
-                            case ALL_GATHER -> collectives.allGather(in, group, lane);
-                            case ALL_TO_ALL -> collectives.allToAll(in, group, lane);
-                        });
-                    }
-                    for (Result<CpuTensor> r : results) {
-                        r.completion().awaitSuccess();
-                    }
-                    long end = System.nanoTime();
-                    results.forEach(r -> ops.release(r.value()));
-                    if (run >= 0) {
-                        times[run] = (end - start) / 1e9;
-                    }
+                    once(kind, collectives, group, lanes, inputs);
+                    times[run] = (System.nanoTime() - start) / 1e9;
                 }
                 return median(times);
             } finally {
                 inputs.forEach(ops::release);
             }
         }
+    }
+
+    /** One collective on every member, from submitting the first to the last completion; its results are freed. */
+    private void once(CollectiveKind kind, CpuCollectives collectives, CpuCollectiveGroup group, List<CpuExecutor> lanes,
+                      List<CpuTensor> inputs) throws InterruptedException {
+        List<Result<CpuTensor>> results = new ArrayList<>();
+        for (int m = 0; m < members; m++) {
+            CpuTensor in = inputs.get(m);
+            CpuExecutor lane = lanes.get(m);
+            results.add(switch (kind) {
+                case ALL_REDUCE -> collectives.allReduce(in, group, lane);
+                case ALL_GATHER -> collectives.allGather(in, group, lane);
+                case ALL_TO_ALL -> collectives.allToAll(in, group, lane);
+            });
+        }
+        for (Result<CpuTensor> r : results) {
+            r.completion().awaitSuccess();
+        }
+        results.forEach(r -> ops.release(r.value()));
     }
 
     /** The median seconds for a second thread to copy {@code floats} floats out of a buffer the first handed it. */

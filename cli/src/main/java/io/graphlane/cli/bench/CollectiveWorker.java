@@ -71,6 +71,12 @@ public final class CollectiveWorker implements Callable<Integer> {
     @Option(names = "--runs", required = true)
     int runs;
 
+    @Option(names = "--warmup-seconds", defaultValue = "0")
+    double warmupSeconds;
+
+    /** Warm-up runs before the timed ones, as rank 0 decided for every rank. */
+    private int warmupRuns;
+
     @Option(names = "--chunk-floats", required = true)
     int chunkFloats;
 
@@ -110,9 +116,11 @@ public final class CollectiveWorker implements Callable<Integer> {
             CpuCollectiveMember member = CpuCollectiveMember.over("bench", rank, transport, settings);
             ObjectNode result = new ObjectMapper().createObjectNode();
             result.put("rank", rank);
+            result.put("warmup_runs", 0);
             result.put("shared_memory_links", transport.sharedMemoryPeers().size());
             ArrayNode times = result.putArray("seconds");
             CollectivePhases phases = measureCollective(member, kind, times);
+            result.put("warmup_runs", warmupRuns);
             ObjectNode perRun = result.putObject("phase_ms");
             perRun.put("send", phases.sendNanos() / 1e6 / runs);
             perRun.put("receive", phases.receiveNanos() / 1e6 / runs);
@@ -190,32 +198,45 @@ public final class CollectiveWorker implements Callable<Integer> {
         }
         CollectivePhases spent = new CollectivePhases(0, 0, 0, 0);
         try {
-            for (int run = -2; run < runs; run++) {
+            // Warm-up until the JIT has compiled the collective's paths: at least 2 runs and --warmup-seconds; rank 0
+            // decides for everyone (every rank must run the same collectives), its vote travelling in the barrier.
+            long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
+            while (barrier(member, rank == 0 && (warmupRuns < 2 || System.nanoTime() < warmupEnd) ? 1 : 0) > 0) {
+                CpuTensor made = once(member, kind, input, counts);
+                if (made != null) {
+                    ops.release(made);
+                }
+                warmupRuns++;
+            }
+            for (int run = 0; run < runs; run++) {
                 barrier(member, 0);
                 CollectivePhases before = member.phases();
                 long start = System.nanoTime();
-                CpuTensor made = switch (kind) {
-                    case ALL_REDUCE -> {
-                        member.allReduceInPlace(input, ReduceOp.SUM);
-                        yield null;
-                    }
-                    case ALL_GATHER -> member.allGather(input);
-                    case ALL_TO_ALL -> member.allToAll(input, counts);
-                };
+                CpuTensor made = once(member, kind, input, counts);
                 long end = System.nanoTime();
                 CollectivePhases during = member.phases().minus(before);
                 if (made != null) {
                     ops.release(made);
                 }
-                if (run >= 0) {
-                    times.add((end - start) / 1e9);
-                    spent = spent.plus(during);
-                }
+                times.add((end - start) / 1e9);
+                spent = spent.plus(during);
             }
         } finally {
             ops.release(input);
         }
         return spent;
+    }
+
+    /** One collective of {@code kind}; returns the tensor it made (null for the in-place all-reduce). */
+    private static CpuTensor once(CpuCollectiveMember member, CollectiveKind kind, CpuTensor input, int[] counts) {
+        return switch (kind) {
+            case ALL_REDUCE -> {
+                member.allReduceInPlace(input, ReduceOp.SUM);
+                yield null;
+            }
+            case ALL_GATHER -> member.allGather(input);
+            case ALL_TO_ALL -> member.allToAll(input, counts);
+        };
     }
 
     /**
@@ -234,7 +255,7 @@ public final class CollectiveWorker implements Callable<Integer> {
             try (ServerSocketChannel s = server; SocketChannel in = s.accept()) {
                 ByteBuffer buffer = ByteBuffer.allocateDirect(1 << 20);
                 ByteBuffer ack = ByteBuffer.allocate(1);
-                for (int run = -2; run < runs; run++) {
+                for (int run = -warmupRuns; run < runs; run++) {
                     long left = bytes;
                     while (left > 0) {
                         buffer.clear();
@@ -253,7 +274,7 @@ public final class CollectiveWorker implements Callable<Integer> {
             try (SocketChannel to = SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), port))) {
                 ByteBuffer source = ByteBuffer.allocateDirect((int) Math.min(bytes, 1 << 30));
                 ByteBuffer ack = ByteBuffer.allocate(1);
-                for (int run = -2; run < runs; run++) {
+                for (int run = -warmupRuns; run < runs; run++) {
                     long start = System.nanoTime();
                     long left = bytes;
                     while (left > 0) {
