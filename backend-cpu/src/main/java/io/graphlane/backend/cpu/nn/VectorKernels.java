@@ -77,6 +77,10 @@ final class VectorKernels {
     static void project(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, float[] x, int n, int k,
                         FloatBuffer out, int m, int from, int to) {
         float[] acc = new float[ROWS_PER_PASS];
+        if (encoding == null && n > 1) {
+            projectF32Pairs(w, rowBytes, x, n, k, out, m, from, to, acc);
+            return;
+        }
         for (int j = from; j < to; j++) {
             int base = j * rowBytes;
             for (int r = 0; r < n; r += ROWS_PER_PASS) {
@@ -93,6 +97,71 @@ final class VectorKernels {
                 }
             }
         }
+    }
+
+    /**
+     * {@link #project} of F32 weights for several input rows, where the arithmetic rather than the weights' bytes bounds
+     * the rate: two weight rows at a time against up to 4 input rows, so each input vector loaded serves two
+     * multiply-adds (eight accumulators in registers).
+     */
+    private static void projectF32Pairs(ByteBuffer w, int rowBytes, float[] x, int n, int k, FloatBuffer out, int m, int from, int to,
+                                        float[] acc) {
+        float[] second = new float[ROWS_PER_PASS];
+        int j = from;
+        for (; j + 1 < to; j += 2) {
+            int base = j * rowBytes;
+            for (int r = 0; r < n; r += ROWS_PER_PASS) {
+                int rows = Math.min(ROWS_PER_PASS, n - r);
+                dotF32Pair(w, base, base + rowBytes, x, r * k, rows, k, acc, second);
+                for (int i = 0; i < rows; i++) {
+                    out.put((r + i) * m + j, acc[i]);
+                    out.put((r + i) * m + j + 1, second[i]);
+                }
+            }
+        }
+        if (j < to) {
+            for (int r = 0; r < n; r += ROWS_PER_PASS) {
+                int rows = Math.min(ROWS_PER_PASS, n - r);
+                dotF32(w, j * rowBytes, x, r * k, rows, k, acc);
+                for (int i = 0; i < rows; i++) {
+                    out.put((r + i) * m + j, acc[i]);
+                }
+            }
+        }
+    }
+
+    /** Two F32 weight rows (at {@code baseA} and {@code baseB}) against {@code rows} (1 to 4) input rows {@code k} apart from {@code x0}. */
+    private static void dotF32Pair(ByteBuffer w, int baseA, int baseB, float[] x, int x0, int rows, int k, float[] accA, float[] accB) {
+        FloatVector a0 = FloatVector.zero(FLOATS);
+        FloatVector a1 = FloatVector.zero(FLOATS);
+        FloatVector a2 = FloatVector.zero(FLOATS);
+        FloatVector a3 = FloatVector.zero(FLOATS);
+        FloatVector b0 = FloatVector.zero(FLOATS);
+        FloatVector b1 = FloatVector.zero(FLOATS);
+        FloatVector b2 = FloatVector.zero(FLOATS);
+        FloatVector b3 = FloatVector.zero(FLOATS);
+        int x1 = rows > 1 ? x0 + k : x0;
+        int x2 = rows > 2 ? x1 + k : x1;
+        int x3 = rows > 3 ? x2 + k : x2;
+        int i = 0;
+        for (; i + L <= k; i += L) {
+            FloatVector wa = FloatVector.fromByteBuffer(FLOATS, w, baseA + 4 * i, LE);
+            FloatVector wb = FloatVector.fromByteBuffer(FLOATS, w, baseB + 4 * i, LE);
+            FloatVector v = FloatVector.fromArray(FLOATS, x, x0 + i);
+            a0 = wa.fma(v, a0);
+            b0 = wb.fma(v, b0);
+            v = FloatVector.fromArray(FLOATS, x, x1 + i);
+            a1 = wa.fma(v, a1);
+            b1 = wb.fma(v, b1);
+            v = FloatVector.fromArray(FLOATS, x, x2 + i);
+            a2 = wa.fma(v, a2);
+            b2 = wb.fma(v, b2);
+            v = FloatVector.fromArray(FLOATS, x, x3 + i);
+            a3 = wa.fma(v, a3);
+            b3 = wb.fma(v, b3);
+        }
+        finishRows(a0, a1, a2, a3, w, baseA, false, x, x0, k, i, rows, accA);
+        finishRows(b0, b1, b2, b3, w, baseB, false, x, x0, k, i, rows, accB);
     }
 
     /** One F32 weight row against {@code rows} (1 to 4) input rows {@code k} apart from {@code x0}. */

@@ -32,6 +32,15 @@ class CpuNeuralOpsTest {
         checkLinear(CpuNeuralOps.GEMV_ROWS - 1, 33, 19);
     }
 
+    /** Every row count the SIMD kernels take (one, and several: weight rows in pairs, an odd one last), odd and whole widths. */
+    @Test
+    void linearOnEveryKernelRowCountMatchesTheTripleLoop() {
+        for (int n = 1; n < CpuNeuralOps.KERNEL_ROWS; n++) {
+            checkLinear(n, 33, 19);
+            checkLinear(n, 64, 20);
+        }
+    }
+
     @Test
     void blasThreadsShareTheCoresAmongTheLanesThatCallAtOnceUnlessOverridden() {
         assertEquals(2, CpuNeuralBackend.blasThreadsFor(1, 2, 0), "a lone stage uses every core");
