@@ -1,7 +1,7 @@
 package io.graphlane.backend.cpu.nn;
 
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -13,7 +13,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>A decode step makes dozens of such calls a few microseconds apart, so the hand-off must cost less than
  * waking a parked thread: each helper spins for {@value #SPIN_MICROS} µs after its last part before it parks,
  * and the rows are cut into chunks that whichever thread is free takes next, so a helper the OS has not
- * scheduled yet delays a call by at most one chunk (the caller takes the rest). Helpers are claimed per call,
+ * scheduled yet delays a call by at most one chunk (the caller takes the rest) and joins the next call as soon as
+ * it runs (a job whose chunks are all taken is replaced, never waited for). Helpers are claimed per call,
  * so lanes that call at once each get their own or none and run alone; the helpers never spin while OpenBLAS
  * threads work, since a call runs either OpenBLAS or a Java kernel.
  */
@@ -98,6 +99,11 @@ final class RowParallel {
             this.unfinished = new AtomicInteger(chunks);
         }
 
+        /** True while some chunk is not taken yet. */
+        boolean hasChunksLeft() {
+            return next.get() < chunks;
+        }
+
         /** Runs chunks until none is left to take. */
         void work() {
             int c;
@@ -135,9 +141,9 @@ final class RowParallel {
 
     /** A daemon thread that works on the jobs offered to it, spinning briefly between them and parked otherwise. */
     private static final class Helper implements Runnable {
-        private final AtomicBoolean busy = new AtomicBoolean();
         private final Thread thread;
-        private volatile Job job;
+        /** The latest job offered; one whose chunks are all taken is stale, and the next call's replaces it. */
+        private final AtomicReference<Job> job = new AtomicReference<>();
         private volatile boolean parked;
 
         Helper(int index) {
@@ -146,12 +152,16 @@ final class RowParallel {
             thread.start();
         }
 
-        /** Hands {@code offered} to this helper unless it is busy with another call's job. */
+        /**
+         * Hands {@code offered} to this helper unless it holds another call's job that still has chunks to take. A job
+         * whose chunks are all taken (by this helper, or by its caller when the OS had not run this helper in time) is
+         * replaced at once, so a late helper joins the next call as soon as it runs instead of keeping it out.
+         */
         boolean offer(Job offered) {
-            if (!busy.compareAndSet(false, true)) {
+            Job current = job.get();
+            if ((current != null && current.hasChunksLeft()) || !job.compareAndSet(current, offered)) {
                 return false;
             }
-            job = offered;
             if (parked) {
                 LockSupport.unpark(thread);
             }
@@ -163,19 +173,24 @@ final class RowParallel {
             long idleSince = System.nanoTime();
             int spins = 0;
             while (true) {
-                Job current = job;
-                if (current != null) {
+                Job current = job.get();
+                if (current != null && current.hasChunksLeft()) {
                     current.work();
-                    job = null;
-                    busy.set(false);
                     idleSince = System.nanoTime();
                     spins = 0;
                 } else if ((++spins & 63) != 0 || System.nanoTime() - idleSince < SPIN_MICROS * 1000) {
                     Thread.onSpinWait();
                 } else {
+                    // parked is set before the last look at the slot and offer() sets the slot before it reads parked
+                    // (both volatile), so an offer either is seen here or unparks this thread.
                     parked = true;
-                    if (job == null) {
-                        LockSupport.park(this);
+                    Job latest = job.get();
+                    if (latest == null || !latest.hasChunksLeft()) {
+                        job.compareAndSet(latest, null); // drops the stale job (and its buffers) unless a new one came
+                        Job now = job.get();
+                        if (now == null || !now.hasChunksLeft()) {
+                            LockSupport.park(this);
+                        }
                     }
                     parked = false;
                     idleSince = System.nanoTime();
