@@ -4,6 +4,7 @@ import io.graphlane.inference.weights.WeightFormat;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.graphlane.backend.cpu.CpuBackend;
+import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.cluster.ClusterConfigException;
 import io.graphlane.cluster.ClusterProfile;
 import io.graphlane.cluster.GraphlaneNode;
@@ -111,8 +112,29 @@ public final class NodeCommand implements Callable<Integer> {
             + " GRAPHLANE_TLS_* or application.conf).")
     boolean tls;
 
+    @Option(names = "--cores", paramLabel = "C", description = {"The CPU cores this node's lanes share when choosing threads per"
+            + " projection (default: with the local profile, where every node runs on this host, the machine's cores / --nodes,"
+            + " at least 1; else every core). Set it where several nodes share a host."})
+    Integer cores;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
+
+    /**
+     * The cores a node's lanes share: {@code requested} when given (at least 1), else with the local profile (all
+     * {@code nodes} on this host) {@code available / nodes}, at least 1, else every core.
+     *
+     * @throws ClusterConfigException naming --cores when {@code requested} is below 1
+     */
+    static int coresFor(ClusterProfile profile, int nodes, Integer requested, int available) {
+        if (requested != null) {
+            if (requested < 1) {
+                throw new ClusterConfigException("--cores must be >= 1, got " + requested);
+            }
+            return Math.min(requested, available);
+        }
+        return profile == ClusterProfile.LOCAL ? Math.max(1, available / Math.max(1, nodes)) : available;
+    }
 
     @Override
     public Integer call() throws Exception {
@@ -122,6 +144,7 @@ public final class NodeCommand implements Callable<Integer> {
         Config base = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-unbind.timeout = "
                 + (drainGrace.toSeconds() + 10) + "s").withFallback(ConfigFactory.load());
         NodeSettings settings = settings(base);
+        int nodeCores = coresFor(settings.profile(), nodes, cores, Runtime.getRuntime().availableProcessors());
         if (tensorParallel < 1) {
             throw new ClusterConfigException("--tensor-parallel must be >= 1, got " + tensorParallel);
         }
@@ -151,6 +174,7 @@ public final class NodeCommand implements Callable<Integer> {
         if (directory != null && tensorParallel > 1) {
             new TensorParallelism(directory.config(), tensorParallel);
         }
+        CpuNeuralBackend.shareCores(nodeCores);
         StageHosting hosting = directory == null ? LaneStageHosting.owning(new CpuBackend())
                 : new ModelStageHosting(model, stageCount, tensorParallel, Executors.newSingleThreadExecutor(r -> {
                     Thread t = new Thread(r, "stage-loader");
@@ -176,7 +200,8 @@ public final class NodeCommand implements Callable<Integer> {
         }
         PrintWriter out = spec.commandLine().getOut();
         out.println("graphlane node: profile " + settings.profile().configName() + ", management http://" + settings.host()
-                + ":" + settings.managementPort() + " (GET /cluster/members, /ready, /alive)");
+                + ":" + settings.managementPort() + " (GET /cluster/members, /ready, /alive), " + nodeCores + " of "
+                + Runtime.getRuntime().availableProcessors() + " cores");
         out.flush();
         node.hosted().whenComplete((NodeIdentity id, Throwable error) -> {
             if (error == null) {

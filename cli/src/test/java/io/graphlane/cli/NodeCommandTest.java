@@ -3,6 +3,7 @@ package io.graphlane.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.graphlane.cluster.ClusterProfile;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import org.junit.jupiter.api.Test;
@@ -34,6 +35,18 @@ class NodeCommandTest {
         String[] unresolvable = run("node", "--rank", "0", "--http-host", "no-such-host.invalid");
         assertEquals("2", unresolvable[0]);
         assertTrue(unresolvable[1].contains("--http-host: cannot resolve 'no-such-host.invalid'"), unresolvable[1]);
+    }
+
+    @Test
+    void coresAreShareOfTheHostWithTheLocalProfileAndAsGivenOtherwise() {
+        assertEquals(2, NodeCommand.coresFor(ClusterProfile.LOCAL, 4, null, 8), "four local nodes share 8 cores");
+        assertEquals(1, NodeCommand.coresFor(ClusterProfile.LOCAL, 4, null, 2), "never below one core");
+        assertEquals(8, NodeCommand.coresFor(ClusterProfile.STATIC, 4, null, 8), "a static node may be alone on its host");
+        assertEquals(3, NodeCommand.coresFor(ClusterProfile.STATIC, 4, 3, 8));
+        assertEquals(8, NodeCommand.coresFor(ClusterProfile.LOCAL, 4, 16, 8), "at most the machine's cores");
+        String[] zero = run("node", "--rank", "0", "--cores", "0");
+        assertEquals("2", zero[0]);
+        assertTrue(zero[1].contains("--cores must be >= 1, got 0"), zero[1]);
     }
 
     @Test

@@ -147,7 +147,9 @@ public final class ClusterPipelineBench implements Callable<Integer> {
                         "--nodes", String.valueOf(nodes), "--stages", String.valueOf(stageCount), "--model", dir.toString(),
                         "--tensor-parallel", String.valueOf(tensorParallel),
                         "--host", "127.0.0.1", "--artery-port", String.valueOf(artery[r]),
-                        "--management-port", String.valueOf(management[r]), "--seed", "127.0.0.1:" + artery[0]));
+                        "--management-port", String.valueOf(management[r]), "--seed", "127.0.0.1:" + artery[0],
+                        // Every node runs on this host: each gets its share of the cores, as the local engine's lanes do.
+                        "--cores", String.valueOf(Math.max(1, Runtime.getRuntime().availableProcessors() / nodes))));
                 if (r == 0) {
                     args.addAll(List.of("--port", String.valueOf(http)));
                 }

@@ -199,7 +199,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
      */
     private Limit cpuLimit(DecodeBound bound) {
         int pipelineThreads = CpuNeuralBackend.blasThreads();
-        int threads = CpuNeuralBackend.blasThreadsFor(1, Runtime.getRuntime().availableProcessors(), CpuNeuralBackend.blasThreadsOverride());
+        int threads = CpuNeuralBackend.blasThreadsFor(1, CpuNeuralBackend.cores(), CpuNeuralBackend.blasThreadsOverride());
         CpuNeuralBackend.setBlasThreads(threads);
         try {
             WeightStreamProbe probe = new WeightStreamProbe(bound.weightBytesPerToken());

@@ -53,8 +53,12 @@ final class RankProcesses implements AutoCloseable {
     /** {@code java -Xmx<heapMb>m -XX:+UseParallelGC -cp <this class path> io.graphlane.cli.GraphlaneCli <args>}. */
     static List<String> graphlane(long heapMb, List<String> args) {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> command = new ArrayList<>(List.of(java, "-Xmx" + heapMb + "m", "-XX:+UseParallelGC",
-                "-cp", System.getProperty("java.class.path"), "io.graphlane.cli.GraphlaneCli"));
+        List<String> command = new ArrayList<>(List.of(java, "-Xmx" + heapMb + "m", "-XX:+UseParallelGC"));
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
+            // The ranks run the same CPU kernels as this JVM (the SIMD ones where it has the Vector API).
+            command.addAll(List.of("--add-modules", "jdk.incubator.vector"));
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.graphlane.cli.GraphlaneCli"));
         command.addAll(args);
         return command;
     }

@@ -35,7 +35,8 @@ import org.apache.pekko.actor.typed.Scheduler;
  * tensor-parallel stages. OpenBLAS's threads per call are process-wide: opening the backend sets one,
  * and {@link #computeLanes} then shares the cores among the lanes that call it at once (every core for a
  * lone stage, one thread each once the lanes are as many as the cores, so its idle threads never spin
- * against the lanes' workers); {@code -Dgraphlane.cpu.blas-threads=N} fixes the count.
+ * against the lanes' workers; the cores are {@link CpuNeuralBackend#cores}, fewer than the machine's where
+ * several nodes share a host); {@code -Dgraphlane.cpu.blas-threads=N} fixes the count.
  */
 public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecutor, CpuCompletion, CpuWork, CpuParameter> {
     private final CpuBackend backend = new CpuBackend();
@@ -85,7 +86,7 @@ public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecut
 
     @Override
     public void computeLanes(int lanes) {
-        CpuNeuralBackend.setBlasThreads(CpuNeuralBackend.blasThreadsFor(lanes, Runtime.getRuntime().availableProcessors(),
+        CpuNeuralBackend.setBlasThreads(CpuNeuralBackend.blasThreadsFor(lanes, CpuNeuralBackend.cores(),
                 CpuNeuralBackend.blasThreadsOverride()));
     }
 

@@ -36,6 +36,29 @@ public final class CpuNeuralBackend implements NeuralBackend<CpuExecutor, CpuTen
         RowParallel.setThreads(threads);
     }
 
+    /** The cores this process shares among its lanes, when fewer than the machine's ({@link #shareCores}); 0: every one. */
+    private static volatile int coresShare;
+
+    /**
+     * Lets the lanes of this process use {@code cores} cores (at most the machine's) when choosing threads per call, for
+     * a process that shares its host with others doing the same work: several cluster nodes on one host, for example.
+     *
+     * @throws IllegalArgumentException if {@code cores} is less than 1
+     */
+    public static void shareCores(int cores) {
+        if (cores < 1) {
+            throw new IllegalArgumentException("cores must be >= 1, got " + cores);
+        }
+        coresShare = cores;
+    }
+
+    /** The cores this process's lanes share: {@link Runtime#availableProcessors}, or fewer as {@link #shareCores} set. */
+    public static int cores() {
+        int available = Runtime.getRuntime().availableProcessors();
+        int share = coresShare;
+        return share > 0 ? Math.min(share, available) : available;
+    }
+
     /** The system property that fixes OpenBLAS's threads per call, overriding {@link #blasThreadsFor}'s choice. */
     public static final String BLAS_THREADS_PROPERTY = "graphlane.cpu.blas-threads";
 
