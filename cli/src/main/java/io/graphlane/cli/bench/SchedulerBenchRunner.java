@@ -218,6 +218,9 @@ public final class SchedulerBenchRunner {
         }
 
         static Timing of(Run run) throws InterruptedException {
+            // The garbage of what ran before (the graph just built, the other path's round) is collected now, not on the
+            // clock of this round: each path pays for the collection of its own allocations only.
+            System.gc();
             long cpu0 = processCpuNanos();
             long t0 = System.nanoTime();
             run.run();
