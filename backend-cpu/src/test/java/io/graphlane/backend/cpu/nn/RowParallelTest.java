@@ -28,12 +28,7 @@ class RowParallelTest {
         RowParallel.setThreads(Math.max(2, Runtime.getRuntime().availableProcessors()));
         for (int call = 0; call < 5_000; call++) {
             int rows = 1 + call % 97;
-            AtomicIntegerArray runs = new AtomicIntegerArray(rows);
-            RowParallel.forRows(rows, ROW_BYTES, (from, to) -> {
-                for (int r = from; r < to; r++) {
-                    runs.incrementAndGet(r);
-                }
-            });
+            AtomicIntegerArray runs = countedCall(rows);
             for (int r = 0; r < rows; r++) {
                 assertEquals(1, runs.get(r), "call " + call + ", row " + r + " of " + rows);
             }
@@ -47,12 +42,7 @@ class RowParallelTest {
         Runnable lane = () -> {
             for (int call = 0; call < 2_000; call++) {
                 int rows = 8 + call % 57;
-                AtomicIntegerArray runs = new AtomicIntegerArray(rows);
-                RowParallel.forRows(rows, ROW_BYTES, (from, to) -> {
-                    for (int r = from; r < to; r++) {
-                        runs.incrementAndGet(r);
-                    }
-                });
+                AtomicIntegerArray runs = countedCall(rows);
                 for (int r = 0; r < rows; r++) {
                     if (runs.get(r) != 1) {
                         throw new AssertionError("call " + call + ": row " + r + " of " + rows + " ran " + runs.get(r) + " times");
@@ -76,14 +66,20 @@ class RowParallelTest {
             }
         }));
         assertSame(boom, thrown);
-        AtomicIntegerArray runs = new AtomicIntegerArray(64);
-        RowParallel.forRows(64, ROW_BYTES, (from, to) -> {
+        AtomicIntegerArray runs = countedCall(64);
+        for (int r = 0; r < 64; r++) {
+            assertEquals(1, runs.get(r), "the call after a failure, row " + r);
+        }
+    }
+
+    /** One call over {@code rows} rows; how many times each row ran. */
+    private static AtomicIntegerArray countedCall(int rows) {
+        AtomicIntegerArray runs = new AtomicIntegerArray(rows);
+        RowParallel.forRows(rows, ROW_BYTES, (from, to) -> {
             for (int r = from; r < to; r++) {
                 runs.incrementAndGet(r);
             }
         });
-        for (int r = 0; r < 64; r++) {
-            assertEquals(1, runs.get(r), "the call after a failure, row " + r);
-        }
+        return runs;
     }
 }
