@@ -116,7 +116,6 @@ public final class CollectiveWorker implements Callable<Integer> {
             CpuCollectiveMember member = CpuCollectiveMember.over("bench", rank, transport, settings);
             ObjectNode result = new ObjectMapper().createObjectNode();
             result.put("rank", rank);
-            result.put("warmup_runs", 0);
             result.put("shared_memory_links", transport.sharedMemoryPeers().size());
             ArrayNode times = result.putArray("seconds");
             CollectivePhases phases = measureCollective(member, kind, times);
