@@ -61,6 +61,11 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                     + " bf16 and q8 are CPU only). An F32 model is rounded to BF16 or quantized at load.")
     List<String> weights;
 
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "1",
+            description = {"Measure each backend and format N times on the same pipeline and report the median round by decode",
+                "tokens/s (default ${DEFAULT-VALUE}); every round's figure is printed too. For a noisy machine."})
+    int rounds;
+
     @Option(names = "--json", description = "Print one JSON object.")
     boolean json;
 
@@ -70,8 +75,11 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     /** The measured model's name, once a pipeline was built. */
     private String modelName;
 
-    /** One backend's figures; {@code limit} is null where no bound was measured (the GPU). */
-    record Rate(String backend, String weights, String device, DecodeThroughput throughput, Limit limit) {
+    /**
+     * One backend's figures: the median round's {@code throughput} and every round's decode tokens/s in order;
+     * {@code limit} is null where no bound was measured (the GPU).
+     */
+    record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, Limit limit) {
         double decodePerSecond() {
             return throughput.decodeTokensPerSecond();
         }
@@ -93,6 +101,9 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
 
     @Override
     public Integer call() throws Exception {
+        if (rounds < 1 || rounds > 100) {
+            throw new GraphlaneException("--rounds must be in [1, 100], got " + rounds);
+        }
         if (stages < 1 || requests < 1 || newTokens < 2) {
             throw new GraphlaneException("--stages and --requests must be >= 1 and --new-tokens >= 2; got " + stages + ", " + requests
                     + ", " + newTokens);
@@ -124,12 +135,17 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             root.put("stages", stages);
             root.put("requests", requests);
             root.put("new_tokens", newTokens);
+            root.put("rounds", rounds);
             ArrayNode results = root.putArray("results");
             for (Rate r : rates) {
                 DecodeThroughput t = r.throughput();
                 ObjectNode result = results.addObject().put("backend", r.backend()).put("weights", r.weights()).put("device", r.device())
                         .put("decode_tokens_per_s", r.decodePerSecond()).put("decode_tokens", t.decodeTokens()).put("decode_s", t.decodeSeconds())
                         .put("tokens", t.tokens()).put("wall_s", t.wallSeconds());
+                ArrayNode perRound = result.putArray("decode_tokens_per_s_rounds");
+                for (double rate : r.roundRates()) {
+                    perRound.add(rate);
+                }
                 if (r.limit() != null) {
                     result.put("bandwidth_gb_per_s", r.limit().bandwidthGbPerS()).put("blas_threads", r.limit().threads())
                             .put("weight_bytes_per_token", r.limit().weightBytesPerToken())
@@ -160,14 +176,25 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             }
             try (InferencePipeline pipeline = builder.build()) {
                 modelName = pipeline.modelName();
-                DecodeThroughput throughput = DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1));
+                List<DecodeThroughput> measured = new ArrayList<>();
+                for (int round = 0; round < rounds; round++) {
+                    measured.add(DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1)));
+                }
+                double[] roundRates = measured.stream().mapToDouble(DecodeThroughput::decodeTokensPerSecond).toArray();
+                List<DecodeThroughput> byRate = new ArrayList<>(measured);
+                byRate.sort(java.util.Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));
+                DecodeThroughput throughput = byRate.get(byRate.size() / 2);
                 Limit limit = b.equals("cpu") ? cpuLimit(weightBytes(format)) : null;
-                Rate rate = new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, limit);
+                Rate rate = new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, limit);
                 if (!json) {
                     out.printf(Locale.ROOT, "%-3s (%s, weights %s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were "
                                     + "prefilled); %d tokens in %.2f s overall%n", b, rate.device(), rate.weights(), rate.decodePerSecond(),
                             rate.throughput().decodeTokens(), rate.throughput().decodeSeconds(), requests, rate.throughput().tokens(),
                             rate.throughput().wallSeconds());
+                    if (rounds > 1) {
+                        out.printf(Locale.ROOT, "    median of %d rounds: %s tokens/s%n", rounds, java.util.Arrays.toString(
+                                java.util.Arrays.stream(roundRates).map(v -> Math.round(v * 10) / 10.0).toArray()));
+                    }
                     if (limit != null) {
                         out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"
                                         + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%n",

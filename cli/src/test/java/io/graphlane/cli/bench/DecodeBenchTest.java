@@ -52,6 +52,25 @@ class DecodeBenchTest {
     }
 
     @Test
+    void roundsReportTheMedianRoundAndEveryRoundsFigure() throws Exception {
+        Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
+                "--requests", "1", "--new-tokens", "3", "--rounds", "3", "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode root = new ObjectMapper().readTree(run.out());
+        assertEquals(3, root.get("rounds").asInt());
+        JsonNode result = root.get("results").get(0);
+        JsonNode rounds = result.get("decode_tokens_per_s_rounds");
+        assertEquals(3, rounds.size(), result.toString());
+        double[] sorted = {rounds.get(0).asDouble(), rounds.get(1).asDouble(), rounds.get(2).asDouble()};
+        java.util.Arrays.sort(sorted);
+        assertEquals(sorted[1], result.get("decode_tokens_per_s").asDouble(), 0.0, "the median round is the one reported");
+        assertEquals(sorted[1] / result.get("limit_tokens_per_s").asDouble(), result.get("limit_ratio").asDouble(), 1e-9);
+        Run zero = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--rounds", "0");
+        assertTrue(zero.status() != 0);
+        assertTrue(zero.err().contains("--rounds must be in [1, 100], got 0"), zero.err());
+    }
+
+    @Test
     void anUnknownWeightFormatIsRefusedNamingTheChoices() {
         Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--weights", "int4");
         assertTrue(run.status() != 0);
