@@ -121,6 +121,12 @@ class LaneActorStopTest {
             unsubmittedValues = List.of(queuedValue, waitingValue, crashingValue);
             unsubmitted = List.of(queued, waiting, crashing);
         } else {
+            // A stop by the parent is a system message: it overtakes what waits in the lane's mailbox, whose rest then
+            // goes to dead letters. The status reply comes after every message sent before it, so once it is here the
+            // submissions and subscriptions above are the lane's, and the stop finds them all.
+            TestProbe<LaneProtocol.LaneStatus> status = KIT.createTestProbe(LaneProtocol.LaneStatus.class);
+            lane.tell(new LaneProtocol.GetStatus(status.ref()));
+            status.receiveMessage(Duration.ofSeconds(10));
             KIT.stop(lane, Duration.ofSeconds(10));
         }
         subscriber.expectTerminated(lane, Duration.ofSeconds(10));
