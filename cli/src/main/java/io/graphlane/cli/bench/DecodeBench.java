@@ -20,6 +20,8 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine;
@@ -182,7 +184,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 }
                 double[] roundRates = measured.stream().mapToDouble(DecodeThroughput::decodeTokensPerSecond).toArray();
                 List<DecodeThroughput> byRate = new ArrayList<>(measured);
-                byRate.sort(java.util.Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));
+                byRate.sort(Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));
                 DecodeThroughput throughput = byRate.get(byRate.size() / 2);
                 Limit limit = b.equals("cpu") ? cpuLimit(weightBytes(format)) : null;
                 Rate rate = new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, limit);
@@ -192,8 +194,8 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                             rate.throughput().decodeTokens(), rate.throughput().decodeSeconds(), requests, rate.throughput().tokens(),
                             rate.throughput().wallSeconds());
                     if (rounds > 1) {
-                        out.printf(Locale.ROOT, "    median of %d rounds: %s tokens/s%n", rounds, java.util.Arrays.toString(
-                                java.util.Arrays.stream(roundRates).map(v -> Math.round(v * 10) / 10.0).toArray()));
+                        out.printf(Locale.ROOT, "    median of %d rounds: %s tokens/s%n", rounds, Arrays.toString(
+                                Arrays.stream(roundRates).map(v -> Math.round(v * 10) / 10.0).toArray()));
                     }
                     if (limit != null) {
                         out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"
