@@ -86,6 +86,7 @@ public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecut
 
     @Override
     public void computeLanes(int lanes) {
+        CpuNeuralBackend.checkVectorBits();
         CpuNeuralBackend.setBlasThreads(CpuNeuralBackend.blasThreadsFor(lanes, CpuNeuralBackend.cores(),
                 CpuNeuralBackend.blasThreadsOverride()));
     }

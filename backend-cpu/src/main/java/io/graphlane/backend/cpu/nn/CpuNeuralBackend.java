@@ -97,6 +97,42 @@ public final class CpuNeuralBackend implements NeuralBackend<CpuExecutor, CpuTen
         throw new GraphlaneException("-D" + BLAS_THREADS_PROPERTY + " must be auto or a whole number >= 1, found '" + value + "'");
     }
 
+    /** The system property that fixes the SIMD kernels' vector width in bits: {@code auto} (default), 256 or 512. */
+    public static final String VECTOR_BITS_PROPERTY = "graphlane.cpu.vector-bits";
+
+    /**
+     * The SIMD kernels' vector width for the property value {@code value} ({@value #VECTOR_BITS_PROPERTY}; null or
+     * {@code auto}: 512 when the JVM's {@code preferred} width is at least that, as on AVX-512, else 256).
+     *
+     * @param strict whether a value other than auto, 256 and 512 is refused; otherwise it counts as auto (the kernels'
+     *               class initializer, which must not fail: {@link #checkVectorBits} refuses it at pipeline start)
+     * @throws GraphlaneException naming the property and the value, when {@code strict} and it is none of those
+     */
+    public static int vectorBits(String value, int preferred, boolean strict) {
+        String v = value == null ? "auto" : value.trim();
+        if (v.equals("256") || v.equals("512")) {
+            return Integer.parseInt(v);
+        }
+        if (strict && !v.equals("auto")) {
+            throw new GraphlaneException("-D" + VECTOR_BITS_PROPERTY + " must be auto, 256 or 512, found '" + value + "'");
+        }
+        return preferred >= 512 ? 512 : 256;
+    }
+
+    /**
+     * Refuses a {@value #VECTOR_BITS_PROPERTY} other than auto, 256 or 512, naming it and its value.
+     *
+     * @throws GraphlaneException if the property holds anything else
+     */
+    public static void checkVectorBits() {
+        vectorBits(System.getProperty(VECTOR_BITS_PROPERTY), 256, true);
+    }
+
+    /** The SIMD kernels' vector width in bits, or 0 when the JVM runs without the Vector API (the scalar kernels). */
+    public static int simdBits() {
+        return PackedKernels.VECTOR ? VectorKernels.BITS : 0;
+    }
+
     /** The thread count last given to {@link #setBlasThreads}, or -1 while OpenBLAS runs with its default. */
     public static int blasThreads() {
         Loader.load(openblas.class);

@@ -1,12 +1,19 @@
 package io.graphlane.backend.cpu.nn;
 
+import static jdk.incubator.vector.VectorOperators.ADD;
+import static jdk.incubator.vector.VectorOperators.AND;
+import static jdk.incubator.vector.VectorOperators.ASHR;
+import static jdk.incubator.vector.VectorOperators.I2F;
+import static jdk.incubator.vector.VectorOperators.LSHL;
+import static jdk.incubator.vector.VectorOperators.LSHR;
+import static jdk.incubator.vector.VectorOperators.XOR;
+
 import io.graphlane.checkpoint.recipe.BlockQ8;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -16,25 +23,52 @@ import jdk.incubator.vector.VectorSpecies;
  * 16-bit and 8-bit ones are widened in registers without a lane-changing conversion:
  *
  * <ul>
- *   <li>BF16: 8 lanes of 32 bits hold 16 weights; {@code lane << 16} is the even weight of each pair as an F32
- *       and {@code lane & 0xFFFF0000} the odd one, so each lane pair meets the input {@link #prepare permuted}
- *       once per call to {@code [x0 x2 .. x14 | x1 x3 .. x15]} per 16 elements;</li>
- *   <li>8-bit ({@link BlockQ8}): 8 lanes of 32 bits hold one block of 32; {@code (lane << 24 - 8p) >> 24} is
- *       byte {@code p} of each lane sign-extended, converted to F32 and met by the input permuted to
- *       {@code [x0 x4 .. x28 | x1 x5 .. | x2 .. | x3 ..]} per block.</li>
+ *   <li>BF16: {@code L} lanes of 32 bits hold {@code 2L} weights; {@code lane << 16} is the even weight of each pair as
+ *       an F32 and {@code lane & 0xFFFF0000} the odd one, so each lane pair meets the input {@link #prepare permuted}
+ *       once per call to {@code [x0 x2 .. | x1 x3 ..]} per {@code 2L} elements;</li>
+ *   <li>8-bit ({@link BlockQ8}): 8 lanes of 32 bits hold one block of 32; {@code (lane << 24 - 8p) >> 24} is byte
+ *       {@code p} of each lane sign-extended, converted to F32 and met by the input permuted to
+ *       {@code [x0 x4 .. x28 | x1 x5 .. | x2 .. | x3 ..]} per block, then scaled by the block's scale.</li>
  * </ul>
  *
- * Loaded only when the JVM runs with {@code --add-modules jdk.incubator.vector} ({@link PackedKernels#VECTOR});
+ * The F32 and BF16 vectors are {@link #BITS} wide ({@value CpuNeuralBackend#VECTOR_BITS_PROPERTY}): 512 where the
+ * JVM's preferred width is (AVX-512), else 256; elements that no whole vector covers are done one by one. The 8-bit
+ * ones are 256 bits wide at any width. Every call shape has its own method (one row, a few
+ * rows; per encoding), and no vector crosses a call of ours: the JIT may leave any such call out of line (a small
+ * helper too, once it has its own compiled code of some size), and then the vector is boxed and the Vector API calls
+ * around it run their Java fallbacks, many times slower, in some runs and not others.
+ *
+ * <p>Loaded only when the JVM runs with {@code --add-modules jdk.incubator.vector} ({@link PackedKernels#VECTOR});
  * otherwise the scalar loops and OpenBLAS run.
  */
 final class VectorKernels {
-    private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_256;
-    private static final VectorSpecies<Integer> INTS = IntVector.SPECIES_256;
+    /** The vector width of the kernels in bits, 256 or 512 ({@link CpuNeuralBackend#vectorBits}). */
+    static final int BITS = CpuNeuralBackend.vectorBits(System.getProperty(CpuNeuralBackend.VECTOR_BITS_PROPERTY),
+            FloatVector.SPECIES_PREFERRED.vectorBitSize(), false);
+    private static final VectorSpecies<Float> FLOATS = BITS == 512 ? FloatVector.SPECIES_512 : FloatVector.SPECIES_256;
+    private static final VectorSpecies<Integer> INTS = BITS == 512 ? IntVector.SPECIES_512 : IntVector.SPECIES_256;
     /** Floats per vector. */
-    private static final int L = 8;
+    private static final int L = BITS / Float.SIZE;
+    /**
+     * The 8-bit kernels' vectors: 256 bits, one block of 32 weights, at any {@link #BITS}. At 512 bits two blocks share a
+     * vector and need their two scales blended in; measured no faster on AVX-512 (Zen 4), for simpler code.
+     */
+    private static final VectorSpecies<Float> Q8_FLOATS = FloatVector.SPECIES_256;
+    private static final VectorSpecies<Integer> Q8_INTS = IntVector.SPECIES_256;
+    private static final int Q8_L = 8;
     /** Input rows one pass over a weight row serves (their accumulators live in registers). */
     static final int ROWS_PER_PASS = 4;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    /**
+     * {@link #widenQ8}'s F32 for a zero byte: a byte {@code u} (unsigned) XOR {@code 0x4B000080} reads as the F32
+     * {@code 2²³ + 128 + b} for the signed byte {@code b}, exactly, so subtracting this leaves {@code b}: integer operations
+     * and a reinterpretation, no conversion (whose intrinsic the JIT left out in some compilations, running its Java
+     * fallback).
+     */
+    private static final float BIASED_ZERO = 8388736f;
+    private static final int BIASED = 0x4B000080;
+    /** Per thread, one 8-bit weight row widened for several input rows ({@link #widenQ8}). */
+    private static final ThreadLocal<float[]> ROW_SCRATCH = ThreadLocal.withInitial(() -> new float[0]);
 
     private VectorKernels() {
     }
@@ -54,16 +88,18 @@ final class VectorKernels {
         if (encoding == null) {
             return;
         }
-        int group = encoding == PackedMatrix.Encoding.BF16 ? 2 * L : 4 * L;
-        int phases = group / L;
-        float[] tmp = new float[4 * L];
+        boolean bf16 = encoding == PackedMatrix.Encoding.BF16;
+        int lanes = bf16 ? L : Q8_L;
+        int phases = bf16 ? 2 : 4;
+        int group = phases * lanes;
+        float[] tmp = new float[group];
         for (int r = 0; r < n; r++) {
             int base = r * k;
             for (int g = 0; g + group <= k; g += group) {
                 System.arraycopy(out, base + g, tmp, 0, group);
-                for (int t = 0; t < L; t++) {
+                for (int t = 0; t < lanes; t++) {
                     for (int p = 0; p < phases; p++) {
-                        out[base + g + p * L + t] = tmp[phases * t + p];
+                        out[base + g + p * lanes + t] = tmp[phases * t + p];
                     }
                 }
             }
@@ -76,27 +112,55 @@ final class VectorKernels {
      */
     static void project(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, float[] x, int n, int k,
                         FloatBuffer out, int m, int from, int to) {
+        if (n == 1) {
+            for (int j = from; j < to; j++) {
+                int base = j * rowBytes;
+                float dot;
+                if (encoding == null) {
+                    dot = dotF32Row(w, base, x, k);
+                } else if (encoding == PackedMatrix.Encoding.BF16) {
+                    dot = dotBf16Row(w, base, x, k);
+                } else {
+                    dot = dotQ8Row(w, base, x, k);
+                }
+                out.put(j, dot);
+            }
+            return;
+        }
         float[] acc = new float[ROWS_PER_PASS];
-        if (encoding == null && n > 1) {
+        if (encoding == null) {
             projectF32Pairs(w, rowBytes, x, n, k, out, m, from, to, acc);
             return;
         }
+        boolean bf16 = encoding == PackedMatrix.Encoding.BF16;
+        float[] row = bf16 ? null : rowScratch(k);
         for (int j = from; j < to; j++) {
             int base = j * rowBytes;
+            if (!bf16) {
+                widenQ8(w, base, k, row);
+            }
             for (int r = 0; r < n; r += ROWS_PER_PASS) {
                 int rows = Math.min(ROWS_PER_PASS, n - r);
-                if (encoding == null) {
-                    dotF32(w, base, x, r * k, rows, k, acc);
-                } else if (encoding == PackedMatrix.Encoding.BF16) {
+                if (bf16) {
                     dotBf16(w, base, x, r * k, rows, k, acc);
                 } else {
-                    dotQ8(w, base, x, r * k, rows, k, acc);
+                    dotF32Array(row, x, r * k, rows, k, acc);
                 }
                 for (int i = 0; i < rows; i++) {
                     out.put((r + i) * m + j, acc[i]);
                 }
             }
         }
+    }
+
+    /** This thread's scratch row of at least {@code k} floats. */
+    private static float[] rowScratch(int k) {
+        float[] row = ROW_SCRATCH.get();
+        if (row.length < k) {
+            row = new float[k];
+            ROW_SCRATCH.set(row);
+        }
+        return row;
     }
 
     /**
@@ -160,36 +224,42 @@ final class VectorKernels {
             a3 = wa.fma(v, a3);
             b3 = wb.fma(v, b3);
         }
-        finishRows(a0, a1, a2, a3, w, baseA, false, x, x0, k, i, rows, accA);
-        finishRows(b0, b1, b2, b3, w, baseB, false, x, x0, k, i, rows, accB);
+        store(accA, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD),
+                a2.reduceLanes(ADD), a3.reduceLanes(ADD));
+        store(accB, rows, b0.reduceLanes(ADD), b1.reduceLanes(ADD),
+                b2.reduceLanes(ADD), b3.reduceLanes(ADD));
+        tails(w, baseA, false, x, x0, k, i, rows, accA);
+        tails(w, baseB, false, x, x0, k, i, rows, accB);
+    }
+
+    /** One F32 weight row against one input row. */
+    private static float dotF32Row(ByteBuffer w, int base, float[] x, int k) {
+        int i = 0;
+        FloatVector a0 = FloatVector.zero(FLOATS);
+        FloatVector a1 = FloatVector.zero(FLOATS);
+        FloatVector a2 = FloatVector.zero(FLOATS);
+        FloatVector a3 = FloatVector.zero(FLOATS);
+        for (; i + 4 * L <= k; i += 4 * L) {
+            int b = base + 4 * i;
+            a0 = FloatVector.fromByteBuffer(FLOATS, w, b, LE).fma(FloatVector.fromArray(FLOATS, x, i), a0);
+            a1 = FloatVector.fromByteBuffer(FLOATS, w, b + 4 * L, LE).fma(FloatVector.fromArray(FLOATS, x, i + L), a1);
+            a2 = FloatVector.fromByteBuffer(FLOATS, w, b + 8 * L, LE).fma(FloatVector.fromArray(FLOATS, x, i + 2 * L), a2);
+            a3 = FloatVector.fromByteBuffer(FLOATS, w, b + 12 * L, LE).fma(FloatVector.fromArray(FLOATS, x, i + 3 * L), a3);
+        }
+        for (; i + L <= k; i += L) {
+            a0 = FloatVector.fromByteBuffer(FLOATS, w, base + 4 * i, LE).fma(FloatVector.fromArray(FLOATS, x, i), a0);
+        }
+        return a0.add(a1).add(a2.add(a3)).reduceLanes(ADD) + tail(w, base, false, x, 0, i, k);
     }
 
     /** One F32 weight row against {@code rows} (1 to 4) input rows {@code k} apart from {@code x0}. */
     private static void dotF32(ByteBuffer w, int base, float[] x, int x0, int rows, int k, float[] acc) {
         int i = 0;
-        if (rows == 1) {
-            FloatVector a0 = FloatVector.zero(FLOATS);
-            FloatVector a1 = FloatVector.zero(FLOATS);
-            FloatVector a2 = FloatVector.zero(FLOATS);
-            FloatVector a3 = FloatVector.zero(FLOATS);
-            for (; i + 4 * L <= k; i += 4 * L) {
-                int b = base + 4 * i;
-                a0 = FloatVector.fromByteBuffer(FLOATS, w, b, LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
-                a1 = FloatVector.fromByteBuffer(FLOATS, w, b + 4 * L, LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i + L), a1);
-                a2 = FloatVector.fromByteBuffer(FLOATS, w, b + 8 * L, LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i + 2 * L), a2);
-                a3 = FloatVector.fromByteBuffer(FLOATS, w, b + 12 * L, LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i + 3 * L), a3);
-            }
-            for (; i + L <= k; i += L) {
-                a0 = FloatVector.fromByteBuffer(FLOATS, w, base + 4 * i, LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
-            }
-            acc[0] = finishRow(a0.add(a1).add(a2.add(a3)), w, base, false, x, x0, i, k);
-            return;
-        }
         FloatVector a0 = FloatVector.zero(FLOATS);
         FloatVector a1 = FloatVector.zero(FLOATS);
         FloatVector a2 = FloatVector.zero(FLOATS);
         FloatVector a3 = FloatVector.zero(FLOATS);
-        int x1 = x0 + k;
+        int x1 = rows > 1 ? x0 + k : x0;
         int x2 = rows > 2 ? x1 + k : x1;
         int x3 = rows > 3 ? x2 + k : x2;
         for (; i + L <= k; i += L) {
@@ -199,151 +269,161 @@ final class VectorKernels {
             a2 = wv.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2);
             a3 = wv.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3);
         }
-        finishRows(a0, a1, a2, a3, w, base, false, x, x0, k, i, rows, acc);
+        store(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD),
+                a2.reduceLanes(ADD), a3.reduceLanes(ADD));
+        tails(w, base, false, x, x0, k, i, rows, acc);
+    }
+
+    /** One BF16 weight row against one input row permuted by {@link #prepare}. */
+    private static float dotBf16Row(ByteBuffer w, int base, float[] x, int k) {
+        int i = 0;
+        FloatVector a0 = FloatVector.zero(FLOATS);
+        FloatVector a1 = FloatVector.zero(FLOATS);
+        FloatVector a2 = FloatVector.zero(FLOATS);
+        FloatVector a3 = FloatVector.zero(FLOATS);
+        for (; i + 4 * L <= k; i += 4 * L) {
+            IntVector p = IntVector.fromByteBuffer(INTS, w, base + 2 * i, LE);
+            IntVector q = IntVector.fromByteBuffer(INTS, w, base + 2 * i + 4 * L, LE);
+            a0 = ((FloatVector) p.lanewise(LSHL, 16).reinterpretShape(FLOATS, 0)).fma(FloatVector.fromArray(FLOATS, x, i), a0);
+            a1 = ((FloatVector) p.lanewise(AND, 0xFFFF0000).reinterpretShape(FLOATS, 0)).fma(FloatVector.fromArray(FLOATS, x, i + L), a1);
+            a2 = ((FloatVector) q.lanewise(LSHL, 16).reinterpretShape(FLOATS, 0)).fma(FloatVector.fromArray(FLOATS, x, i + 2 * L), a2);
+            a3 = ((FloatVector) q.lanewise(AND, 0xFFFF0000).reinterpretShape(FLOATS, 0))
+                    .fma(FloatVector.fromArray(FLOATS, x, i + 3 * L), a3);
+        }
+        for (; i + 2 * L <= k; i += 2 * L) {
+            IntVector p = IntVector.fromByteBuffer(INTS, w, base + 2 * i, LE);
+            a0 = ((FloatVector) p.lanewise(LSHL, 16).reinterpretShape(FLOATS, 0)).fma(FloatVector.fromArray(FLOATS, x, i), a0);
+            a1 = ((FloatVector) p.lanewise(AND, 0xFFFF0000).reinterpretShape(FLOATS, 0)).fma(FloatVector.fromArray(FLOATS, x, i + L), a1);
+        }
+        return a0.add(a1).add(a2.add(a3)).reduceLanes(ADD) + tail(w, base, true, x, 0, i, k);
     }
 
     /** One BF16 weight row against {@code rows} (1 to 4) input rows permuted by {@link #prepare}. */
     private static void dotBf16(ByteBuffer w, int base, float[] x, int x0, int rows, int k, float[] acc) {
         int i = 0;
-        if (rows == 1) {
-            FloatVector a0 = FloatVector.zero(FLOATS);
-            FloatVector a1 = FloatVector.zero(FLOATS);
-            FloatVector a2 = FloatVector.zero(FLOATS);
-            FloatVector a3 = FloatVector.zero(FLOATS);
-            for (; i + 4 * L <= k; i += 4 * L) {
-                IntVector p = IntVector.fromByteBuffer(INTS, w, base + 2 * i, LE);
-                IntVector q = IntVector.fromByteBuffer(INTS, w, base + 2 * i + 4 * L, LE);
-                a0 = even(p).fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
-                a1 = odd(p).fma(FloatVector.fromArray(FLOATS, x, x0 + i + L), a1);
-                a2 = even(q).fma(FloatVector.fromArray(FLOATS, x, x0 + i + 2 * L), a2);
-                a3 = odd(q).fma(FloatVector.fromArray(FLOATS, x, x0 + i + 3 * L), a3);
-            }
-            for (; i + 2 * L <= k; i += 2 * L) {
-                IntVector p = IntVector.fromByteBuffer(INTS, w, base + 2 * i, LE);
-                a0 = even(p).fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
-                a1 = odd(p).fma(FloatVector.fromArray(FLOATS, x, x0 + i + L), a1);
-            }
-            acc[0] = finishRow(a0.add(a1).add(a2.add(a3)), w, base, true, x, x0, i, k);
-            return;
-        }
         FloatVector a0 = FloatVector.zero(FLOATS);
         FloatVector a1 = FloatVector.zero(FLOATS);
         FloatVector a2 = FloatVector.zero(FLOATS);
         FloatVector a3 = FloatVector.zero(FLOATS);
-        int x1 = x0 + k;
+        int x1 = rows > 1 ? x0 + k : x0;
         int x2 = rows > 2 ? x1 + k : x1;
         int x3 = rows > 3 ? x2 + k : x2;
         for (; i + 2 * L <= k; i += 2 * L) {
             IntVector p = IntVector.fromByteBuffer(INTS, w, base + 2 * i, LE);
-            FloatVector e = even(p);
-            FloatVector o = odd(p);
+            FloatVector e = (FloatVector) p.lanewise(LSHL, 16).reinterpretShape(FLOATS, 0);
+            FloatVector o = (FloatVector) p.lanewise(AND, 0xFFFF0000).reinterpretShape(FLOATS, 0);
             a0 = o.fma(FloatVector.fromArray(FLOATS, x, x0 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0));
             a1 = o.fma(FloatVector.fromArray(FLOATS, x, x1 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x1 + i), a1));
             a2 = o.fma(FloatVector.fromArray(FLOATS, x, x2 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2));
             a3 = o.fma(FloatVector.fromArray(FLOATS, x, x3 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3));
         }
-        finishRows(a0, a1, a2, a3, w, base, true, x, x0, k, i, rows, acc);
+        store(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD),
+                a2.reduceLanes(ADD), a3.reduceLanes(ADD));
+        tails(w, base, true, x, x0, k, i, rows, acc);
     }
 
-    /** The lanes of {@code sum} added up, plus the elements {@code [i, k)} that no whole vector covered. */
-    private static float finishRow(FloatVector sum, ByteBuffer w, int base, boolean bf16, float[] x, int x0, int i, int k) {
-        float total = sum.reduceLanes(VectorOperators.ADD);
+    /** The elements {@code [i, k)} that no whole vector covered, of one weight row and one input row. */
+    private static float tail(ByteBuffer w, int base, boolean bf16, float[] x, int x0, int i, int k) {
+        float total = 0f;
         for (; i < k; i++) {
-            total += weight(w, base, i, bf16) * x[x0 + i];
+            total += (bf16 ? Float.intBitsToFloat(w.getShort(base + 2 * i) << 16) : w.getFloat(base + 4 * i)) * x[x0 + i];
         }
         return total;
     }
 
-    /** {@link #finishRow} for up to 4 input rows {@code k} apart from {@code x0}, into {@code acc[0, rows)}. */
-    private static void finishRows(FloatVector a0, FloatVector a1, FloatVector a2, FloatVector a3, ByteBuffer w, int base, boolean bf16,
-                                   float[] x, int x0, int k, int i, int rows, float[] acc) {
-        store(acc, rows, finishRow(a0, w, base, bf16, x, x0, i, k), rows > 1 ? finishRow(a1, w, base, bf16, x, x0 + k, i, k) : 0f,
-                rows > 2 ? finishRow(a2, w, base, bf16, x, x0 + 2 * k, i, k) : 0f,
-                rows > 3 ? finishRow(a3, w, base, bf16, x, x0 + 3 * k, i, k) : 0f);
+    /** {@link #tail} added to {@code acc[0, rows)} for up to 4 input rows {@code k} apart from {@code x0}. */
+    private static void tails(ByteBuffer w, int base, boolean bf16, float[] x, int x0, int k, int i, int rows, float[] acc) {
+        if (i < k) {
+            for (int r = 0; r < rows; r++) {
+                acc[r] += tail(w, base, bf16, x, x0 + r * k, i, k);
+            }
+        }
     }
 
-    private static float weight(ByteBuffer w, int base, int i, boolean bf16) {
-        return bf16 ? bf16(w, base, i) : w.getFloat(base + 4 * i);
-    }
-
-    private static float bf16(ByteBuffer w, int base, int i) {
-        return Float.intBitsToFloat(w.getShort(base + 2 * i) << 16);
-    }
-
-    private static FloatVector even(IntVector pairs) {
-        return pairs.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
-    }
-
-    private static FloatVector odd(IntVector pairs) {
-        return pairs.lanewise(VectorOperators.AND, 0xFFFF0000).reinterpretAsFloats();
-    }
-
-    /** One 8-bit weight row (blocks of 32, scales after the row's bytes) against {@code rows} (1 to 4) permuted input rows. */
-    private static void dotQ8(ByteBuffer w, int base, float[] x, int x0, int rows, int k, float[] acc) {
+    /**
+     * One 8-bit weight row (blocks of 32, scales after the row's bytes) against one input row permuted by
+     * {@link #prepare}: per vector, byte phase {@code p} of every lane times the input's phase {@code p}, summed, then
+     * times each block's scale.
+     */
+    private static float dotQ8Row(ByteBuffer w, int base, float[] x, int k) {
         int blocks = k / BlockQ8.BLOCK;
         int scales = base + k;
-        if (rows == 1) {
-            FloatVector t0 = FloatVector.zero(FLOATS);
-            FloatVector t1 = FloatVector.zero(FLOATS);
-            int b = 0;
-            for (; b + 2 <= blocks; b += 2) {
-                t0 = blockQ8(w, base + b * BlockQ8.BLOCK, x, x0 + b * BlockQ8.BLOCK)
-                        .fma(FloatVector.broadcast(FLOATS, w.getFloat(scales + b * Float.BYTES)), t0);
-                t1 = blockQ8(w, base + (b + 1) * BlockQ8.BLOCK, x, x0 + (b + 1) * BlockQ8.BLOCK)
-                        .fma(FloatVector.broadcast(FLOATS, w.getFloat(scales + (b + 1) * Float.BYTES)), t1);
-            }
-            if (b < blocks) {
-                t0 = blockQ8(w, base + b * BlockQ8.BLOCK, x, x0 + b * BlockQ8.BLOCK)
-                        .fma(FloatVector.broadcast(FLOATS, w.getFloat(scales + b * Float.BYTES)), t0);
-            }
-            acc[0] = t0.add(t1).reduceLanes(VectorOperators.ADD);
-            return;
+        // one block an iteration, one accumulator (its chain is one FMA of the ~16 vector operations of a block): the
+        // smallest compiled loop, so the JIT's node budget never cuts the Vector API calls it must inline
+        FloatVector t = FloatVector.zero(Q8_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            int e = b * BlockQ8.BLOCK;
+            IntVector v = IntVector.fromByteBuffer(Q8_INTS, w, base + e, LE);
+            FloatVector w0 = (FloatVector) v.lanewise(LSHL, 24).lanewise(ASHR, 24)
+                    .convertShape(I2F, Q8_FLOATS, 0);
+            FloatVector w1 = (FloatVector) v.lanewise(LSHL, 16).lanewise(ASHR, 24)
+                    .convertShape(I2F, Q8_FLOATS, 0);
+            FloatVector w2 = (FloatVector) v.lanewise(LSHL, 8).lanewise(ASHR, 24)
+                    .convertShape(I2F, Q8_FLOATS, 0);
+            FloatVector w3 = (FloatVector) v.lanewise(ASHR, 24).convertShape(I2F, Q8_FLOATS, 0);
+            FloatVector s = w0.mul(FloatVector.fromArray(Q8_FLOATS, x, e));
+            s = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, e + Q8_L), s);
+            s = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, e + 2 * Q8_L), s);
+            s = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, e + 3 * Q8_L), s);
+            t = s.fma(FloatVector.broadcast(Q8_FLOATS, w.getFloat(scales + b * Float.BYTES)), t);
         }
+        return t.reduceLanes(ADD);
+    }
+
+    /**
+     * One 8-bit weight row widened to F32 into {@code row[0, k)}, in the order of the input {@link #prepare permuted}
+     * for it: several input rows then meet it with {@link #dotF32Array}, the widening paid once per weight row (and a
+     * smaller compiled loop than widening and multiplying at once, whose inlined Vector API calls outgrew the JIT's
+     * node budget in some runs).
+     */
+    private static void widenQ8(ByteBuffer w, int base, int k, float[] row) {
+        int blocks = k / BlockQ8.BLOCK;
+        int scales = base + k;
+        for (int b = 0; b < blocks; b++) {
+            int e = b * BlockQ8.BLOCK;
+            FloatVector scale = FloatVector.broadcast(Q8_FLOATS, w.getFloat(scales + b * Float.BYTES));
+            IntVector v = IntVector.fromByteBuffer(Q8_INTS, w, base + e, LE);
+            IntVector b0 = v.lanewise(AND, 0xFF);
+            IntVector b1 = v.lanewise(LSHR, 8).lanewise(AND, 0xFF);
+            IntVector b2 = v.lanewise(LSHR, 16).lanewise(AND, 0xFF);
+            IntVector b3 = v.lanewise(LSHR, 24);
+            ((FloatVector) b0.lanewise(XOR, BIASED).reinterpretShape(Q8_FLOATS, 0)).sub(BIASED_ZERO).mul(scale)
+                    .intoArray(row, e);
+            ((FloatVector) b1.lanewise(XOR, BIASED).reinterpretShape(Q8_FLOATS, 0)).sub(BIASED_ZERO).mul(scale)
+                    .intoArray(row, e + Q8_L);
+            ((FloatVector) b2.lanewise(XOR, BIASED).reinterpretShape(Q8_FLOATS, 0)).sub(BIASED_ZERO).mul(scale)
+                    .intoArray(row, e + 2 * Q8_L);
+            ((FloatVector) b3.lanewise(XOR, BIASED).reinterpretShape(Q8_FLOATS, 0)).sub(BIASED_ZERO).mul(scale)
+                    .intoArray(row, e + 3 * Q8_L);
+        }
+    }
+
+    /** One F32 row {@code w[0, k)} against {@code rows} (1 to 4) input rows {@code k} apart from {@code x0}. */
+    private static void dotF32Array(float[] w, float[] x, int x0, int rows, int k, float[] acc) {
+        int i = 0;
         FloatVector a0 = FloatVector.zero(FLOATS);
         FloatVector a1 = FloatVector.zero(FLOATS);
         FloatVector a2 = FloatVector.zero(FLOATS);
         FloatVector a3 = FloatVector.zero(FLOATS);
-        int x1 = x0 + k;
+        int x1 = rows > 1 ? x0 + k : x0;
         int x2 = rows > 2 ? x1 + k : x1;
         int x3 = rows > 3 ? x2 + k : x2;
-        for (int b = 0; b < blocks; b++) {
-            int q = base + b * BlockQ8.BLOCK;
-            int xb = b * BlockQ8.BLOCK;
-            FloatVector scale = FloatVector.broadcast(FLOATS, w.getFloat(scales + b * Float.BYTES));
-            IntVector v = IntVector.fromByteBuffer(INTS, w, q, LE);
-            FloatVector w0 = byteOf(v, 24).mul(scale);
-            FloatVector w1 = byteOf(v, 16).mul(scale);
-            FloatVector w2 = byteOf(v, 8).mul(scale);
-            FloatVector w3 = ((FloatVector) v.lanewise(VectorOperators.ASHR, 24).convert(VectorOperators.I2F, 0)).mul(scale);
-            a0 = phases(w0, w1, w2, w3, x, x0 + xb, a0);
-            a1 = phases(w0, w1, w2, w3, x, x1 + xb, a1);
-            a2 = phases(w0, w1, w2, w3, x, x2 + xb, a2);
-            a3 = phases(w0, w1, w2, w3, x, x3 + xb, a3);
+        for (; i + L <= k; i += L) {
+            FloatVector wv = FloatVector.fromArray(FLOATS, w, i);
+            a0 = wv.fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
+            a1 = wv.fma(FloatVector.fromArray(FLOATS, x, x1 + i), a1);
+            a2 = wv.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2);
+            a3 = wv.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3);
         }
-        store(acc, rows, a0.reduceLanes(VectorOperators.ADD), a1.reduceLanes(VectorOperators.ADD),
-                a2.reduceLanes(VectorOperators.ADD), a3.reduceLanes(VectorOperators.ADD));
-    }
-
-    private static FloatVector phases(FloatVector w0, FloatVector w1, FloatVector w2, FloatVector w3, float[] x, int xi, FloatVector a) {
-        a = w0.fma(FloatVector.fromArray(FLOATS, x, xi), a);
-        a = w1.fma(FloatVector.fromArray(FLOATS, x, xi + L), a);
-        a = w2.fma(FloatVector.fromArray(FLOATS, x, xi + 2 * L), a);
-        return w3.fma(FloatVector.fromArray(FLOATS, x, xi + 3 * L), a);
-    }
-
-    /** The unscaled dot product, lane by lane, of one block of 32 weights at {@code q} with the permuted input at {@code xi}. */
-    private static FloatVector blockQ8(ByteBuffer w, int q, float[] x, int xi) {
-        IntVector v = IntVector.fromByteBuffer(INTS, w, q, LE);
-        FloatVector s = byteOf(v, 24).mul(FloatVector.fromArray(FLOATS, x, xi));
-        s = byteOf(v, 16).fma(FloatVector.fromArray(FLOATS, x, xi + L), s);
-        s = byteOf(v, 8).fma(FloatVector.fromArray(FLOATS, x, xi + 2 * L), s);
-        return ((FloatVector) v.lanewise(VectorOperators.ASHR, 24).convert(VectorOperators.I2F, 0))
-                .fma(FloatVector.fromArray(FLOATS, x, xi + 3 * L), s);
-    }
-
-    /** The byte of each lane whose top is {@code shift} bits below the lane's top, sign-extended, as F32. */
-    private static FloatVector byteOf(IntVector v, int shift) {
-        return (FloatVector) v.lanewise(VectorOperators.LSHL, shift).lanewise(VectorOperators.ASHR, 24).convert(VectorOperators.I2F, 0);
+        store(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD),
+                a2.reduceLanes(ADD), a3.reduceLanes(ADD));
+        for (int r = 0; r < rows; r++) {
+            float total = 0f;
+            for (int t = i; t < k; t++) {
+                total += w[t] * x[x0 + r * k + t];
+            }
+            acc[r] += total;
+        }
     }
 
     private static void store(float[] acc, int rows, float s0, float s1, float s2, float s3) {

@@ -5,20 +5,84 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.graphlane.checkpoint.recipe.BlockQ8;
+import io.graphlane.core.GraphlaneException;
 import io.graphlane.checkpoint.recipe.HalfPrecision;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Random;
+import jdk.incubator.vector.FloatVector;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Projections over packed weights: for every encoding, row count (one row, a few, many) and thread count,
  * {@code linear} (SIMD and scalar kernels alike) equals the F32 product with the same weights widened, to F32
- * rounding.
+ * rounding. Tagged {@code simd-kernels}: the build runs it once more with 256-bit vectors.
  */
+@Tag("simd-kernels")
 class PackedLinearTest {
+
+    @Test
+    void theKernelsRunAtTheConfiguredWidth() {
+        String property = System.getProperty(CpuNeuralBackend.VECTOR_BITS_PROPERTY);
+        int expected = property != null && !property.equals("auto") ? Integer.parseInt(property)
+                : FloatVector.SPECIES_PREFERRED.vectorBitSize() >= 512 ? 512 : 256;
+        assertEquals(expected, CpuNeuralBackend.simdBits(), "-D" + CpuNeuralBackend.VECTOR_BITS_PROPERTY + "=" + property);
+    }
+
+    @Test
+    void theVectorWidthPropertyTakesAuto256Or512AndNamesItselfOtherwise() {
+        assertEquals(512, CpuNeuralBackend.vectorBits(null, 512, true));
+        assertEquals(256, CpuNeuralBackend.vectorBits("auto", 256, true));
+        assertEquals(256, CpuNeuralBackend.vectorBits("auto", 128, true), "never narrower than 256 bits");
+        assertEquals(256, CpuNeuralBackend.vectorBits(" 256 ", 512, true));
+        assertEquals(512, CpuNeuralBackend.vectorBits("512", 256, true));
+        GraphlaneException e = assertThrows(GraphlaneException.class, () -> CpuNeuralBackend.vectorBits("1024", 512, true));
+        assertEquals("-Dgraphlane.cpu.vector-bits must be auto, 256 or 512, found '1024'", e.getMessage());
+        assertEquals(512, CpuNeuralBackend.vectorBits("1024", 512, false), "the kernels' initializer falls back to auto");
+    }
+
+    /**
+     * The F32 SIMD kernel (one row; several rows, two weight rows at a time) equals a double-precision product, with
+     * column counts that leave a tail no vector covers and odd weight-row counts.
+     */
+    @ParameterizedTest(name = "F32: {0} x {1} weights, {2} input row(s), {3} thread(s)")
+    @CsvSource({"96, 64, 1, 1", "33, 71, 1, 2", "257, 1024, 1, 2", "33, 71, 2, 1", "40, 96, 5, 2", "257, 136, 9, 2"})
+    void f32ProjectionEqualsADoublePrecisionProduct(int m, int k, int n, int threads) {
+        CpuNeuralBackend.setBlasThreads(threads);
+        Random random = new Random(17L * m + k + n);
+        float[] weights = new float[m * k];
+        for (int i = 0; i < weights.length; i++) {
+            weights[i] = (float) random.nextGaussian() * 0.1f;
+        }
+        float[] x = new float[n * k];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) random.nextGaussian();
+        }
+        CpuNeuralOps ops = new CpuNeuralOps();
+        CpuTensor input = ops.fromHost(x, n, k);
+        CpuTensor w = ops.fromHost(weights, m, k);
+        CpuTensor found = ops.allocate(n, m);
+        try {
+            new PackedLinear(true).linearF32(input, w, found);
+            for (int r = 0; r < n; r++) {
+                for (int c = 0; c < m; c++) {
+                    double e = 0;
+                    for (int i = 0; i < k; i++) {
+                        e += (double) weights[c * k + i] * x[r * k + i];
+                    }
+                    assertEquals(e, found.get(r, c), 1e-4 * (1 + Math.abs(e)), "row " + r + " col " + c);
+                }
+            }
+        } finally {
+            ops.release(input);
+            ops.release(w);
+            ops.release(found);
+        }
+    }
 
     @AfterEach
     void restoreThreads() {
@@ -29,7 +93,8 @@ class PackedLinearTest {
     @CsvSource({
         "BF16, 96, 64, 1, 1", "BF16, 96, 64, 1, 2", "BF16, 33, 71, 3, 2", "BF16, 257, 1024, 1, 2", "BF16, 40, 96, 9, 1",
         "F16, 96, 64, 1, 1", "F16, 257, 1024, 2, 2", "F16, 40, 96, 9, 2",
-        "Q8_0, 96, 64, 1, 1", "Q8_0, 257, 1024, 1, 2", "Q8_0, 33, 96, 5, 2", "Q8_0, 40, 96, 12, 1"})
+        "Q8_0, 96, 64, 1, 1", "Q8_0, 257, 1024, 1, 2", "Q8_0, 33, 96, 5, 2", "Q8_0, 40, 96, 12, 1",
+        "Q8_0, 35, 96, 1, 1", "Q8_0, 35, 160, 2, 2", "BF16, 35, 200, 2, 2"})
     void packedProjectionEqualsTheWidenedF32Projection(PackedMatrix.Encoding encoding, int m, int k, int n, int threads) {
         CpuNeuralBackend.setBlasThreads(threads);
         Random random = new Random(31L * m + k + n);
