@@ -146,7 +146,7 @@ class RunCommandsTest {
     @Test
     void decodeBenchmarkOnTheCpuCountsTheTokensGeneratedAfterPrefill() throws Exception {
         Run run = cli("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "2", "--requests", "3",
-                "--new-tokens", "6", "--json");
+                "--new-tokens", "6", "--warmup-seconds", "0", "--json");
         assertEquals(0, run.status(), run.err());
         JsonNode o = JSON.readTree(run.out());
         assertEquals(1, o.get("results").size());

@@ -68,6 +68,11 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 "tokens/s (default ${DEFAULT-VALUE}); every round's figure is printed too. For a noisy machine."})
     int rounds;
 
+    @Option(names = "--warmup-seconds", paramLabel = "W", defaultValue = "3",
+            description = {"Untimed rounds first on each pipeline, at least one and for at least W seconds, so the JIT has compiled",
+                "the decode step before the timed rounds (default ${DEFAULT-VALUE}; 0 = one short warm-up, as a cold service sees)."})
+    double warmupSeconds;
+
     @Option(names = "--json", description = "Print one JSON object.")
     boolean json;
 
@@ -78,10 +83,10 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     private String modelName;
 
     /**
-     * One backend's figures: the median round's {@code throughput} and every round's decode tokens/s in order;
-     * {@code limit} is null where no bound was measured (the GPU).
+     * One backend's figures: the median round's {@code throughput}, every timed round's decode tokens/s in order and the
+     * untimed rounds before them; {@code limit} is null where no bound was measured (the GPU).
      */
-    record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, Limit limit) {
+    record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, int warmupRounds, Limit limit) {
         double decodePerSecond() {
             return throughput.decodeTokensPerSecond();
         }
@@ -105,6 +110,9 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     public Integer call() throws Exception {
         if (rounds < 1 || rounds > 100) {
             throw new GraphlaneException("--rounds must be in [1, 100], got " + rounds);
+        }
+        if (!(warmupSeconds >= 0 && warmupSeconds <= 600)) {
+            throw new GraphlaneException("--warmup-seconds must be in [0, 600], got " + warmupSeconds);
         }
         if (stages < 1 || requests < 1 || newTokens < 2) {
             throw new GraphlaneException("--stages and --requests must be >= 1 and --new-tokens >= 2; got " + stages + ", " + requests
@@ -138,12 +146,14 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             root.put("requests", requests);
             root.put("new_tokens", newTokens);
             root.put("rounds", rounds);
+            root.put("warmup_seconds", warmupSeconds);
             ArrayNode results = root.putArray("results");
             for (Rate r : rates) {
                 DecodeThroughput t = r.throughput();
                 ObjectNode result = results.addObject().put("backend", r.backend()).put("weights", r.weights()).put("device", r.device())
                         .put("decode_tokens_per_s", r.decodePerSecond()).put("decode_tokens", t.decodeTokens()).put("decode_s", t.decodeSeconds())
                         .put("tokens", t.tokens()).put("wall_s", t.wallSeconds());
+                result.put("warmup_rounds", r.warmupRounds());
                 ArrayNode perRound = result.putArray("decode_tokens_per_s_rounds");
                 for (double rate : r.roundRates()) {
                     perRound.add(rate);
@@ -178,6 +188,14 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             }
             try (InferencePipeline pipeline = builder.build()) {
                 modelName = pipeline.modelName();
+                int warmupRounds = 0;
+                long warmupEnd = System.nanoTime() + (long) (warmupSeconds * 1e9);
+                if (warmupSeconds > 0) {
+                    do {
+                        DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1));
+                        warmupRounds++;
+                    } while (System.nanoTime() < warmupEnd);
+                }
                 List<DecodeThroughput> measured = new ArrayList<>();
                 for (int round = 0; round < rounds; round++) {
                     measured.add(DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1)));
@@ -187,15 +205,15 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 byRate.sort(Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));
                 DecodeThroughput throughput = byRate.get(byRate.size() / 2);
                 Limit limit = b.equals("cpu") ? cpuLimit(weightBytes(format)) : null;
-                Rate rate = new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, limit);
+                Rate rate = new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, warmupRounds, limit);
                 if (!json) {
                     out.printf(Locale.ROOT, "%-3s (%s, weights %s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were "
                                     + "prefilled); %d tokens in %.2f s overall%n", b, rate.device(), rate.weights(), rate.decodePerSecond(),
                             rate.throughput().decodeTokens(), rate.throughput().decodeSeconds(), requests, rate.throughput().tokens(),
                             rate.throughput().wallSeconds());
                     if (rounds > 1) {
-                        out.printf(Locale.ROOT, "    median of %d rounds: %s tokens/s%n", rounds, Arrays.toString(
-                                Arrays.stream(roundRates).map(v -> Math.round(v * 10) / 10.0).toArray()));
+                        out.printf(Locale.ROOT, "    median of %d rounds (after %d warm-up rounds): %s tokens/s%n", rounds, warmupRounds,
+                                Arrays.toString(Arrays.stream(roundRates).map(v -> Math.round(v * 10) / 10.0).toArray()));
                     }
                     if (limit != null) {
                         out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"

@@ -19,7 +19,7 @@ class DecodeBenchTest {
     @Test
     void aCpuRunReportsTheWeightStreamingBoundMeasuredInTheSameRunAndTheRatioReached() throws Exception {
         Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
-                "--requests", "2", "--new-tokens", "4", "--json");
+                "--requests", "2", "--new-tokens", "4", "--warmup-seconds", "0", "--json");
         assertEquals(0, run.status(), run.err());
         JsonNode result = new ObjectMapper().readTree(run.out()).get("results").get(0);
         // tiny-llama: 4 layers of hidden 64 (q 64, k and v 32, o, MLP 172, two norms), final norm, head 256 x 64, one embedding row.
@@ -39,7 +39,7 @@ class DecodeBenchTest {
     @Test
     void oneRunMeasuresEachWeightFormatWithTheBytesThatFormatReads() throws Exception {
         Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
-                "--requests", "1", "--new-tokens", "3", "--weights", "f32,q8", "--json");
+                "--requests", "1", "--new-tokens", "3", "--weights", "f32,q8", "--warmup-seconds", "0", "--json");
         assertEquals(0, run.status(), run.err());
         JsonNode results = new ObjectMapper().readTree(run.out()).get("results");
         assertEquals(2, results.size());
@@ -54,11 +54,13 @@ class DecodeBenchTest {
     @Test
     void roundsReportTheMedianRoundAndEveryRoundsFigure() throws Exception {
         Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
-                "--requests", "1", "--new-tokens", "3", "--rounds", "3", "--json");
+                "--requests", "1", "--new-tokens", "3", "--rounds", "3", "--warmup-seconds", "0.2", "--json");
         assertEquals(0, run.status(), run.err());
         JsonNode root = new ObjectMapper().readTree(run.out());
         assertEquals(3, root.get("rounds").asInt());
+        assertEquals(0.2, root.get("warmup_seconds").asDouble());
         JsonNode result = root.get("results").get(0);
+        assertTrue(result.get("warmup_rounds").asInt() >= 1, "untimed rounds ran for the warm-up: " + result);
         JsonNode rounds = result.get("decode_tokens_per_s_rounds");
         assertEquals(3, rounds.size(), result.toString());
         double[] sorted = {rounds.get(0).asDouble(), rounds.get(1).asDouble(), rounds.get(2).asDouble()};
@@ -68,6 +70,11 @@ class DecodeBenchTest {
         Run zero = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--rounds", "0");
         assertTrue(zero.status() != 0);
         assertTrue(zero.err().contains("--rounds must be in [1, 100], got 0"), zero.err());
+        for (String bad : new String[] {"-1", "NaN", "601"}) {
+            Run refused = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--warmup-seconds", bad);
+            assertTrue(refused.status() != 0, bad);
+            assertTrue(refused.err().contains("--warmup-seconds must be in [0, 600], got " + Double.parseDouble(bad)), refused.err());
+        }
     }
 
     @Test
