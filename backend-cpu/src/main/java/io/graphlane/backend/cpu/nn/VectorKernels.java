@@ -33,10 +33,10 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * The F32 and BF16 vectors are {@link #BITS} wide ({@value CpuNeuralBackend#VECTOR_BITS_PROPERTY}): 512 where the
  * JVM's preferred width is (AVX-512), else 256; elements that no whole vector covers are done one by one. The 8-bit
- * ones are 256 bits wide at any width. Every call shape has its own method (one row, a few
- * rows; per encoding), and no vector crosses a call of ours: the JIT may leave any such call out of line (a small
- * helper too, once it has its own compiled code of some size), and then the vector is boxed and the Vector API calls
- * around it run their Java fallbacks, many times slower, in some runs and not others.
+ * ones are 256 bits wide at any width. Every call shape has its own method (one row, a few rows; per encoding), and
+ * no vector crosses a call of ours: the JIT may leave any such call out of line (a small helper too, once it has
+ * compiled code of its own of some size), and then the vector is boxed and the Vector API calls around it run their
+ * Java fallbacks, many times slower, in some runs and not others.
  *
  * <p>Loaded only when the JVM runs with {@code --add-modules jdk.incubator.vector} ({@link PackedKernels#VECTOR});
  * otherwise the scalar loops and OpenBLAS run.
