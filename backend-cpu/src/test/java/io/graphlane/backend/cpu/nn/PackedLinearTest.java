@@ -54,14 +54,8 @@ class PackedLinearTest {
     void f32ProjectionEqualsADoublePrecisionProduct(int m, int k, int n, int threads) {
         CpuNeuralBackend.setBlasThreads(threads);
         Random random = new Random(17L * m + k + n);
-        float[] weights = new float[m * k];
-        for (int i = 0; i < weights.length; i++) {
-            weights[i] = (float) random.nextGaussian() * 0.1f;
-        }
-        float[] x = new float[n * k];
-        for (int i = 0; i < x.length; i++) {
-            x[i] = (float) random.nextGaussian();
-        }
+        float[] weights = gaussians(random, m * k, 0.1f);
+        float[] x = gaussians(random, n * k, 1f);
         CpuNeuralOps ops = new CpuNeuralOps();
         CpuTensor input = ops.fromHost(x, n, k);
         CpuTensor w = ops.fromHost(weights, m, k);
@@ -98,14 +92,8 @@ class PackedLinearTest {
     void packedProjectionEqualsTheWidenedF32Projection(PackedMatrix.Encoding encoding, int m, int k, int n, int threads) {
         CpuNeuralBackend.setBlasThreads(threads);
         Random random = new Random(31L * m + k + n);
-        float[] weights = new float[m * k];
-        for (int i = 0; i < weights.length; i++) {
-            weights[i] = (float) random.nextGaussian() * 0.1f;
-        }
-        float[] x = new float[n * k];
-        for (int i = 0; i < x.length; i++) {
-            x[i] = (float) random.nextGaussian();
-        }
+        float[] weights = gaussians(random, m * k, 0.1f);
+        float[] x = gaussians(random, n * k, 1f);
         PackedMatrix packed = pack(encoding, weights, m, k);
         float[] widened = new float[m * k];
         for (int r = 0; r < m; r++) {
@@ -196,10 +184,7 @@ class PackedLinearTest {
         String[] encodings = {first, second, second};
         Random random = new Random(7L * n + threads);
         CpuNeuralOps ops = new CpuNeuralOps();
-        float[] x = new float[n * k];
-        for (int i = 0; i < x.length; i++) {
-            x[i] = (float) random.nextGaussian();
-        }
+        float[] x = gaussians(random, n * k, 1f);
         CpuTensor input = ops.fromHost(x, n, k);
         CpuTensor[] weights = new CpuTensor[rows.length];
         CpuTensor[] together = new CpuTensor[rows.length];
@@ -263,5 +248,14 @@ class PackedLinearTest {
             }
         }
         return PackedMatrix.of(encoding, bytes, rows, cols);
+    }
+
+    /** {@code count} draws of a normal distribution of standard deviation {@code scale}. */
+    private static float[] gaussians(Random random, int count, float scale) {
+        float[] values = new float[count];
+        for (int i = 0; i < count; i++) {
+            values[i] = (float) random.nextGaussian() * scale;
+        }
+        return values;
     }
 }
