@@ -1,10 +1,12 @@
 package io.graphlane.cli.bench;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.WeightStreamProbe;
+import io.graphlane.cli.GraphlaneCli;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.backend.InferenceBackend;
 import io.graphlane.inference.gpu.GpuInference;
@@ -17,6 +19,9 @@ import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.inference.weights.WeightPlan;
 import io.graphlane.checkpoint.CheckpointSource;
 import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -73,6 +78,12 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 "the decode step before the timed rounds (default ${DEFAULT-VALUE}; 0 = one short warm-up, as a cold service sees)."})
     double warmupSeconds;
 
+    @Option(names = "--in-process",
+            description = {"Measure every backend and format in this JVM. By default, when more than one is named, each runs in a JVM",
+                "of its own with this one's options: in one JVM they share the JIT's profile of the Vector API, and a later",
+                "format ran up to 2x slower than on its own."})
+    boolean inProcess;
+
     @Option(names = "--json", description = "Print one JSON object.")
     boolean json;
 
@@ -84,9 +95,11 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
 
     /**
      * One backend's figures: the median round's {@code throughput}, every timed round's decode tokens/s in order and the
-     * untimed rounds before them; {@code limit} is null where no bound was measured (the GPU).
+     * untimed rounds before them; {@code limit} is null where no bound was measured (the GPU); {@code pid} the JVM that
+     * measured it.
      */
-    record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, int warmupRounds, Limit limit) {
+    record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, int warmupRounds, Limit limit,
+                long pid) {
         double decodePerSecond() {
             return throughput.decodeTokensPerSecond();
         }
@@ -131,10 +144,25 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             formats.add(WeightFormat.parse("--weights", w));
         }
         PrintWriter out = spec.commandLine().getOut();
+        boolean fork = !inProcess && backends.size() * formats.size() > 1;
+        if (fork && backends.contains("gpu")) {
+            GpuInference.open(device).close(); // an unusable GPU ends the run with its one line before anything is measured
+        }
         List<Rate> rates = new ArrayList<>();
         for (String b : backends) {
             for (WeightFormat format : formats) {
-                rates.add(measure(b, format, out));
+                if (fork) {
+                    ForkedRun run = measureForked(b, format);
+                    if (run.status() != 0) {
+                        return run.status();
+                    }
+                    print(run.rate(), out);
+                    rates.add(run.rate());
+                } else {
+                    Rate rate = measure(b, format);
+                    print(rate, out);
+                    rates.add(rate);
+                }
             }
         }
         Rate first = rates.get(0);
@@ -153,7 +181,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 ObjectNode result = results.addObject().put("backend", r.backend()).put("weights", r.weights()).put("device", r.device())
                         .put("decode_tokens_per_s", r.decodePerSecond()).put("decode_tokens", t.decodeTokens()).put("decode_s", t.decodeSeconds())
                         .put("tokens", t.tokens()).put("wall_s", t.wallSeconds());
-                result.put("warmup_rounds", r.warmupRounds());
+                result.put("warmup_rounds", r.warmupRounds()).put("pid", r.pid());
                 ArrayNode perRound = result.putArray("decode_tokens_per_s_rounds");
                 for (double rate : r.roundRates()) {
                     perRound.add(rate);
@@ -176,8 +204,8 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         return 0;
     }
 
-    /** Decode tokens/s of the model held in {@code format} on backend {@code b}, printed as text unless --json. */
-    private Rate measure(String b, WeightFormat format, PrintWriter out) throws Exception {
+    /** Decode tokens/s of the model held in {@code format} on backend {@code b}, in this JVM. */
+    private Rate measure(String b, WeightFormat format) throws Exception {
         // The GPU is opened first, so an unusable one ends the run with one line before anything is measured.
         InferenceBackend<?, ?, ?, ?, ?> opened = b.equals("gpu") ? GpuInference.open(device) : null;
         try {
@@ -205,30 +233,87 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 byRate.sort(Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));
                 DecodeThroughput throughput = byRate.get(byRate.size() / 2);
                 Limit limit = b.equals("cpu") ? cpuLimit(weightBytes(format)) : null;
-                Rate rate = new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, warmupRounds, limit);
-                if (!json) {
-                    out.printf(Locale.ROOT, "%-3s (%s, weights %s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were "
-                                    + "prefilled); %d tokens in %.2f s overall%n", b, rate.device(), rate.weights(), rate.decodePerSecond(),
-                            rate.throughput().decodeTokens(), rate.throughput().decodeSeconds(), requests, rate.throughput().tokens(),
-                            rate.throughput().wallSeconds());
-                    if (rounds > 1) {
-                        out.printf(Locale.ROOT, "    median of %d rounds (after %d warm-up rounds): %s tokens/s%n", rounds, warmupRounds,
-                                Arrays.toString(Arrays.stream(roundRates).map(v -> Math.round(v * 10) / 10.0).toArray()));
-                    }
-                    if (limit != null) {
-                        out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"
-                                        + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%n",
-                                limit.bandwidthGbPerS(), limit.threads(), limit.weightBytesPerToken(), limit.tokensPerSecond(),
-                                requests, rate.limitRatio());
-                    }
-                    out.flush();
-                }
-                return rate;
+                return new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, warmupRounds, limit,
+                        ProcessHandle.current().pid());
             }
         } finally {
             if (opened != null) {
                 opened.close(); // idempotent
             }
+        }
+    }
+
+    /** {@code rate} as text, unless --json. */
+    private void print(Rate rate, PrintWriter out) {
+        if (json) {
+            return;
+        }
+        DecodeThroughput t = rate.throughput();
+        out.printf(Locale.ROOT, "%-3s (%s, weights %s): decode %.1f tokens/s (%d tokens in %.3f s after all %d prompts were "
+                        + "prefilled); %d tokens in %.2f s overall%n", rate.backend(), rate.device(), rate.weights(), rate.decodePerSecond(),
+                t.decodeTokens(), t.decodeSeconds(), requests, t.tokens(), t.wallSeconds());
+        if (rounds > 1) {
+            out.printf(Locale.ROOT, "    median of %d rounds (after %d warm-up rounds): %s tokens/s%n", rounds, rate.warmupRounds(),
+                    Arrays.toString(Arrays.stream(rate.roundRates()).map(v -> Math.round(v * 10) / 10.0).toArray()));
+        }
+        Limit limit = rate.limit();
+        if (limit != null) {
+            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"
+                            + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%n",
+                    limit.bandwidthGbPerS(), limit.threads(), limit.weightBytesPerToken(), limit.tokensPerSecond(), requests, rate.limitRatio());
+        }
+        out.flush();
+    }
+
+    /** A run of one backend and format in a JVM of its own: its exit status and, when 0, what it measured. */
+    private record ForkedRun(int status, Rate rate) {
+    }
+
+    /**
+     * {@link #measure} in a new JVM with this one's options and class path ({@code --in-process --json}); its error lines
+     * are copied to this command's, but the JDK's notice of the incubator module.
+     */
+    private ForkedRun measureForked(String b, WeightFormat format) throws Exception {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), GraphlaneCli.class.getName(), "bench", "decode", "--in-process",
+                "--json", "--backends", b, "--weights", format.optionValue(), "--device", String.valueOf(device), "--stages", String.valueOf(stages),
+                "--requests", String.valueOf(requests), "--new-tokens", String.valueOf(newTokens), "--rounds", String.valueOf(rounds),
+                "--warmup-seconds", String.valueOf(warmupSeconds)));
+        if (model != null) {
+            command.addAll(List.of("--model", model.toString()));
+        }
+        Path errors = Files.createTempFile("graphlane-bench-decode", ".err");
+        Process child = new ProcessBuilder(command).redirectError(errors.toFile()).start();
+        try {
+            String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            int status = child.waitFor();
+            PrintWriter err = spec.commandLine().getErr();
+            for (String line : Files.readAllLines(errors, StandardCharsets.UTF_8)) {
+                if (!line.startsWith("WARNING: Using incubator modules")) {
+                    err.println(line);
+                }
+            }
+            err.flush();
+            if (status != 0) {
+                return new ForkedRun(status, null);
+            }
+            JsonNode root = new ObjectMapper().readTree(output);
+            modelName = root.get("model").asText();
+            JsonNode r = root.get("results").get(0);
+            DecodeThroughput throughput = new DecodeThroughput(requests, r.get("decode_tokens").asInt(), r.get("decode_s").asDouble(),
+                    r.get("tokens").asInt(), r.get("wall_s").asDouble());
+            double[] roundRates = new double[r.get("decode_tokens_per_s_rounds").size()];
+            for (int i = 0; i < roundRates.length; i++) {
+                roundRates[i] = r.get("decode_tokens_per_s_rounds").get(i).asDouble();
+            }
+            Limit limit = r.has("limit_tokens_per_s") ? new Limit(r.get("bandwidth_gb_per_s").asDouble(), r.get("blas_threads").asInt(),
+                    r.get("weight_bytes_per_token").asLong(), r.get("limit_tokens_per_s").asDouble()) : null;
+            return new ForkedRun(0, new Rate(r.get("backend").asText(), r.get("weights").asText(), r.get("device").asText(), throughput,
+                    roundRates, r.get("warmup_rounds").asInt(), limit, r.get("pid").asLong()));
+        } finally {
+            child.destroyForcibly();
+            Files.deleteIfExists(errors);
         }
     }
 

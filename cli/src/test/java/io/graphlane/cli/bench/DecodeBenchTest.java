@@ -45,6 +45,10 @@ class DecodeBenchTest {
         assertEquals(2, results.size());
         assertEquals("f32", results.get(0).get("weights").asText());
         assertEquals("q8", results.get(1).get("weights").asText());
+        long self = ProcessHandle.current().pid();
+        long f32Jvm = results.get(0).get("pid").asLong();
+        long q8Jvm = results.get(1).get("pid").asLong();
+        assertTrue(f32Jvm != self && q8Jvm != self && f32Jvm != q8Jvm, "each format in a JVM of its own: " + results);
         // q8: q, k, v, o, gate and up as 8-bit rows of 64 quants + 2 scales (72 bytes); down (172 wide) and the rest F32
         long perLayer = 64L * 72 + 2 * 32 * 72 + 64 * 72 + 2 * 172 * 72 + 64 * 172 * Float.BYTES + 2 * 64 * Float.BYTES;
         assertEquals(perLayer * 4 + (64 + 256 * 64 + 64) * Float.BYTES, results.get(1).get("weight_bytes_per_token").asLong());
@@ -75,6 +79,28 @@ class DecodeBenchTest {
             assertTrue(refused.status() != 0, bad);
             assertTrue(refused.err().contains("--warmup-seconds must be in [0, 600], got " + Double.parseDouble(bad)), refused.err());
         }
+    }
+
+    @Test
+    void inProcessMeasuresEveryFormatInThisJvm() throws Exception {
+        Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1", "--requests", "1",
+                "--new-tokens", "3", "--weights", "f32,bf16", "--warmup-seconds", "0", "--in-process", "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode results = new ObjectMapper().readTree(run.out()).get("results");
+        assertEquals(2, results.size());
+        for (JsonNode r : results) {
+            assertEquals(ProcessHandle.current().pid(), r.get("pid").asLong(), r.toString());
+        }
+    }
+
+    @Test
+    void aFailedFormatRunEndsTheBenchWithItsStatusAndItsOneLine() {
+        Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.resolve("missing").toString(), "--weights", "f32,q8",
+                "--warmup-seconds", "0");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, run.status(), run.err());
+        assertEquals(1, run.err().strip().lines().count(), "the child's one line, no stack trace: " + run.err());
+        assertTrue(run.err().contains("missing"), run.err());
+        assertEquals("", run.out().strip(), "nothing measured: " + run.out());
     }
 
     @Test
