@@ -151,18 +151,18 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         List<Rate> rates = new ArrayList<>();
         for (String b : backends) {
             for (WeightFormat format : formats) {
+                Rate rate;
                 if (fork) {
                     ForkedRun run = measureForked(b, format);
                     if (run.status() != 0) {
                         return run.status();
                     }
-                    print(run.rate(), out);
-                    rates.add(run.rate());
+                    rate = run.rate();
                 } else {
-                    Rate rate = measure(b, format);
-                    print(rate, out);
-                    rates.add(rate);
+                    rate = measure(b, format);
                 }
+                print(rate, out);
+                rates.add(rate);
             }
         }
         Rate first = rates.get(0);
