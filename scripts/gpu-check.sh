@@ -88,7 +88,7 @@ assemble() {
 }
 
 # Leaves out what no check loads: other platforms' natives, JCuda's PTX compiler glue (NVRTC is used), OpenBLAS's
-# headers and its LAPACK-complete variant (openblas_full), and the classes and JNI glue of every CUDA library but the
+# headers, its LAPACK bindings (graphlane loads openblas_nolapack) and its LAPACK-complete variant (openblas_full), and the classes and JNI glue of every CUDA library but the
 # runtime, cuBLAS, NVRTC and NCCL.
 slim() {
   command -v zip >/dev/null && command -v unzip >/dev/null \
@@ -101,6 +101,8 @@ slim() {
       -e '^org/bytedeco/openblas/linux-x86_64/include/' \
       -e '^org/bytedeco/openblas/linux-x86_64/libjniopenblas_full\.so$' \
       -e '^org/bytedeco/openblas/(global|presets)/openblas_full' \
+      -e '^org/bytedeco/openblas/linux-x86_64/libjniopenblas\.so$' \
+      -e '^org/bytedeco/openblas/(global|presets)/openblas(\$[^/]*)?\.class$' \
       -e '^org/bytedeco/cuda/(cudnn|cufft|cufftw|cufile|cupti|curand|cusolver|cusparse|npp[a-z]*|nvblas|nvcomp|nvjpeg|nvml|nvToolsExt)/' \
       -e '^org/bytedeco/cuda/(global|presets)/(cudnn|cufft|cufftw|cufile|cupti|curand|cusolver|cusparse|npp[a-z]*|nvblas|nvcomp|nvjpeg|nvml|nvToolsExt)[.$]' \
       -e '^org/bytedeco/[a-z0-9_]+/(linux-(arm64|armhf|ppc64le|aarch64)|macosx-|windows-|android-|ios-)' \
@@ -254,10 +256,10 @@ run_checks() {
   step 120 fixture-model "${jvm[@]}" io.graphlane.backend.gpu.GpuCheck io.graphlane.inference.gpu.GpuFixtureModelTest
   rc=$?; (( rc != 0 )) && failed=1
   step 180 decode-benchmark "${jvm[@]}" io.graphlane.inference.gpu.GpuDecodeCheck --device "$DEVICE" \
-      --stages 2 --requests 1,8 --new-tokens 32
+      --stages 2 --requests 1,8 --new-tokens 128
   rc=$?; (( rc != 0 )) && failed=1
   if [ -f "$BUNDLE/demo-model/config.json" ] && command -v python3 >/dev/null; then
-    step 120 torch-baseline python3 scripts/torch_decode_baseline.py "$BUNDLE/demo-model" --requests 1,8 --new-tokens 32 \
+    step 120 torch-baseline python3 scripts/torch_decode_baseline.py "$BUNDLE/demo-model" --requests 1,8 --new-tokens 128 \
         --device "cuda:$DEVICE"
     rc=$?; (( rc != 0 )) && failed=1
   else

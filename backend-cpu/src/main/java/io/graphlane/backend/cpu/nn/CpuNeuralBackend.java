@@ -6,8 +6,7 @@ import io.graphlane.core.nn.NeuralBackend;
 import io.graphlane.core.nn.NeuralOps;
 import java.util.Map;
 import org.bytedeco.javacpp.Loader;
-import org.bytedeco.openblas.global.openblas;
-import org.bytedeco.openblas.presets.openblas_nolapack;
+import org.bytedeco.openblas.global.openblas_nolapack;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -31,7 +30,7 @@ public final class CpuNeuralBackend implements NeuralBackend<CpuExecutor, CpuTen
         if (threads < 1) {
             throw new IllegalArgumentException("OpenBLAS threads must be >= 1, got " + threads);
         }
-        Loader.load(openblas.class);
+        Loader.load(openblas_nolapack.class);
         openblas_nolapack.blas_set_num_threads(threads);
         RowParallel.setThreads(threads);
     }
@@ -135,7 +134,7 @@ public final class CpuNeuralBackend implements NeuralBackend<CpuExecutor, CpuTen
 
     /** The thread count last given to {@link #setBlasThreads}, or -1 while OpenBLAS runs with its default. */
     public static int blasThreads() {
-        Loader.load(openblas.class);
+        Loader.load(openblas_nolapack.class);
         return openblas_nolapack.blas_get_num_threads();
     }
 

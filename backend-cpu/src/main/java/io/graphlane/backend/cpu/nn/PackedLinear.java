@@ -1,9 +1,9 @@
 package io.graphlane.backend.cpu.nn;
 
-import static org.bytedeco.openblas.global.openblas.CblasNoTrans;
-import static org.bytedeco.openblas.global.openblas.CblasRowMajor;
-import static org.bytedeco.openblas.global.openblas.CblasTrans;
-import static org.bytedeco.openblas.global.openblas.cblas_sgemm;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasNoTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasRowMajor;
+import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
+import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
