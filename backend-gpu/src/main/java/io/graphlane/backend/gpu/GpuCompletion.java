@@ -89,6 +89,18 @@ public final class GpuCompletion extends SettableCompletion {
     }
 
     /**
+     * The failure this work is already known on the host to end with, or null: its outcome when settled failed, else
+     * the failure of enqueueing it (the poller records it only once the event is reached, after the work queued in
+     * front). A consumer ordered after such a producer is refused at submission, so that it never runs.
+     */
+    Throwable knownFailure() {
+        if (outcome().orElse(null) instanceof Outcome.Failed failed) {
+            return failed.cause();
+        }
+        return enqueueFailure;
+    }
+
+    /**
      * False when the device reported a context-losing error for this work: its end cannot be
      * proven, so memory it retained must be leaked rather than freed.
      */

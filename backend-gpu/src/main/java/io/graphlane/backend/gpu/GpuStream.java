@@ -191,9 +191,11 @@ public final class GpuStream {
             List<GpuCompletion> preconditions = pendingPreconditions;
             pendingPreconditions = new ArrayList<>(2);
             for (GpuCompletion producer : preconditions) {
-                if (producer.outcome().orElse(null) instanceof Outcome.Failed failed) {
-                    // Known failed before anything was enqueued: refuse the work outright.
-                    return GpuCompletion.settled(device, label, PoisonedPreconditionException.of(label, producer.label(), failed.cause()));
+                Throwable failure = producer.knownFailure();
+                if (failure != null) {
+                    // Known failed before anything was enqueued: refuse the work outright. The device-side wait on the
+                    // producer's event would pass (its event is recorded either way), so the work would run.
+                    return GpuCompletion.settled(device, label, PoisonedPreconditionException.of(label, producer.label(), failure));
                 }
             }
             if (work.isEmpty() && preconditions.isEmpty()) {

@@ -92,6 +92,30 @@ class GpuBackendSubmissionTest {
     }
 
     @Test
+    void aConsumerOfAProducerWhoseEnqueueFailedIsRefusedBeforeTheProducersEventIsReached() throws InterruptedException {
+        List<GpuStream> lanes = backend.forkExecutors(backend.rootExecutor(), 2);
+        IllegalStateException boom = new IllegalStateException("kernel arguments rejected");
+        GpuCompletion producer = backend.submit(lanes.get(0), List.of(GpuWork.NOOP, s -> {
+            throw boom;
+        }));
+        ScriptedDevice.Event producerEvent = device.lastEvent();
+        backend.orderAfter(producer, lanes.get(1)); // the device-side wait on that event would pass once it is reached
+        AtomicInteger ran = new AtomicInteger();
+        int eventsBefore = device.events.size();
+        GpuCompletion consumer = backend.submit(lanes.get(1), s -> ran.incrementAndGet());
+
+        assertEquals(0, ran.get(), "work ordered after a producer known to fail must not be enqueued");
+        assertEquals(eventsBefore, device.events.size());
+        PoisonedPreconditionException poisoned = assertInstanceOf(PoisonedPreconditionException.class,
+                ((Outcome.Failed) consumer.await()).cause());
+        assertEquals(producer.label(), poisoned.rootProducer());
+        assertSame(boom, poisoned.rootCause());
+        assertFalse(producer.isDone(), "the producer itself still ends only at its event");
+        producerEvent.reach();
+        assertSame(boom, ((Outcome.Failed) producer.await()).cause());
+    }
+
+    @Test
     void failedEnqueuePoisonsTheNextSubmissionOnAnotherLaneWithoutRunningIt() throws InterruptedException {
         List<GpuStream> lanes = backend.forkExecutors(backend.rootExecutor(), 2);
         IllegalStateException boom = new IllegalStateException("kernel arguments rejected");

@@ -52,6 +52,12 @@ public final class GpuConformanceWork {
                 };
             }
 
+            /** False: the poller settles a completion after the device passed its event, while the stream runs on. */
+            @Override
+            public boolean settlesBeforeSuccessorsStart() {
+                return false;
+            }
+
             @Override
             public GpuWork marker(Runnable onReached) {
                 CUhostFn fn = userData -> onReached.run();

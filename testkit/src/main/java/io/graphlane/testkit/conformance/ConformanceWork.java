@@ -34,6 +34,17 @@ public interface ConformanceWork<W> {
      */
     Gate<W> gate(String name);
 
+    /**
+     * Whether a completion is seen done ({@code isDone}) by the time work ordered after it starts. True (the default)
+     * where the lane settles each item before it takes the next (a CPU worker, the simulated device). False where the
+     * device runs ahead and a host thread settles completions after the device passed them (a GPU's events, polled):
+     * a marker there can run while the completion of the work in front of it is still pending on the host, and the
+     * suite checks the order on the device instead (markers in lane order, none before the gate in front opened).
+     */
+    default boolean settlesBeforeSuccessorsStart() {
+        return true;
+    }
+
     /** An action a lane runs on its own host thread; a thrown exception fails the work. */
     @FunctionalInterface
     interface HostAction {

@@ -330,11 +330,16 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
         assertSucceeded(held);
     }
 
-    /** Work on one lane runs in submission order, each item after the previous one ended. */
+    /**
+     * Work on one lane runs in submission order, none before the gate in front of it opened, and (where the backend
+     * settles each item before the next starts) each after the previous one was seen ended.
+     */
     @Test
     public void laneRunsInSubmissionOrder() {
         E lane = lane();
         Gate<W> gate = gate("head");
+        AtomicBoolean opened = new AtomicBoolean();
+        boolean settledFirst = work.settlesBeforeSuccessorsStart();
         List<Integer> ran = new CopyOnWriteArrayList<>();
         List<String> violations = new CopyOnWriteArrayList<>();
         C previous = backend.submit(lane, gate.work());
@@ -343,12 +348,16 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
             C before = previous;
             C c = backend.submit(lane, work.marker(() -> {
                 ran.add(n);
-                if (!before.isDone()) {
+                if (!opened.get()) {
+                    violations.add("item " + n + " ran before the gate in front of it opened");
+                }
+                if (settledFirst && !before.isDone()) {
                     violations.add("item " + n + " ran before " + before.label() + " ended");
                 }
             }));
             previous = c;
         }
+        opened.set(true);
         gate.open();
         assertSucceeded(previous);
         assertEquals(IntStream.range(0, 50).boxed().toList(), ran);
@@ -392,11 +401,16 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
         assertSucceeded(consumer);
     }
 
-    /** Work submitted after {@code orderAfter} starts only after the producer has completed. */
+    /**
+     * Work submitted after {@code orderAfter} starts only after the producer has ended: never before the producer's
+     * gate opened, and (where the backend settles each item before its successors start) after it was seen completed.
+     */
     @Test
     public void orderAfterHoldsConsumerUntilProducer() {
         List<E> lanes = lanes(2);
         Gate<W> gate = gate("producer");
+        AtomicBoolean opened = new AtomicBoolean();
+        boolean settledFirst = work.settlesBeforeSuccessorsStart();
         C producer = backend.submit(lanes.get(0), gate.work());
         backend.orderAfter(producer, lanes.get(1));
         List<String> early = new CopyOnWriteArrayList<>();
@@ -404,12 +418,16 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
         for (int i = 0; i < 3; i++) {
             int n = i;
             consumers.add(backend.submit(lanes.get(1), work.marker(() -> {
-                if (!producer.isDone()) {
+                if (!opened.get()) {
+                    early.add("consumer " + n + " started before the gate of " + producer.label() + " opened");
+                }
+                if (settledFirst && !producer.isDone()) {
                     early.add("consumer " + n + " started before " + producer.label() + " completed");
                 }
             })));
         }
         assertFalse(consumers.get(0).isDone());
+        opened.set(true);
         gate.open();
         for (C c : consumers) {
             assertSucceeded(c);
@@ -444,13 +462,17 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
         backend.orderAfter(p1, lanes.get(2));
         backend.orderAfter(p2, lanes.get(2));
         AtomicReference<String> seen = new AtomicReference<>();
-        C consumer = backend.submit(lanes.get(2), work.marker(() -> seen.set(p1.isDone() + "," + p2.isDone())));
+        AtomicBoolean secondOpened = new AtomicBoolean();
+        boolean settledFirst = work.settlesBeforeSuccessorsStart();
+        C consumer = backend.submit(lanes.get(2), work.marker(() -> seen.set("second gate opened: " + secondOpened.get()
+                + (settledFirst ? ", producers done: " + p1.isDone() + "," + p2.isDone() : ""))));
         first.open();
         assertSucceeded(p1);
         assertFalse(consumer.isDone(), consumer.label() + " ran with " + p2.label() + " still running");
+        secondOpened.set(true);
         second.open();
         assertSucceeded(consumer);
-        assertEquals("true,true", seen.get());
+        assertEquals("second gate opened: true" + (settledFirst ? ", producers done: true,true" : ""), seen.get());
     }
 
     /** Ordering after a producer that already succeeded neither delays nor fails the consumer. */
@@ -919,6 +941,11 @@ public abstract class SubmissionConformanceSuite<E, C extends Completion, W> {
             @Override
             public W marker(Runnable onReached) {
                 return made.marker(onReached);
+            }
+
+            @Override
+            public boolean settlesBeforeSuccessorsStart() {
+                return made.settlesBeforeSuccessorsStart();
             }
 
             @Override
