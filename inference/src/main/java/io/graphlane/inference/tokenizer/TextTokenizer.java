@@ -13,6 +13,20 @@ import java.util.Map;
  * native tokenizer.
  */
 public final class TextTokenizer implements AutoCloseable {
+    /**
+     * DJL's setting of which build of its native tokenizer library to load. DJL picks a CUDA build on a host where it
+     * sees a CUDA driver and downloads it, which fails on a host without network; tokenizing runs on the CPU in every
+     * build, so graphlane asks for the CPU build that the tokenizers jar holds unless the setting is given (as a system
+     * property or an environment variable).
+     */
+    static final String FLAVOR_SETTING = "RUST_FLAVOR";
+
+    static {
+        if (System.getProperty(FLAVOR_SETTING) == null && System.getenv(FLAVOR_SETTING) == null) {
+            System.setProperty(FLAVOR_SETTING, "cpu");
+        }
+    }
+
     private final HuggingFaceTokenizer tokenizer;
     private final Path file;
 

@@ -29,6 +29,20 @@ class TextTokenizerTest {
         }
     }
 
+    /**
+     * On a host with a CUDA driver DJL would otherwise choose its CUDA build of the native library and download it, which
+     * fails offline; the CPU build ships in the tokenizers jar. Given settings are left alone.
+     */
+    @Test
+    void loadingAsksDjlForTheCpuBuildOfItsNativeLibraryUnlessTheSettingIsGiven() {
+        try (TextTokenizer tokenizer = TextTokenizer.load(Fixture.dir(""), false)) {
+            assertEquals(84, tokenizer.encode("T")[0]);
+        }
+        String given = System.getenv(TextTokenizer.FLAVOR_SETTING);
+        assertEquals(given == null ? "cpu" : null, System.getProperty(TextTokenizer.FLAVOR_SETTING),
+                TextTokenizer.FLAVOR_SETTING + " (environment: " + given + ")");
+    }
+
     @Test
     void generatedByteLevelTokenizerBehavesLikeTheFixtures(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("tokenizer.json");
