@@ -99,8 +99,8 @@ class Llama:
 
     def rope(self, x, positions):
         # x: [batch, heads, seq, head_dim]; rotate-half layout, as Hugging Face's Llama stores q and k.
-        cos = self.cos[positions].unsqueeze(1)
-        sin = self.sin[positions].unsqueeze(1)
+        cos = self.cos[positions]  # [seq, head_dim], broadcast over batch and heads
+        sin = self.sin[positions]
         half = x.shape[-1] // 2
         rotated = self.t.cat((-x[..., half:], x[..., :half]), dim=-1)
         return x * cos + rotated * sin
