@@ -114,21 +114,31 @@ final class VectorKernels {
      */
     static void project(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, float[] x, int n, int k,
                         FloatBuffer out, int m, int from, int to) {
+        // one method per shape, so that what the JIT inlines into one never crowds out the kernels of the other
         if (n == 1) {
-            for (int j = from; j < to; j++) {
-                int base = j * rowBytes;
-                float dot;
-                if (encoding == null) {
-                    dot = dotF32Row(w, base, x, k);
-                } else if (encoding == PackedMatrix.Encoding.BF16) {
-                    dot = dotBf16Row(w, base, x, k);
-                } else {
-                    dot = dotQ8Row(w, base, x, k);
-                }
-                out.put(j, dot);
-            }
+            projectOneRow(encoding, w, rowBytes, x, k, out, from, to);
+        } else {
+            projectRows(encoding, w, rowBytes, x, n, k, out, m, from, to);
+        }
+    }
+
+    /** {@link #project} of one input row. */
+    private static void projectOneRow(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, float[] x, int k,
+                                      FloatBuffer out, int from, int to) {
+        if (encoding == PackedMatrix.Encoding.Q8_0) {
+            dotQ8Rows(w, rowBytes, x, k, out, from, to);
             return;
         }
+        boolean bf16 = encoding == PackedMatrix.Encoding.BF16;
+        for (int j = from; j < to; j++) {
+            int base = j * rowBytes;
+            out.put(j, bf16 ? dotBf16Row(w, base, x, k) : dotF32Row(w, base, x, k));
+        }
+    }
+
+    /** {@link #project} of several input rows. */
+    private static void projectRows(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, float[] x, int n, int k,
+                                    FloatBuffer out, int m, int from, int to) {
         float[] acc = new float[ROWS_PER_PASS];
         if (encoding == null) {
             projectF32Pairs(w, rowBytes, x, n, k, out, m, from, to, acc);
@@ -416,31 +426,40 @@ final class VectorKernels {
     /**
      * One 8-bit weight row (blocks of 32, scales after the row's bytes) against one input row permuted by
      * {@link #prepare}: per vector, byte phase {@code p} of every lane times the input's phase {@code p}, summed, then
-     * times each block's scale.
+     * times each block's scale. Rows {@code [from, to)}, {@code rowBytes} apart, into {@code out[from, to)}.
+     *
+     * <p>The loop over the rows is in here, so that this method is the root of its own compilation and never inlined
+     * into a caller: its 329 bytes of bytecode exceed what C2 inlines at a hot call site ({@code FreqInlineSize}, 325
+     * by default); keep it above that. Inlined into the one-row dispatcher next to the F32 and BF16 kernels (which
+     * happened or not depending on which compiled first), it left the caller's budget short for the scale's
+     * {@code getFloat}, which then ran as a call per block: about 40% of a q8 decode step's samples in such runs.
      */
-    private static float dotQ8Row(ByteBuffer w, int base, float[] x, int k) {
+    private static void dotQ8Rows(ByteBuffer w, int rowBytes, float[] x, int k, FloatBuffer out, int from, int to) {
         int blocks = k / BlockQ8.BLOCK;
-        int scales = base + k;
-        // one block an iteration, one accumulator (its chain is one FMA of the ~16 vector operations of a block): the
-        // smallest compiled loop, so the JIT's node budget never cuts the Vector API calls it must inline
-        FloatVector t = FloatVector.zero(Q8_FLOATS);
-        for (int b = 0; b < blocks; b++) {
-            int e = b * BlockQ8.BLOCK;
-            IntVector v = IntVector.fromByteBuffer(Q8_INTS, w, base + e, LE);
-            FloatVector w0 = (FloatVector) v.lanewise(LSHL, 24).lanewise(ASHR, 24)
-                    .convertShape(I2F, Q8_FLOATS, 0);
-            FloatVector w1 = (FloatVector) v.lanewise(LSHL, 16).lanewise(ASHR, 24)
-                    .convertShape(I2F, Q8_FLOATS, 0);
-            FloatVector w2 = (FloatVector) v.lanewise(LSHL, 8).lanewise(ASHR, 24)
-                    .convertShape(I2F, Q8_FLOATS, 0);
-            FloatVector w3 = (FloatVector) v.lanewise(ASHR, 24).convertShape(I2F, Q8_FLOATS, 0);
-            FloatVector s = w0.mul(FloatVector.fromArray(Q8_FLOATS, x, e));
-            s = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, e + Q8_L), s);
-            s = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, e + 2 * Q8_L), s);
-            s = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, e + 3 * Q8_L), s);
-            t = s.fma(FloatVector.broadcast(Q8_FLOATS, w.getFloat(scales + b * Float.BYTES)), t);
+        for (int j = from; j < to; j++) {
+            int base = j * rowBytes;
+            int scales = base + k;
+            // one block an iteration, one accumulator (its chain is one FMA of the ~16 vector operations of a block):
+            // the smallest compiled loop, so the JIT's node budget never cuts the Vector API calls it must inline
+            FloatVector t = FloatVector.zero(Q8_FLOATS);
+            for (int b = 0; b < blocks; b++) {
+                int e = b * BlockQ8.BLOCK;
+                IntVector v = IntVector.fromByteBuffer(Q8_INTS, w, base + e, LE);
+                FloatVector w0 = (FloatVector) v.lanewise(LSHL, 24).lanewise(ASHR, 24)
+                        .convertShape(I2F, Q8_FLOATS, 0);
+                FloatVector w1 = (FloatVector) v.lanewise(LSHL, 16).lanewise(ASHR, 24)
+                        .convertShape(I2F, Q8_FLOATS, 0);
+                FloatVector w2 = (FloatVector) v.lanewise(LSHL, 8).lanewise(ASHR, 24)
+                        .convertShape(I2F, Q8_FLOATS, 0);
+                FloatVector w3 = (FloatVector) v.lanewise(ASHR, 24).convertShape(I2F, Q8_FLOATS, 0);
+                FloatVector s = w0.mul(FloatVector.fromArray(Q8_FLOATS, x, e));
+                s = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, e + Q8_L), s);
+                s = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, e + 2 * Q8_L), s);
+                s = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, e + 3 * Q8_L), s);
+                t = s.fma(FloatVector.broadcast(Q8_FLOATS, w.getFloat(scales + b * Float.BYTES)), t);
+            }
+            out.put(j, t.reduceLanes(ADD));
         }
-        return t.reduceLanes(ADD);
     }
 
     /**
