@@ -91,13 +91,18 @@ class GpuBackendSubmissionTest {
         assertTrue(device.log.stream().noneMatch(l -> l.contains(" wait ")), device.log.toString());
     }
 
+    /** Submits a no-op and then work whose enqueue throws {@code boom}, so the failure lies behind queued work. */
+    private GpuCompletion submitFailingEnqueue(GpuStream lane, RuntimeException boom) {
+        return backend.submit(lane, List.of(GpuWork.NOOP, s -> {
+            throw boom;
+        }));
+    }
+
     @Test
     void aConsumerOfAProducerWhoseEnqueueFailedIsRefusedBeforeTheProducersEventIsReached() throws InterruptedException {
         List<GpuStream> lanes = backend.forkExecutors(backend.rootExecutor(), 2);
         IllegalStateException boom = new IllegalStateException("kernel arguments rejected");
-        GpuCompletion producer = backend.submit(lanes.get(0), List.of(GpuWork.NOOP, s -> {
-            throw boom;
-        }));
+        GpuCompletion producer = submitFailingEnqueue(lanes.get(0), boom);
         ScriptedDevice.Event producerEvent = device.lastEvent();
         backend.orderAfter(producer, lanes.get(1)); // the device-side wait on that event would pass once it is reached
         AtomicInteger ran = new AtomicInteger();
@@ -119,9 +124,7 @@ class GpuBackendSubmissionTest {
     void failedEnqueuePoisonsTheNextSubmissionOnAnotherLaneWithoutRunningIt() throws InterruptedException {
         List<GpuStream> lanes = backend.forkExecutors(backend.rootExecutor(), 2);
         IllegalStateException boom = new IllegalStateException("kernel arguments rejected");
-        GpuCompletion producer = backend.submit(lanes.get(0), List.of(GpuWork.NOOP, s -> {
-            throw boom;
-        }));
+        GpuCompletion producer = submitFailingEnqueue(lanes.get(0), boom);
         assertFalse(producer.isDone(), "an enqueue failure is reported only after the work enqueued before it has finished");
         device.lastEvent().reach();
         assertSame(boom, ((Outcome.Failed) producer.await()).cause());
