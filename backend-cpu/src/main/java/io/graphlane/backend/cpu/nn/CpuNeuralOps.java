@@ -8,13 +8,14 @@ import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemv;
 
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.core.nn.ShapeMismatchException;
+import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.util.Objects;
 
 /**
  * {@link NeuralOps} on the CPU: projections through OpenBLAS {@code cblas_sgemm} (one row:
- * {@code cblas_sgemv}) reading off-heap buffers in place, attention as small {@code cblas_sgemm}s
- * over the cache read in place, every other operation as a plain loop over them, all in F32; a packed
+ * {@code cblas_sgemv}) reading off-heap buffers in place, attention over the cache read in place (with the
+ * Vector API by {@link VectorAttention}, split over the projections' threads; else as small {@code cblas_sgemm}s), every other operation as a plain loop over them, all in F32; a packed
  * weight ({@link PackedMatrix}) is widened inside the projection ({@link PackedLinear}) and the embedding.
  * Operations run synchronously on the calling thread (a packed projection also on as many pool threads
  * as OpenBLAS is given, as OpenBLAS does).
@@ -354,10 +355,11 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     }
 
     /**
-     * For each query row and each key/value head, two small products over the cache rows the row sees:
-     * the scores of the head's group of query heads against the keys, {@code S = scale · Q·Kᵀ}, then
-     * after a row softmax {@code S·V}, written straight into {@code out}. The cache is read in place
-     * (strided by its width) and the scores live in one scratch buffer reused across calls.
+     * For each query row and each key/value head, over the cache rows the row sees: the scores of the head's group
+     * of query heads against the keys, {@code S = scale · Q·Kᵀ}, then after a row softmax {@code S·V}, written
+     * straight into {@code out}. The cache is read in place (strided by its width). With the Vector API
+     * {@link VectorAttention} computes each (row, head) unit and the units are split over {@link RowParallel}'s threads;
+     * otherwise two small OpenBLAS products per unit, the scores in one scratch buffer reused across calls.
      */
     @Override
     public void attention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
@@ -371,7 +373,9 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         requireSameShape("attention", "values", keys, values);
         requireSameShape("attention", "out", q, out);
         ShapeMismatchException.require("attention", "positions", "length (rows of q)", q.rows(), positions.length);
+        int seenMost = 0;
         for (int r = 0; r < q.rows(); r++) {
+            seenMost = Math.max(seenMost, positions[r] + 1);
             if (positions[r] < 0 || positions[r] >= keys.rows()) {
                 throw new IndexOutOfBoundsException("attention: position " + positions[r] + " of query row " + r
                         + " is outside the key/value cache of " + keys.rows() + " rows");
@@ -382,9 +386,25 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         int groupWidth = groupSize * headDim;
         float scale = (float) (1.0 / Math.sqrt(headDim));
         FloatBuffer queries = q.data();
+        FloatBuffer target = out.data();
+        if (PackedKernels.VECTOR) {
+            // one unit per query row and key/value head, split over the threads a projection uses
+            ByteBuffer keyBytes = keys.bytes();
+            ByteBuffer valueBytes = values.bytes();
+            int qCols = q.cols();
+            RowParallel.forRows(q.rows() * kvHeadCount, 2L * Float.BYTES * seenMost * headDim, (from, to) -> {
+                for (int unit = from; unit < to; unit++) {
+                    int r = unit / kvHeadCount;
+                    int kvHead = unit % kvHeadCount;
+                    int queryBase = r * qCols + kvHead * groupWidth;
+                    VectorAttention.attend(queries, queryBase, groupSize, headDim, scale, keyBytes, valueBytes, kvWidth,
+                            kvHead * headDim, positions[r] + 1, target, queryBase);
+                }
+            });
+            return;
+        }
         FloatBuffer k = keys.data();
         FloatBuffer v = values.data();
-        FloatBuffer target = out.data();
         for (int r = 0; r < q.rows(); r++) {
             int seen = positions[r] + 1;
             FloatBuffer s = scores(groupSize * seen);
