@@ -31,9 +31,9 @@ import jdk.incubator.vector.VectorSpecies;
  *       {@code [x0 x4 .. x28 | x1 x5 .. | x2 .. | x3 ..]} per block, then scaled by the block's scale.</li>
  * </ul>
  *
- * The F32 and BF16 vectors are {@link #BITS} wide ({@value CpuNeuralBackend#VECTOR_BITS_PROPERTY}): 512 where the
- * JVM's preferred width is (AVX-512), else 256; elements that no whole vector covers are done one by one. The 8-bit
- * ones are 256 bits wide at any width. Every call shape has its own method (one row, a few rows; per encoding), and
+ * The BF16 vectors and the several-row F32 ones are {@link #BITS} wide ({@value CpuNeuralBackend#VECTOR_BITS_PROPERTY}):
+ * 512 where the JVM's preferred width is (AVX-512), else 256; elements that no whole vector covers are done one by one.
+ * The one-row F32 kernel (bandwidth-bound) and the 8-bit ones are 256 bits wide at any width. Every call shape has its own method (one row, a few rows; per encoding), and
  * no vector crosses a call of ours: the JIT may leave any such call out of line (a small helper too, once it has
  * compiled code of its own of some size), and then the vector is boxed and the Vector API calls around it run their
  * Java fallbacks, many times slower, in some runs and not others.
@@ -54,6 +54,15 @@ final class VectorKernels {
      * vector and need their two scales blended in; measured no faster on AVX-512 (Zen 4), for simpler code.
      */
     private static final VectorSpecies<Float> Q8_FLOATS = FloatVector.SPECIES_256;
+    /**
+     * The one-row F32 kernel's vectors (one request's decode: bandwidth-bound): 256 bits at any {@link #BITS}. On
+     * AVX-512 (Zen 4) the 512-bit kernel streamed the demo model's decode-step weights at 0.7-0.8 of the 256-bit one's
+     * rate, both measured in one JVM, alternating step by step, weights at the file's 48-byte offset. The one-row BF16
+     * kernel stays at {@link #BITS}: widening makes it compute-bound at 256 bits (about half the weights per second).
+     */
+    private static final VectorSpecies<Float> ROW_FLOATS = FloatVector.SPECIES_256;
+    /** Floats per one-row F32 vector. */
+    private static final int RL = 8;
     private static final VectorSpecies<Integer> Q8_INTS = IntVector.SPECIES_256;
     private static final int Q8_L = 8;
     /** Input rows one pass over a weight row serves (their accumulators live in registers). */
@@ -318,19 +327,19 @@ final class VectorKernels {
     /** One F32 weight row against one input row. */
     private static float dotF32Row(ByteBuffer w, int base, float[] x, int k) {
         int i = 0;
-        FloatVector a0 = FloatVector.zero(FLOATS);
-        FloatVector a1 = FloatVector.zero(FLOATS);
-        FloatVector a2 = FloatVector.zero(FLOATS);
-        FloatVector a3 = FloatVector.zero(FLOATS);
-        for (; i + 4 * L <= k; i += 4 * L) {
+        FloatVector a0 = FloatVector.zero(ROW_FLOATS);
+        FloatVector a1 = FloatVector.zero(ROW_FLOATS);
+        FloatVector a2 = FloatVector.zero(ROW_FLOATS);
+        FloatVector a3 = FloatVector.zero(ROW_FLOATS);
+        for (; i + 4 * RL <= k; i += 4 * RL) {
             int b = base + 4 * i;
-            a0 = FloatVector.fromByteBuffer(FLOATS, w, b, LE).fma(FloatVector.fromArray(FLOATS, x, i), a0);
-            a1 = FloatVector.fromByteBuffer(FLOATS, w, b + 4 * L, LE).fma(FloatVector.fromArray(FLOATS, x, i + L), a1);
-            a2 = FloatVector.fromByteBuffer(FLOATS, w, b + 8 * L, LE).fma(FloatVector.fromArray(FLOATS, x, i + 2 * L), a2);
-            a3 = FloatVector.fromByteBuffer(FLOATS, w, b + 12 * L, LE).fma(FloatVector.fromArray(FLOATS, x, i + 3 * L), a3);
+            a0 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i), a0);
+            a1 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 4 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i + RL), a1);
+            a2 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 8 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i + 2 * RL), a2);
+            a3 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 12 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i + 3 * RL), a3);
         }
-        for (; i + L <= k; i += L) {
-            a0 = FloatVector.fromByteBuffer(FLOATS, w, base + 4 * i, LE).fma(FloatVector.fromArray(FLOATS, x, i), a0);
+        for (; i + RL <= k; i += RL) {
+            a0 = FloatVector.fromByteBuffer(ROW_FLOATS, w, base + 4 * i, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i), a0);
         }
         return a0.add(a1).add(a2.add(a3)).reduceLanes(ADD) + tail(w, base, false, x, 0, i, k);
     }
