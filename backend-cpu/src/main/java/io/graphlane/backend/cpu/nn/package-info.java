@@ -8,8 +8,10 @@
  * Face semantics. A weight may instead be a {@link io.graphlane.backend.cpu.nn.PackedMatrix} (BF16, F16 or
  * 8-bit blocks): the projection widens it in its kernel (for many input rows, tiles widened into F32 scratch
  * for {@code sgemm}), the embedding widens rows.
- * Attention reads the KV cache in place through small {@code cblas_sgemm}s per key/value head, with its
- * scores in a scratch buffer the instance keeps; {@code allocationCount} counts the tensors an instance allocated.
+ * Attention reads the KV cache in place: with the Vector API one unit per query row and key/value head
+ * ({@code VectorAttention}, scores in a per-thread array) split over the projections' threads, otherwise two small
+ * {@code cblas_sgemm}s per unit with the scores in a scratch buffer the instance keeps; {@code allocationCount}
+ * counts the tensors an instance allocated.
  *
  * <p>Guarantees: operations run synchronously on the calling thread (the lane's worker), so a
  * model's forward pass is ordinary lane work; a released tensor is refused rather than read.
