@@ -137,12 +137,12 @@ final class VectorAttention {
             s[i] = e;
             sum += e;
         }
-        FloatVector inverse = FloatVector.broadcast(FLOATS, 1f / sum);
+        float inverse = 1f / sum;
         for (int i = from; i < vectorEnd; i += L) {
             FloatVector.fromArray(FLOATS, s, i).mul(inverse).intoArray(s, i);
         }
         for (int i = vectorEnd; i < end; i++) {
-            s[i] *= 1f / sum;
+            s[i] *= inverse;
         }
     }
 
