@@ -16,8 +16,8 @@ import jdk.incubator.vector.VectorSpecies;
  * sees, a softmax per query head, then the weighted sum of the value rows, all reading the cache in place.
  *
  * <p>This replaces two OpenBLAS {@code sgemm}s per head and row, which for these shapes (a few query heads, one
- * head's width) spent most of their time packing the cache rows into OpenBLAS's layout: a third of a decode step of
- * the demo model on one request. Each key and value row is read once per call and serves the whole group.
+ * head's width) spent most of their time packing the cache rows into OpenBLAS's layout: about half the time per call
+ * at a few dozen to a thousand cache rows. Each key and value row is read once per call and serves the whole group.
  *
  * <p>Loaded only when the JVM runs with {@code --add-modules jdk.incubator.vector} ({@link PackedKernels#VECTOR}).
  */
