@@ -50,7 +50,7 @@ final class VectorAttention {
         for (int t = 0; t < seen; t++) {
             int base = 4 * (t * kvWidth + kvOffset);
             for (int g = 0; g < group; g++) {
-                s[scoresAt + g * seen + t] = dot(keys, base, s, g * headDim, headDim);
+                s[scoresAt + g * seen + t] = VectorKernels.dotF32Row(keys, base, s, g * headDim, headDim);
             }
         }
         for (int g = 0; g < group; g++) {
@@ -73,25 +73,6 @@ final class VectorAttention {
             }
         }
         out.put(outBase, s, resultAt, width);
-    }
-
-    /** {@code Σ_i k[base/4 + i]·x[x0 + i]} over {@code i < n}. */
-    private static float dot(ByteBuffer k, int base, float[] x, int x0, int n) {
-        FloatVector a0 = FloatVector.zero(FLOATS);
-        FloatVector a1 = FloatVector.zero(FLOATS);
-        int i = 0;
-        for (; i + 2 * L <= n; i += 2 * L) {
-            a0 = FloatVector.fromByteBuffer(FLOATS, k, base + 4 * i, LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
-            a1 = FloatVector.fromByteBuffer(FLOATS, k, base + 4 * (i + L), LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i + L), a1);
-        }
-        for (; i + L <= n; i += L) {
-            a0 = FloatVector.fromByteBuffer(FLOATS, k, base + 4 * i, LE).fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
-        }
-        float sum = a0.add(a1).reduceLanes(ADD);
-        for (; i < n; i++) {
-            sum += k.getFloat(base + 4 * i) * x[x0 + i];
-        }
-        return sum;
     }
 
     /**

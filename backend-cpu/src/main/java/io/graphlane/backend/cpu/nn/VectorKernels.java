@@ -54,6 +54,8 @@ final class VectorKernels {
      * vector and need their two scales blended in; measured no faster on AVX-512 (Zen 4), for simpler code.
      */
     private static final VectorSpecies<Float> Q8_FLOATS = FloatVector.SPECIES_256;
+    private static final VectorSpecies<Integer> Q8_INTS = IntVector.SPECIES_256;
+    private static final int Q8_L = 8;
     /**
      * The one-row F32 kernel's vectors (one request's decode: bandwidth-bound): 256 bits at any {@link #BITS}. On
      * AVX-512 (Zen 4) the 512-bit kernel streamed the demo model's decode-step weights at 0.7-0.8 of the 256-bit one's
@@ -63,8 +65,6 @@ final class VectorKernels {
     private static final VectorSpecies<Float> ROW_FLOATS = FloatVector.SPECIES_256;
     /** Floats per one-row F32 vector. */
     private static final int RL = 8;
-    private static final VectorSpecies<Integer> Q8_INTS = IntVector.SPECIES_256;
-    private static final int Q8_L = 8;
     /** Input rows one pass over a weight row serves (their accumulators live in registers). */
     static final int ROWS_PER_PASS = 4;
     /** Input rows one pass over a pair of F32 weight rows serves ({@link #dotF32Pair8}: sixteen accumulators). */
@@ -141,7 +141,7 @@ final class VectorKernels {
         boolean bf16 = encoding == PackedMatrix.Encoding.BF16;
         for (int j = from; j < to; j++) {
             int base = j * rowBytes;
-            out.put(j, bf16 ? dotBf16Row(w, base, x, k) : dotF32Row(w, base, x, k));
+            out.put(j, bf16 ? dotBf16Row(w, base, x, k) : dotF32Row(w, base, x, 0, k));
         }
     }
 
@@ -324,8 +324,8 @@ final class VectorKernels {
         tails(w, baseB, false, x, x0, k, i, rows, accB);
     }
 
-    /** One F32 weight row against one input row. */
-    private static float dotF32Row(ByteBuffer w, int base, float[] x, int k) {
+    /** One F32 weight row against one input row: {@code Σ_i w[base/4 + i]·x[x0 + i]} over {@code i < k}. */
+    static float dotF32Row(ByteBuffer w, int base, float[] x, int x0, int k) {
         int i = 0;
         FloatVector a0 = FloatVector.zero(ROW_FLOATS);
         FloatVector a1 = FloatVector.zero(ROW_FLOATS);
@@ -333,15 +333,15 @@ final class VectorKernels {
         FloatVector a3 = FloatVector.zero(ROW_FLOATS);
         for (; i + 4 * RL <= k; i += 4 * RL) {
             int b = base + 4 * i;
-            a0 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i), a0);
-            a1 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 4 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i + RL), a1);
-            a2 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 8 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i + 2 * RL), a2);
-            a3 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 12 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i + 3 * RL), a3);
+            a0 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, x0 + i), a0);
+            a1 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 4 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, x0 + i + RL), a1);
+            a2 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 8 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, x0 + i + 2 * RL), a2);
+            a3 = FloatVector.fromByteBuffer(ROW_FLOATS, w, b + 12 * RL, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, x0 + i + 3 * RL), a3);
         }
         for (; i + RL <= k; i += RL) {
-            a0 = FloatVector.fromByteBuffer(ROW_FLOATS, w, base + 4 * i, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, i), a0);
+            a0 = FloatVector.fromByteBuffer(ROW_FLOATS, w, base + 4 * i, LE).fma(FloatVector.fromArray(ROW_FLOATS, x, x0 + i), a0);
         }
-        return a0.add(a1).add(a2.add(a3)).reduceLanes(ADD) + tail(w, base, false, x, 0, i, k);
+        return a0.add(a1).add(a2.add(a3)).reduceLanes(ADD) + tail(w, base, false, x, x0, i, k);
     }
 
     /** One F32 weight row against {@code rows} (1 to 4) input rows {@code k} apart from {@code x0}. */
