@@ -50,6 +50,8 @@ final class SharedMemoryChannel {
     /** The socket ended (reader only): what the ring holds is the last of the stream. */
     private boolean ended;
     private volatile boolean closed;
+    /** The writer waits for room in a full ring (for tests and diagnostics). */
+    private volatile boolean awaitingRoom;
 
     /**
      * The link over {@code segment} and {@code socket}; {@code lower} is true on the lower rank of the pair (it writes
@@ -94,13 +96,20 @@ final class SharedMemoryChannel {
                 }
             }
         }
+        awaitingRoom = false;
         wake();
+    }
+
+    /** True while the writer waits for room in a full ring. */
+    boolean awaitsRoom() {
+        return awaitingRoom;
     }
 
     private long awaitRoom(long pause) throws IOException {
         if (closed) {
             throw new ClosedChannelException();
         }
+        awaitingRoom = true;
         LockSupport.parkNanos(this, pause);
         if (Thread.interrupted()) {
             throw new InterruptedIOException("interrupted while waiting for room in the shared-memory ring to " + socket);

@@ -790,6 +790,16 @@ final class SocketPayloadPlane {
         return link != null && link.shared != null;
     }
 
+    /**
+     * True while the writer to rank {@code peer} waits for room in a full shared-memory ring (a write the peer's member
+     * must give frames back to end); false on a socket link, whose blocked write the kernel holds out of sight.
+     */
+    boolean writerAwaitsRoom(int peer) {
+        Link link = links.get(peer);
+        SharedMemoryChannel sh = link == null ? null : link.shared;
+        return sh != null && sh.awaitsRoom();
+    }
+
     /** The node of rank {@code peer}: its Artery address once known, else the remote address of its socket. */
     private String nodeOf(int peer, PayloadChannel ch) {
         String node = nodes.get(peer);

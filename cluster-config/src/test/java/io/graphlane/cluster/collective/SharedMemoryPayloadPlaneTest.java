@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,6 +32,20 @@ class SharedMemoryPayloadPlaneTest extends SocketPayloadPlaneTest {
         try (Stream<Path> left = Files.list(segments)) {
             assertEquals(0, left.count(), "segment files left in " + segments);
         }
+    }
+
+    /**
+     * The writer waits for room in the full ring: an exact state, where a slow filesystem under the segment (its pages
+     * written for the first time) could otherwise keep the writer short of the full ring past any fixed time.
+     */
+    @Override
+    void awaitWriterStalled(Rank rank, int peer) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!rank.plane().writerAwaitsRoom(peer)) {
+            assertTrue(System.nanoTime() < deadline, "the writer to rank " + peer + " fills the ring within 10 s");
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        assertTrue(!rank.plane().awaitSent(0), "the receiver takes nothing more");
     }
 
     @Override
