@@ -325,7 +325,7 @@ final class VectorKernels {
     }
 
     /** One F32 weight row against one input row: {@code Σ_i w[base/4 + i]·x[x0 + i]} over {@code i < k}. */
-    static float dotF32Row(ByteBuffer w, int base, float[] x, int x0, int k) {
+    private static float dotF32Row(ByteBuffer w, int base, float[] x, int x0, int k) {
         int i = 0;
         FloatVector a0 = FloatVector.zero(ROW_FLOATS);
         FloatVector a1 = FloatVector.zero(ROW_FLOATS);

@@ -13,6 +13,7 @@ import java.nio.FloatBuffer;
 import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** Each CPU neural op against a straightforward loop over Java arrays, on small random tensors. */
@@ -210,6 +211,7 @@ class CpuNeuralOpsTest {
         assertArrayEquals(Reference.attention(q, k, v, positions, heads, kvHeads, headDim), host(out), TOLERANCE);
     }
 
+    @Tag("simd-kernels")
     @Test
     void attentionSplitOverTwoThreadsMatchesTheNaiveComputation() {
         // long enough that each (row, head) unit reads well over RowParallel's minimum part, so the units are split
@@ -231,6 +233,7 @@ class CpuNeuralOpsTest {
         }
     }
 
+    @Tag("simd-kernels")
     @Test
     void attentionNeverReadsCacheRowsPastTheQueryPosition() {
         int heads = 2, kvHeads = 1, headDim = 4, cacheRows = 8;
@@ -435,12 +438,15 @@ class CpuNeuralOpsTest {
             }
         }
 
+        @Tag("simd-kernels")
         @Test
         void attentionOverTheCacheMatchesTheNaiveComputationOnRandomShapesAndViews() {
-            int[] headDims = {1, 2, 8, 16, 64};
+            // head widths below, at and between multiples of both vector widths; groups of up to six query heads per
+            // key/value head (the scores take four at a time)
+            int[] headDims = {1, 2, 8, 16, 24, 40, 64, 80};
             for (int trial = 0; trial < TRIALS; trial++) {
                 int kvHeads = 1 + random.nextInt(3);
-                int heads = kvHeads * (1 + random.nextInt(4));
+                int heads = kvHeads * (1 + random.nextInt(6));
                 int headDim = headDims[random.nextInt(headDims.length)];
                 int cacheRows = 1 + random.nextInt(40);
                 int capacity = cacheRows + random.nextInt(5);
