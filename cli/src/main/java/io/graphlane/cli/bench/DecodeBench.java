@@ -95,23 +95,55 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
 
     /**
      * One backend's figures: the median round's {@code throughput}, every timed round's decode tokens/s in order and the
-     * untimed rounds before them; {@code limit} is null where no bound was measured (the GPU); {@code pid} the JVM that
-     * measured it.
+     * untimed rounds before them; {@code roundLimits} the bound measured right after each timed round, in the same order,
+     * or null where no bound was measured (the GPU); {@code pid} the JVM that measured it.
      */
-    record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, int warmupRounds, Limit limit,
-                long pid) {
+    record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, int warmupRounds,
+                List<Limit> roundLimits, long pid) {
         double decodePerSecond() {
             return throughput.decodeTokensPerSecond();
         }
 
-        /** Decode tokens/s over the bound for the same number of requests. */
+        /**
+         * The rounds' median bound: the median bandwidth and the median tokens/s limit over the rounds (with one round,
+         * its own), or null without a bound.
+         */
+        Limit limit() {
+            if (roundLimits == null) {
+                return null;
+            }
+            Limit any = roundLimits.get(0);
+            return new Limit(median(roundLimits.stream().mapToDouble(Limit::bandwidthGbPerS).toArray()), any.threads(),
+                    any.weightBytesPerToken(), median(roundLimits.stream().mapToDouble(Limit::tokensPerSecond).toArray()));
+        }
+
+        /** Each round's decode tokens/s over the bound measured right after it, in round order. */
+        double[] roundLimitRatios() {
+            double[] ratios = new double[roundRates.length];
+            for (int i = 0; i < ratios.length; i++) {
+                ratios[i] = roundRates[i] / roundLimits.get(i).tokensPerSecond();
+            }
+            return ratios;
+        }
+
+        /**
+         * The median over the rounds of each round's ratio to the bound measured right after it: a slow or fast phase of a
+         * shared machine moves a round and its own probe together, where one probe for all the rounds would not.
+         */
         double limitRatio() {
-            return decodePerSecond() / limit.tokensPerSecond();
+            return median(roundLimitRatios());
         }
     }
 
+    /** The middle value of {@code values} (the upper middle of an even count, as the median round is chosen). */
+    static double median(double[] values) {
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        return sorted[sorted.length / 2];
+    }
+
     /**
-     * The weight-streaming bound of a CPU run, measured in the same run: {@code bandwidthGbPerS} of a one-row
+     * The weight-streaming bound of a CPU run, measured in the same run (once after each timed round): {@code bandwidthGbPerS} of a one-row
      * product over a weight-sized matrix with {@code threads} OpenBLAS threads, the bytes a decode step reads,
      * and the tokens/s the run's requests could reach at most (the R-row product's rate, so a compute-bound
      * product lowers it).
@@ -186,10 +218,21 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 for (double rate : r.roundRates()) {
                     perRound.add(rate);
                 }
-                if (r.limit() != null) {
-                    result.put("bandwidth_gb_per_s", r.limit().bandwidthGbPerS()).put("blas_threads", r.limit().threads())
-                            .put("weight_bytes_per_token", r.limit().weightBytesPerToken())
-                            .put("limit_tokens_per_s", r.limit().tokensPerSecond()).put("limit_ratio", r.limitRatio());
+                if (r.roundLimits() != null) {
+                    Limit limit = r.limit();
+                    result.put("bandwidth_gb_per_s", limit.bandwidthGbPerS()).put("blas_threads", limit.threads())
+                            .put("weight_bytes_per_token", limit.weightBytesPerToken())
+                            .put("limit_tokens_per_s", limit.tokensPerSecond()).put("limit_ratio", r.limitRatio());
+                    ArrayNode bandwidths = result.putArray("bandwidth_gb_per_s_rounds");
+                    ArrayNode limits = result.putArray("limit_tokens_per_s_rounds");
+                    for (Limit l : r.roundLimits()) {
+                        bandwidths.add(l.bandwidthGbPerS());
+                        limits.add(l.tokensPerSecond());
+                    }
+                    ArrayNode ratios = result.putArray("limit_ratio_rounds");
+                    for (double ratio : r.roundLimitRatios()) {
+                        ratios.add(ratio);
+                    }
                 }
             }
             if (rates.size() > 1) {
@@ -225,15 +268,20 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                     } while (System.nanoTime() < warmupEnd);
                 }
                 List<DecodeThroughput> measured = new ArrayList<>();
+                List<Limit> limits = b.equals("cpu") ? new ArrayList<>() : null;
+                DecodeBound bound = limits == null ? null : weightBytes(format);
+                WeightStreamProbe probe = limits == null ? null : new WeightStreamProbe(bound.weightBytesPerToken());
                 for (int round = 0; round < rounds; round++) {
                     measured.add(DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1)));
+                    if (probe != null) {
+                        limits.add(cpuLimit(probe, bound));
+                    }
                 }
                 double[] roundRates = measured.stream().mapToDouble(DecodeThroughput::decodeTokensPerSecond).toArray();
                 List<DecodeThroughput> byRate = new ArrayList<>(measured);
                 byRate.sort(Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));
                 DecodeThroughput throughput = byRate.get(byRate.size() / 2);
-                Limit limit = b.equals("cpu") ? cpuLimit(weightBytes(format)) : null;
-                return new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, warmupRounds, limit,
+                return new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, warmupRounds, limits,
                         ProcessHandle.current().pid());
             }
         } finally {
@@ -258,9 +306,12 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         }
         Limit limit = rate.limit();
         if (limit != null) {
-            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads); a decode step reads %,d bytes of"
-                            + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%n",
-                    limit.bandwidthGbPerS(), limit.threads(), limit.weightBytesPerToken(), limit.tokensPerSecond(), requests, rate.limitRatio());
+            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads%s); a decode step reads %,d bytes of"
+                            + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%s%n",
+                    limit.bandwidthGbPerS(), limit.threads(), rounds > 1 ? ", median of a probe after each round" : "",
+                    limit.weightBytesPerToken(), limit.tokensPerSecond(), requests, rate.limitRatio(),
+                    rounds > 1 ? " (median of each round against its own probe: "
+                            + Arrays.toString(Arrays.stream(rate.roundLimitRatios()).map(v -> Math.round(v * 100) / 100.0).toArray()) + ")" : "");
         }
         out.flush();
     }
@@ -307,10 +358,16 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             for (int i = 0; i < roundRates.length; i++) {
                 roundRates[i] = r.get("decode_tokens_per_s_rounds").get(i).asDouble();
             }
-            Limit limit = r.has("limit_tokens_per_s") ? new Limit(r.get("bandwidth_gb_per_s").asDouble(), r.get("blas_threads").asInt(),
-                    r.get("weight_bytes_per_token").asLong(), r.get("limit_tokens_per_s").asDouble()) : null;
+            List<Limit> limits = null;
+            if (r.has("limit_tokens_per_s_rounds")) {
+                limits = new ArrayList<>();
+                for (int i = 0; i < roundRates.length; i++) {
+                    limits.add(new Limit(r.get("bandwidth_gb_per_s_rounds").get(i).asDouble(), r.get("blas_threads").asInt(),
+                            r.get("weight_bytes_per_token").asLong(), r.get("limit_tokens_per_s_rounds").get(i).asDouble()));
+                }
+            }
             return new ForkedRun(0, new Rate(r.get("backend").asText(), r.get("weights").asText(), r.get("device").asText(), throughput,
-                    roundRates, r.get("warmup_rounds").asInt(), limit, r.get("pid").asLong()));
+                    roundRates, r.get("warmup_rounds").asInt(), limits, r.get("pid").asLong()));
         } finally {
             child.destroyForcibly();
             Files.deleteIfExists(errors);
@@ -326,15 +383,15 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     }
 
     /**
-     * Streams a matrix of the model's decode-step size through the decode kernel with as many OpenBLAS threads as
-     * the pipeline's lanes use together (every core unless overridden), then gives OpenBLAS back the pipeline's count.
+     * Streams {@code probe}'s matrix, of the model's decode-step size, through the decode kernel with as many OpenBLAS
+     * threads as the pipeline's lanes use together (every core unless overridden), then gives OpenBLAS back the
+     * pipeline's count.
      */
-    private Limit cpuLimit(DecodeBound bound) {
+    private Limit cpuLimit(WeightStreamProbe probe, DecodeBound bound) {
         int pipelineThreads = CpuNeuralBackend.blasThreads();
         int threads = CpuNeuralBackend.blasThreadsFor(1, CpuNeuralBackend.cores(), CpuNeuralBackend.blasThreadsOverride());
         CpuNeuralBackend.setBlasThreads(threads);
         try {
-            WeightStreamProbe probe = new WeightStreamProbe(bound.weightBytesPerToken());
             double bandwidth = probe.bytes() / probe.bestSeconds(1, 5);
             double rowsRate = probe.bytes() / probe.bestSeconds(requests, 5);
             return new Limit(bandwidth / 1e9, threads, bound.weightBytesPerToken(), requests * bound.limitTokensPerSecond(rowsRate));

@@ -70,7 +70,24 @@ class DecodeBenchTest {
         double[] sorted = {rounds.get(0).asDouble(), rounds.get(1).asDouble(), rounds.get(2).asDouble()};
         java.util.Arrays.sort(sorted);
         assertEquals(sorted[1], result.get("decode_tokens_per_s").asDouble(), 0.0, "the median round is the one reported");
-        assertEquals(sorted[1] / result.get("limit_tokens_per_s").asDouble(), result.get("limit_ratio").asDouble(), 1e-9);
+        // a probe after each round: each round's ratio is to its own probe, and the ratio reported is their median
+        JsonNode limits = result.get("limit_tokens_per_s_rounds");
+        JsonNode bandwidths = result.get("bandwidth_gb_per_s_rounds");
+        JsonNode ratios = result.get("limit_ratio_rounds");
+        assertEquals(3, limits.size(), result.toString());
+        assertEquals(3, bandwidths.size(), result.toString());
+        double[] sortedRatios = new double[3];
+        double[] sortedLimits = new double[3];
+        for (int i = 0; i < 3; i++) {
+            assertTrue(bandwidths.get(i).asDouble() > 0, result.toString());
+            assertEquals(rounds.get(i).asDouble() / limits.get(i).asDouble(), ratios.get(i).asDouble(), 1e-9, "round " + i);
+            sortedRatios[i] = ratios.get(i).asDouble();
+            sortedLimits[i] = limits.get(i).asDouble();
+        }
+        java.util.Arrays.sort(sortedRatios);
+        java.util.Arrays.sort(sortedLimits);
+        assertEquals(sortedRatios[1], result.get("limit_ratio").asDouble(), 0.0);
+        assertEquals(sortedLimits[1], result.get("limit_tokens_per_s").asDouble(), 0.0);
         Run zero = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--rounds", "0");
         assertTrue(zero.status() != 0);
         assertTrue(zero.err().contains("--rounds must be in [1, 100], got 0"), zero.err());
