@@ -3,6 +3,7 @@ package io.graphlane.backend.cpu.nn;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -53,6 +54,41 @@ class RowParallelTest {
         CompletableFuture<Void> other = CompletableFuture.runAsync(lane);
         lane.run();
         other.join();
+    }
+
+    /**
+     * The calling thread takes its rows from the front in one contiguous run, the helpers from the back, and the chunks
+     * shrink toward the end: none of the caller's chunks is larger than the one before it.
+     */
+    @Test
+    void theCallerStreamsOneRunFromTheFrontAndChunksShrinkTowardTheEnd() {
+        RowParallel.setThreads(2);
+        Thread caller = Thread.currentThread();
+        for (int call = 0; call < 2_000; call++) {
+            int rows = 64 + call % 1000;
+            java.util.List<int[]> mine = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+            java.util.List<int[]> theirs = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+            RowParallel.forRows(rows, ROW_BYTES, (from, to) -> (Thread.currentThread() == caller ? mine : theirs).add(new int[] {from, to}));
+            int next = 0;
+            int last = Integer.MAX_VALUE;
+            for (int[] chunk : mine) {
+                assertEquals(next, chunk[0], "call " + call + ": the caller's chunks continue one another from row 0");
+                int size = chunk[1] - chunk[0];
+                assertTrue(size <= last, "call " + call + ": chunk " + java.util.Arrays.toString(chunk)
+                        + " after one of " + last + " rows");
+                last = size;
+                next = chunk[1];
+            }
+            int back = rows;
+            for (int[] chunk : theirs) {
+                assertTrue(chunk[1] <= back, "call " + call + ": the helper's chunks come from the back, " + java.util.Arrays.toString(chunk));
+                back = chunk[0];
+            }
+            assertEquals(rows, next + theirs.stream().mapToInt(c -> c[1] - c[0]).sum(), "call " + call + ": every row once");
+            for (int[] chunk : theirs) {
+                assertTrue(chunk[0] >= next, "call " + call + ": the helper took " + java.util.Arrays.toString(chunk) + " below the caller's run");
+            }
+        }
     }
 
     /** A part that fails fails the call with its exception once every other part is done. */
