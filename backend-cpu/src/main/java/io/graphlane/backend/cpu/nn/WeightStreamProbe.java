@@ -52,15 +52,33 @@ public final class WeightStreamProbe {
      * matrix, each through both kernels (after one warm-up product each), on the calling thread.
      */
     public double bestSeconds(int inputRows, int repeats) {
+        // the Java kernels first: OpenBLAS's threads keep spinning for a while after its calls
+        double best = bestKernelSeconds(inputRows, repeats);
+        return Math.min(best, bestBlasSeconds(inputRows, repeats));
+    }
+
+    /**
+     * {@link #bestSeconds} through {@link CpuNeuralOps#linear} alone (the SIMD kernels, or OpenBLAS without the Vector
+     * API): what a probe between decode rounds runs, since OpenBLAS's threads, once called, keep spinning for a while
+     * and would slow the round after the probe.
+     */
+    public double bestKernelSeconds(int inputRows, int repeats) {
+        return timed(inputRows, repeats, false);
+    }
+
+    /** {@link #bestSeconds} through OpenBLAS alone ({@code sgemv} for a few rows, {@code sgemm} for more). */
+    public double bestBlasSeconds(int inputRows, int repeats) {
+        return timed(inputRows, repeats, true);
+    }
+
+    private double timed(int inputRows, int repeats, boolean blas) {
         if (inputRows < 1 || repeats < 1) {
             throw new IllegalArgumentException("input rows and repeats must be >= 1, got " + inputRows + " and " + repeats);
         }
         CpuTensor x = CpuTensor.allocate(inputRows, COLUMNS, true);
         CpuTensor out = CpuTensor.allocate(inputRows, weight.rows(), true);
         try {
-            // the Java kernels first: OpenBLAS's threads keep spinning for a while after its calls
-            double best = best(repeats, () -> ops.linear(x, weight, out));
-            return Math.min(best, best(repeats, () -> CpuNeuralOps.blasLinear(x, weight, out)));
+            return blas ? best(repeats, () -> CpuNeuralOps.blasLinear(x, weight, out)) : best(repeats, () -> ops.linear(x, weight, out));
         } finally {
             x.release();
             out.release();

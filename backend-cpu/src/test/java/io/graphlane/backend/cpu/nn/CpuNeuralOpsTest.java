@@ -80,6 +80,8 @@ class CpuNeuralOpsTest {
         assertEquals(3L * WeightStreamProbe.COLUMNS * Float.BYTES, probe.bytes());
         assertTrue(probe.bestSeconds(1, 2) > 0);
         assertTrue(probe.bestSeconds(CpuNeuralOps.GEMV_ROWS + 1, 1) > 0, "the sgemm path too");
+        assertTrue(probe.bestKernelSeconds(1, 1) > 0 && probe.bestBlasSeconds(1, 1) > 0, "each kernel alone");
+        assertThrows(IllegalArgumentException.class, () -> probe.bestKernelSeconds(1, 0));
         assertThrows(IllegalArgumentException.class, () -> new WeightStreamProbe(0));
     }
 
