@@ -96,7 +96,9 @@ final class SharedMemoryChannel {
                 }
             }
         }
-        awaitingRoom = false;
+        if (awaitingRoom) {
+            awaitingRoom = false; // written only after a wait, so a frame that found room costs no volatile store
+        }
         wake();
     }
 

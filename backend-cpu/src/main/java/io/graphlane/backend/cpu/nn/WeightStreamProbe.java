@@ -95,9 +95,4 @@ public final class WeightStreamProbe {
         }
         return best;
     }
-
-    /** Bandwidth of one input row, in GB/s (10^9 bytes): {@link #bytes()} over the best of {@code repeats}. */
-    public double bandwidthGbPerSecond(int repeats) {
-        return bytes / bestSeconds(1, repeats) / 1e9;
-    }
 }
