@@ -127,6 +127,16 @@ public final class CpuNeuralBackend implements NeuralBackend<CpuExecutor, CpuTen
         vectorBits(System.getProperty(VECTOR_BITS_PROPERTY), 256, true);
     }
 
+    /**
+     * The wall time, in nanoseconds, that lanes have spent inside the Java kernels' calls since this JVM started, summed over
+     * the lanes: every projection on the Java kernels and, with the Vector API, every attention call (a call's helper
+     * threads work within its lane's time). The difference over a run, against the run's wall time, is the share of a
+     * step the kernels take; the rest is what runs between them (norms, RoPE, sampling, the lanes' messages).
+     */
+    public static long kernelCallNanos() {
+        return RowParallel.callNanos();
+    }
+
     /** The SIMD kernels' vector width in bits, or 0 when the JVM runs without the Vector API (the scalar kernels). */
     public static int simdBits() {
         return PackedKernels.VECTOR ? VectorKernels.BITS : 0;

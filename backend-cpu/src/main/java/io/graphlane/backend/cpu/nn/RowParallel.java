@@ -3,6 +3,7 @@ package io.graphlane.backend.cpu.nn;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -33,6 +34,8 @@ final class RowParallel {
     static final long SPIN_MICROS = 200;
     private static final Helper[] HELPERS = new Helper[Math.max(0, Runtime.getRuntime().availableProcessors() - 1)];
     private static volatile int threads = 1;
+    /** {@link #callNanos}. */
+    private static final LongAdder CALL_NANOS = new LongAdder();
 
     /** A part of the rows, {@code [from, to)}. */
     @FunctionalInterface
@@ -55,6 +58,23 @@ final class RowParallel {
 
     /** Runs {@code body} over {@code rows} rows of {@code bytesPerRow} bytes each, split in up to {@link #threads} parts. */
     static void forRows(int rows, long bytesPerRow, Rows body) {
+        long start = System.nanoTime();
+        try {
+            split(rows, bytesPerRow, body);
+        } finally {
+            CALL_NANOS.add(System.nanoTime() - start);
+        }
+    }
+
+    /**
+     * The wall time, in nanoseconds, that callers have spent in {@link #forRows} since this JVM started, summed over the
+     * calling threads (a call's helpers work within its caller's time).
+     */
+    static long callNanos() {
+        return CALL_NANOS.sum();
+    }
+
+    private static void split(int rows, long bytesPerRow, Rows body) {
         int parts = (int) Math.min(Math.min(threads, HELPERS.length + 1), Math.max(1, rows * bytesPerRow / MIN_BYTES_PER_PART));
         parts = Math.min(parts, rows);
         if (parts <= 1) {

@@ -108,6 +108,51 @@ class RowParallelTest {
         }
     }
 
+    /**
+     * The kernels' call time counts each call once, on its caller, from its start to its end: at least what the caller's
+     * own chunks took, at most the call's wall time (a helper's chunks run within it and add nothing), failures too.
+     */
+    @Test
+    void callTimeCountsEachCallOnceOnItsCaller() {
+        RowParallel.setThreads(2);
+        Thread caller = Thread.currentThread();
+        long[] callerChunks = new long[1];
+        double[] sink = new double[1];
+        RowParallel.Rows busy = (from, to) -> {
+            long start = System.nanoTime();
+            double x = 0;
+            for (int r = from; r < to; r++) {
+                for (int i = 0; i < 20_000; i++) {
+                    x += Math.sqrt(r + i);
+                }
+            }
+            if (Thread.currentThread() == caller) {
+                callerChunks[0] += System.nanoTime() - start;
+                sink[0] += x;
+            }
+        };
+        for (int call = 0; call < 20; call++) {
+            callerChunks[0] = 0;
+            long before = RowParallel.callNanos();
+            long start = System.nanoTime();
+            RowParallel.forRows(64, ROW_BYTES, busy);
+            long wall = System.nanoTime() - start;
+            long counted = RowParallel.callNanos() - before;
+            assertTrue(callerChunks[0] > 0 && counted >= callerChunks[0] && counted <= wall,
+                    "call " + call + ": counted " + counted + " ns, the caller's chunks " + callerChunks[0] + " ns, wall " + wall + " ns");
+        }
+        long before = RowParallel.callNanos();
+        long start = System.nanoTime();
+        assertThrows(IllegalStateException.class, () -> RowParallel.forRows(64, ROW_BYTES, (from, to) -> {
+            busy.run(from, to);
+            throw new IllegalStateException("rows " + from + ".." + to);
+        }));
+        long wall = System.nanoTime() - start;
+        long counted = RowParallel.callNanos() - before;
+        assertTrue(counted > 0 && counted <= wall, "a failed call counts too: " + counted + " ns of " + wall + " ns");
+        assertTrue(sink[0] > 0);
+    }
+
     /** One call over {@code rows} rows; how many times each row ran. */
     private static AtomicIntegerArray countedCall(int rows) {
         AtomicIntegerArray runs = new AtomicIntegerArray(rows);
