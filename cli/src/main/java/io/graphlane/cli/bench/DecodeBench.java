@@ -96,10 +96,12 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     /**
      * One backend's figures: the median round's {@code throughput}, every timed round's decode tokens/s in order and the
      * untimed rounds before them; {@code roundLimits} the bound measured right after each timed round, in the same order,
-     * or null where no bound was measured (the GPU); {@code pid} the JVM that measured it.
+     * or null where no bound was measured (the GPU); {@code kernelShares} each timed round's share of the lanes' time spent
+     * inside the Java kernels' calls, or null where not measured (the GPU, or the CPU without the Vector API); {@code pid}
+     * the JVM that measured it.
      */
     record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, int warmupRounds,
-                List<Limit> roundLimits, long pid) {
+                List<Limit> roundLimits, double[] kernelShares, long pid) {
         double decodePerSecond() {
             return throughput.decodeTokensPerSecond();
         }
@@ -114,7 +116,8 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             }
             Limit any = roundLimits.get(0);
             return new Limit(median(roundLimits.stream().mapToDouble(Limit::bandwidthGbPerS).toArray()), any.threads(),
-                    any.weightBytesPerToken(), median(roundLimits.stream().mapToDouble(Limit::tokensPerSecond).toArray()));
+                    any.weightBytesPerToken(), median(roundLimits.stream().mapToDouble(Limit::tokensPerSecond).toArray()),
+                    median(roundLimits.stream().mapToDouble(Limit::kernelGbPerS).toArray()), any.blasGbPerS());
         }
 
         /** Each round's decode tokens/s over the bound measured right after it, in round order. */
@@ -147,9 +150,12 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
      * OpenBLAS once after the last; the faster counts): {@code bandwidthGbPerS} of a one-row
      * product over a weight-sized matrix with {@code threads} OpenBLAS threads, the bytes a decode step reads,
      * and the tokens/s the run's requests could reach at most (the R-row product's rate, so a compute-bound
-     * product lowers it).
+     * product lowers it); {@code kernelGbPerS} and {@code blasGbPerS} the one-row product's rate through the decode kernel
+     * and through OpenBLAS alone ({@code bandwidthGbPerS} is the faster), so a ratio short of 1 can be split into the
+     * kernel's own streaming rate and what a decode step spends outside its products.
      */
-    record Limit(double bandwidthGbPerS, int threads, long weightBytesPerToken, double tokensPerSecond) {
+    record Limit(double bandwidthGbPerS, int threads, long weightBytesPerToken, double tokensPerSecond, double kernelGbPerS,
+                 double blasGbPerS) {
     }
 
     @Override
@@ -219,16 +225,26 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 for (double rate : r.roundRates()) {
                     perRound.add(rate);
                 }
+                if (r.kernelShares() != null) {
+                    result.put("kernel_call_share", median(r.kernelShares()));
+                    ArrayNode shares = result.putArray("kernel_call_share_rounds");
+                    for (double share : r.kernelShares()) {
+                        shares.add(share);
+                    }
+                }
                 if (r.roundLimits() != null) {
                     Limit limit = r.limit();
                     result.put("bandwidth_gb_per_s", limit.bandwidthGbPerS()).put("blas_threads", limit.threads())
                             .put("weight_bytes_per_token", limit.weightBytesPerToken())
-                            .put("limit_tokens_per_s", limit.tokensPerSecond()).put("limit_ratio", r.limitRatio());
+                            .put("limit_tokens_per_s", limit.tokensPerSecond()).put("limit_ratio", r.limitRatio())
+                            .put("kernel_bandwidth_gb_per_s", limit.kernelGbPerS()).put("blas_bandwidth_gb_per_s", limit.blasGbPerS());
                     ArrayNode bandwidths = result.putArray("bandwidth_gb_per_s_rounds");
                     ArrayNode limits = result.putArray("limit_tokens_per_s_rounds");
+                    ArrayNode kernels = result.putArray("kernel_bandwidth_gb_per_s_rounds");
                     for (Limit l : r.roundLimits()) {
                         bandwidths.add(l.bandwidthGbPerS());
                         limits.add(l.tokensPerSecond());
+                        kernels.add(l.kernelGbPerS());
                     }
                     ArrayNode ratios = result.putArray("limit_ratio_rounds");
                     for (double ratio : r.roundLimitRatios()) {
@@ -273,8 +289,15 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 DecodeBound bound = limits == null ? null : weightBytes(format);
                 WeightStreamProbe probe = limits == null ? null : new WeightStreamProbe(bound.weightBytesPerToken());
                 List<double[]> kernelSeconds = new ArrayList<>();
+                double[] kernelShares = b.equals("cpu") && CpuNeuralBackend.simdBits() > 0 ? new double[rounds] : null;
                 for (int round = 0; round < rounds; round++) {
+                    long kernelNanos = CpuNeuralBackend.kernelCallNanos();
+                    long start = System.nanoTime();
                     measured.add(DecodeThroughput.measure(pipeline, requests, newTokens, Duration.ofHours(1)));
+                    if (kernelShares != null) {
+                        // every lane's time in the round, its prompt's prefill included: stages lanes for the round's wall time
+                        kernelShares[round] = (CpuNeuralBackend.kernelCallNanos() - kernelNanos) / ((double) (System.nanoTime() - start) * stages);
+                    }
                     if (probe != null) {
                         kernelSeconds.add(probeSeconds(probe, false));
                     }
@@ -283,14 +306,14 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                     // OpenBLAS once, after the last round: its threads spin for a while after a call
                     double[] blas = probeSeconds(probe, true);
                     for (double[] kernel : kernelSeconds) {
-                        limits.add(limit(probe, bound, Math.min(kernel[0], blas[0]), Math.min(kernel[1], blas[1])));
+                        limits.add(limit(probe, bound, kernel[0], blas[0], Math.min(kernel[1], blas[1])));
                     }
                 }
                 double[] roundRates = measured.stream().mapToDouble(DecodeThroughput::decodeTokensPerSecond).toArray();
                 List<DecodeThroughput> byRate = new ArrayList<>(measured);
                 byRate.sort(Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));
                 DecodeThroughput throughput = byRate.get(byRate.size() / 2);
-                return new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, warmupRounds, limits,
+                return new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, warmupRounds, limits, kernelShares,
                         ProcessHandle.current().pid());
             }
         } finally {
@@ -313,11 +336,18 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
             out.printf(Locale.ROOT, "    median of %d rounds (after %d warm-up rounds): %s tokens/s%n", rounds, rate.warmupRounds(),
                     Arrays.toString(Arrays.stream(rate.roundRates()).map(v -> Math.round(v * 10) / 10.0).toArray()));
         }
+        if (rate.kernelShares() != null) {
+            out.printf(Locale.ROOT, "    the Java kernels' calls took %.2f of each lane's time%s%n", median(rate.kernelShares()),
+                    rounds > 1 ? " (median of the rounds: " + Arrays.toString(Arrays.stream(rate.kernelShares())
+                            .map(v -> Math.round(v * 100) / 100.0).toArray()) + ")" : "");
+        }
         Limit limit = rate.limit();
         if (limit != null) {
-            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads%s); a decode step reads %,d bytes of"
+            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads%s; the Java F32 kernel alone %.1f GB/s,"
+                            + " OpenBLAS alone %.1f GB/s); a decode step reads %,d bytes of"
                             + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%s%n",
                     limit.bandwidthGbPerS(), limit.threads(), rounds > 1 ? ", median of a probe after each round" : "",
+                    limit.kernelGbPerS(), limit.blasGbPerS(),
                     limit.weightBytesPerToken(), limit.tokensPerSecond(), requests, rate.limitRatio(),
                     rounds > 1 ? " (median of each round against its own probe: "
                             + Arrays.toString(Arrays.stream(rate.roundLimitRatios()).map(v -> Math.round(v * 100) / 100.0).toArray()) + ")" : "");
@@ -372,11 +402,19 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 limits = new ArrayList<>();
                 for (int i = 0; i < roundRates.length; i++) {
                     limits.add(new Limit(r.get("bandwidth_gb_per_s_rounds").get(i).asDouble(), r.get("blas_threads").asInt(),
-                            r.get("weight_bytes_per_token").asLong(), r.get("limit_tokens_per_s_rounds").get(i).asDouble()));
+                            r.get("weight_bytes_per_token").asLong(), r.get("limit_tokens_per_s_rounds").get(i).asDouble(),
+                            r.get("kernel_bandwidth_gb_per_s_rounds").get(i).asDouble(), r.get("blas_bandwidth_gb_per_s").asDouble()));
+                }
+            }
+            double[] kernelShares = null;
+            if (r.has("kernel_call_share_rounds")) {
+                kernelShares = new double[roundRates.length];
+                for (int i = 0; i < roundRates.length; i++) {
+                    kernelShares[i] = r.get("kernel_call_share_rounds").get(i).asDouble();
                 }
             }
             return new ForkedRun(0, new Rate(r.get("backend").asText(), r.get("weights").asText(), r.get("device").asText(), throughput,
-                    roundRates, r.get("warmup_rounds").asInt(), limits, r.get("pid").asLong()));
+                    roundRates, r.get("warmup_rounds").asInt(), limits, kernelShares, r.get("pid").asLong()));
         } finally {
             child.destroyForcibly();
             Files.deleteIfExists(errors);
@@ -411,9 +449,14 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         return CpuNeuralBackend.blasThreadsFor(1, CpuNeuralBackend.cores(), CpuNeuralBackend.blasThreadsOverride());
     }
 
-    /** The bound of one round from the best seconds of one product and of an R-row product over {@code probe}'s matrix. */
-    private Limit limit(WeightStreamProbe probe, DecodeBound bound, double oneRowSeconds, double rowsSeconds) {
+    /**
+     * The bound of one round from the best seconds of one product through the decode kernel and through OpenBLAS, and of an
+     * R-row product (the faster of the two), over {@code probe}'s matrix.
+     */
+    private Limit limit(WeightStreamProbe probe, DecodeBound bound, double kernelSeconds, double blasSeconds, double rowsSeconds) {
+        double oneRowSeconds = Math.min(kernelSeconds, blasSeconds);
         return new Limit(probe.bytes() / oneRowSeconds / 1e9, probeThreads(), bound.weightBytesPerToken(),
-                requests * bound.limitTokensPerSecond(probe.bytes() / rowsSeconds));
+                requests * bound.limitTokensPerSecond(probe.bytes() / rowsSeconds), probe.bytes() / kernelSeconds / 1e9,
+                probe.bytes() / blasSeconds / 1e9);
     }
 }

@@ -9,7 +9,11 @@ import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.cli.GraphlaneCli;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
@@ -53,6 +57,13 @@ class DecodeBenchTest {
         long perLayer = 64L * 72 + 2 * 32 * 72 + 64 * 72 + 2 * 172 * 72 + 64 * 172 * Float.BYTES + 2 * 64 * Float.BYTES;
         assertEquals(perLayer * 4 + (64 + 256 * 64 + 64) * Float.BYTES, results.get(1).get("weight_bytes_per_token").asLong());
         assertTrue(results.get(1).get("decode_tokens_per_s").asDouble() > 0, results.toString());
+        for (JsonNode result : results) {
+            // the child JVM's split of the bound reaches this command's JSON
+            assertTrue(result.get("kernel_bandwidth_gb_per_s").asDouble() > 0, result.toString());
+            assertTrue(result.get("blas_bandwidth_gb_per_s").asDouble() > 0, result.toString());
+            assertEquals(Math.max(result.get("kernel_bandwidth_gb_per_s_rounds").get(0).asDouble(),
+                    result.get("blas_bandwidth_gb_per_s").asDouble()), result.get("bandwidth_gb_per_s").asDouble(), 0.0, result.toString());
+        }
     }
 
     @Test
@@ -84,6 +95,18 @@ class DecodeBenchTest {
             sortedRatios[i] = ratios.get(i).asDouble();
             sortedLimits[i] = limits.get(i).asDouble();
         }
+        // each round's bound is the faster of the decode kernel's probe after that round and OpenBLAS's after the last
+        JsonNode kernels = result.get("kernel_bandwidth_gb_per_s_rounds");
+        double blas = result.get("blas_bandwidth_gb_per_s").asDouble();
+        assertEquals(3, kernels.size(), result.toString());
+        assertTrue(blas > 0, result.toString());
+        double[] sortedKernels = new double[3];
+        for (int i = 0; i < 3; i++) {
+            assertEquals(Math.max(kernels.get(i).asDouble(), blas), bandwidths.get(i).asDouble(), 0.0, "round " + i);
+            sortedKernels[i] = kernels.get(i).asDouble();
+        }
+        java.util.Arrays.sort(sortedKernels);
+        assertEquals(sortedKernels[1], result.get("kernel_bandwidth_gb_per_s").asDouble(), 0.0);
         java.util.Arrays.sort(sortedRatios);
         java.util.Arrays.sort(sortedLimits);
         assertEquals(sortedRatios[1], result.get("limit_ratio").asDouble(), 0.0);
@@ -96,6 +119,37 @@ class DecodeBenchTest {
             assertTrue(refused.status() != 0, bad);
             assertTrue(refused.err().contains("--warmup-seconds must be in [0, 600], got " + Double.parseDouble(bad)), refused.err());
         }
+    }
+
+    /**
+     * With the Vector API (a JVM of its own here: this one runs without it) each round reports the share of the lane's time
+     * spent in the Java kernels' calls; without it no share is reported, since F32 products then run on OpenBLAS.
+     */
+    @Test
+    void withTheVectorApiEachRoundReportsTheKernelsShareOfTheLanesTime() throws Exception {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-Xss2m",
+                "--add-modules", "jdk.incubator.vector", "-cp", System.getProperty("java.class.path"), GraphlaneCli.class.getName(),
+                "bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "2", "--requests", "2",
+                "--new-tokens", "4", "--rounds", "3", "--warmup-seconds", "0", "--json"));
+        Process child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, child.waitFor(), out);
+        JsonNode result = new ObjectMapper().readTree(out).get("results").get(0);
+        JsonNode shares = result.get("kernel_call_share_rounds");
+        assertEquals(3, shares.size(), result.toString());
+        double[] sorted = new double[3];
+        for (int i = 0; i < 3; i++) {
+            sorted[i] = shares.get(i).asDouble();
+            assertTrue(sorted[i] > 0 && sorted[i] <= 1, "round " + i + ": " + result);
+        }
+        Arrays.sort(sorted);
+        assertEquals(sorted[1], result.get("kernel_call_share").asDouble(), 0.0);
+
+        Run plain = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1", "--requests", "1",
+                "--new-tokens", "3", "--warmup-seconds", "0", "--json");
+        assertEquals(0, plain.status(), plain.err());
+        JsonNode without = new ObjectMapper().readTree(plain.out()).get("results").get(0);
+        assertEquals(CpuNeuralBackend.simdBits() > 0, without.has("kernel_call_share"), without.toString());
     }
 
     @Test
