@@ -343,7 +343,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         }
         Limit limit = rate.limit();
         if (limit != null) {
-            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads%s; the Java F32 kernel alone %.1f GB/s,"
+            out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads%s; the decode kernel alone %.1f GB/s,"
                             + " OpenBLAS alone %.1f GB/s); a decode step reads %,d bytes of"
                             + " weights: at most %.1f tokens/s for %d request(s); reached %.2f of it%s%n",
                     limit.bandwidthGbPerS(), limit.threads(), rounds > 1 ? ", median of a probe after each round" : "",
