@@ -112,6 +112,11 @@ public final class NodeCommand implements Callable<Integer> {
             + " GRAPHLANE_TLS_* or application.conf).")
     boolean tls;
 
+    @Option(names = "--allow-plaintext", description = "Allow Artery and the collective payload sockets to run without TLS on an"
+            + " address that is not loopback (graphlane.cluster.allow-plaintext): unencrypted and unauthenticated, so any host"
+            + " that reaches them can join the cluster. Only on a network you trust; prefer --tls.")
+    boolean allowPlaintext;
+
     @Option(names = "--cores", paramLabel = "C", description = {"The CPU cores this node's lanes share when choosing threads per"
             + " projection (default: with the local profile, where every node runs on this host, the machine's cores / --nodes,"
             + " at least 1; else every core). Set it where several nodes share a host."})
@@ -142,7 +147,8 @@ public final class NodeCommand implements Callable<Integer> {
         Duration drainGrace = http.drainGrace();
         // The drain runs in coordinated shutdown's service-unbind phase: give that phase the drain's time.
         Config base = ConfigFactory.parseString("pekko.coordinated-shutdown.phases.service-unbind.timeout = "
-                + (drainGrace.toSeconds() + 10) + "s").withFallback(ConfigFactory.load());
+                + (drainGrace.toSeconds() + 10) + "s" + (allowPlaintext ? "\ngraphlane.cluster.allow-plaintext = on" : ""))
+                .withFallback(ConfigFactory.load());
         NodeSettings settings = settings(base);
         int nodeCores = coresFor(settings.profile(), nodes, cores, Runtime.getRuntime().availableProcessors());
         if (tensorParallel < 1) {

@@ -6,6 +6,7 @@ import com.typesafe.config.ConfigFactory;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import io.graphlane.cluster.guard.ArteryEndpoint;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -67,12 +68,21 @@ public final class GraphlaneNode implements AutoCloseable {
         if (built.hasPath(phase) && built.getDuration(phase).compareTo(phaseTimeout) > 0) {
             phaseTimeout = built.getDuration(phase);
         }
-        Config config = ConfigFactory.parseString(phase + " = " + phaseTimeout.toMillis() + "ms").withFallback(built);
+        ArteryEndpoint artery = ArteryEndpoint.open(
+                ConfigFactory.parseString(phase + " = " + phaseTimeout.toMillis() + "ms").withFallback(built));
+        Config config = artery.config();
         Duration formationTimeout = config.getDuration("graphlane.cluster.formation-timeout");
         CompletableFuture<NodeIdentity> hosted = new CompletableFuture<>();
-        ActorSystem<NodeGuardian.Command> system = ActorSystem.create(
-                NodeGuardian.create(settings.rank(), layout, hosting, formationTimeout, hosted),
-                NodeConfig.systemName(base), config);
+        ActorSystem<NodeGuardian.Command> system;
+        try {
+            system = ActorSystem.create(NodeGuardian.create(settings.rank(), layout, hosting, formationTimeout, hosted),
+                    NodeConfig.systemName(base), config);
+        } catch (RuntimeException e) {
+            artery.close();
+            throw e;
+        }
+        // The guard outlives Artery: the node leaves the cluster over it in coordinated shutdown's last phases.
+        system.getWhenTerminated().whenComplete((done, failure) -> artery.close());
         addShutdownTasks(system, grace);
         try {
             PekkoManagement.get(Adapter.toClassic(system)).start();
@@ -83,10 +93,11 @@ public final class GraphlaneNode implements AutoCloseable {
             system.terminate();
             throw e;
         }
-        LOG.info("graphlane node started: profile {}, {} nodes, rank {}, artery {}:{}, management port {}",
+        LOG.info("graphlane node started: profile {}, {} nodes, rank {}, artery {}:{}{}, management port {}",
                 settings.profile().configName(), settings.nodes(),
-                settings.rank().isPresent() ? settings.rank().getAsInt() : "derived", settings.host(), settings.arteryPort(),
-                settings.managementPort());
+                settings.rank().isPresent() ? settings.rank().getAsInt() : "derived", settings.host(),
+                config.getInt("pekko.remote.artery.canonical.port"),
+                artery.guard().map(g -> " (plain TCP behind the frame guard)").orElse(""), settings.managementPort());
         return new GraphlaneNode(system, hosted, settings);
     }
 

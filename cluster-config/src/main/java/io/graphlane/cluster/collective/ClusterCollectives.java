@@ -132,7 +132,10 @@ public final class ClusterCollectives {
                                                 LinkedBlockingQueue<Envelope> inbox) {
         Config config = system.settings().config();
         String host = system.address().getHost().orElse("127.0.0.1");
-        String bind = config.getString("pekko.remote.artery.bind.hostname");
+        // Behind the frame guard Artery itself binds loopback; the payload sockets bind where the guard listens.
+        String bind = config.hasPath(io.graphlane.cluster.guard.ArteryEndpoint.PUBLIC_BIND_HOSTNAME)
+                ? config.getString(io.graphlane.cluster.guard.ArteryEndpoint.PUBLIC_BIND_HOSTNAME)
+                : config.getString("pekko.remote.artery.bind.hostname");
         String bindHost = bind.isEmpty() ? host : bind;
         long buffer = collectiveConfig(system).getBytes("socket-buffer");
         if (buffer < 64 * 1024 || buffer > Integer.MAX_VALUE) {

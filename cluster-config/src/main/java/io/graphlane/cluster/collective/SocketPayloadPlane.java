@@ -3,6 +3,7 @@ package io.graphlane.cluster.collective;
 import io.graphlane.actors.wire.WireFormatException;
 import io.graphlane.backend.cpu.collective.CollectiveMessage;
 import io.graphlane.backend.cpu.collective.CollectiveTransport.Envelope;
+import io.graphlane.core.log.WarningGate;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -25,7 +26,6 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -97,7 +97,6 @@ final class SocketPayloadPlane {
     /** Handshakes the accepting side serves at once, one short-lived thread each; a connection beyond them is closed. */
     static final int MAX_PENDING_HANDSHAKES = 64;
     /** At most one warning per this many nanoseconds about refused connections; the others go to debug. */
-    private static final long REFUSAL_WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
     /** Bytes a chunk's frame holds besides its floats: the length prefix and the Kryo header, with room to spare. */
     static final int CHUNK_FRAME_OVERHEAD = 64;
     /** The largest frame other than a chunk (a descriptor with up to 2^20 send counts, a departure's reason). */
@@ -150,8 +149,7 @@ final class SocketPayloadPlane {
     private final Semaphore handshakeSlots = new Semaphore(MAX_PENDING_HANDSHAKES);
     /** Lower ranks linked so far; at {@code rank} the server socket closes. */
     private final AtomicInteger accepted = new AtomicInteger();
-    private final AtomicLong lastRefusalWarning = new AtomicLong(System.nanoTime() - REFUSAL_WARN_INTERVAL_NANOS);
-    private final AtomicInteger refusalsSinceWarning = new AtomicInteger();
+    private final WarningGate refusalWarnings = new WarningGate(java.time.Duration.ofSeconds(10));
     private volatile boolean allAccepted;
     private volatile Listener listener;
     private volatile boolean closing;
@@ -409,14 +407,11 @@ final class SocketPayloadPlane {
 
     /** Logs a refused connection: a warning at most every 10 s (counting those in between), the rest at debug. */
     private void refused(String from, String why) {
-        long now = System.nanoTime();
-        long last = lastRefusalWarning.get();
-        if (now - last >= REFUSAL_WARN_INTERVAL_NANOS && lastRefusalWarning.compareAndSet(last, now)) {
-            int since = refusalsSinceWarning.getAndSet(0);
+        long heldBack = refusalWarnings.admit();
+        if (heldBack != WarningGate.HELD_BACK) {
             LOG.warn("collective group {} rank {}: refused a payload connection from {}: {}{}", group, rank, from, why,
-                    since == 0 ? "" : " (" + since + " more refused since the last warning, logged at debug)");
+                    WarningGate.heldBackSuffix(heldBack));
         } else {
-            refusalsSinceWarning.incrementAndGet();
             LOG.debug("collective group {} rank {}: refused a payload connection from {}: {}", group, rank, from, why);
         }
     }
