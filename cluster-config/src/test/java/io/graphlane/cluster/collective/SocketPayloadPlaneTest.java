@@ -276,6 +276,51 @@ class SocketPayloadPlaneTest {
     }
 
     /**
+     * The hostile-peer suite on a payload port while its group forms: handshakes declaring group names of 0, -1, -5 and
+     * 2^31-1 bytes, a truncated handshake, garbage and a silent connection. Each is refused (the silent one is still
+     * open when the real rank links), the real rank 0 links and carries a frame, and the refusals cost one warning.
+     */
+    @Test
+    void hostileHandshakesNeitherLinkNorDelayTheRealRank() throws Exception {
+        ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(SocketPayloadPlane.class);
+        ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> log = new ch.qos.logback.core.read.ListAppender<>();
+        log.start();
+        logger.addAppender(log);
+        Rank one = rank("hostile", 1);
+        InetSocketAddress port = new InetSocketAddress("127.0.0.1", one.plane().port());
+        try (SocketChannel silent = SocketChannel.open(port)) {
+            for (int declared : new int[] {0, -1, -5, Integer.MAX_VALUE}) {
+                try (SocketChannel ch = SocketChannel.open(port)) {
+                    assertEquals(0, handshake(ch, one, "hostile", declared), "the answer to a group name of " + declared + " bytes");
+                }
+            }
+            try (SocketChannel truncated = SocketChannel.open(port)) {
+                truncated.write(ByteBuffer.wrap(new byte[] {0x47, 0x4C, 0x50}));
+            }
+            try (SocketChannel garbage = SocketChannel.open(port)) {
+                byte[] noise = new byte[512];
+                new java.util.Random(3).nextBytes(noise);
+                garbage.write(ByteBuffer.wrap(noise));
+                ByteBuffer answer = ByteBuffer.allocate(1);
+                assertTrue(garbage.read(answer) <= 0 || answer.get(0) == 0, "garbage gets a refusal or the connection's end");
+            }
+            assertTrue(!one.up().isDone(), "no link from any of them");
+            Rank zero = rank("hostile", 0);
+            zero.plane().connect(1, one.plane().host(), one.plane().port(), one.plane().nonce());
+            assertEquals(0, one.up().get(10, TimeUnit.SECONDS), "the real rank links while a silent connection is open");
+            assertEquals(1, zero.up().get(10, TimeUnit.SECONDS));
+            zero.plane().send(1, new CollectiveMessage.Consumed(7, 0));
+            assertEquals(new Envelope(0, new CollectiveMessage.Consumed(7, 0)), one.inbox().poll(10, TimeUnit.SECONDS));
+            zero.plane().abort();
+        } finally {
+            one.plane().abort();
+            logger.detachAppender(log);
+        }
+        long warnings = log.list.stream().filter(e -> e.getLevel() == ch.qos.logback.classic.Level.WARN).count();
+        assertEquals(1, warnings, "six refusals within 10 s: one warning " + log.list);
+    }
+
+    /**
      * A linked peer whose frame header declares more than the cap, or whose frame declares more floats than it holds,
      * is reported lost, naming the size, before anything is allocated for it.
      */
