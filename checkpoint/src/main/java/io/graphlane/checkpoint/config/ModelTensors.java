@@ -78,6 +78,7 @@ public final class ModelTensors {
      * @throws ModelConfigException naming the directory, the tensor, and the expected and found shape
      */
     public static void check(Path dir, ModelConfig config, CheckpointCatalog catalog) {
+        checkLayerCount(dir, config, catalog);
         Map<String, Shape> expected = expected(config);
         List<String> missing = new ArrayList<>();
         for (Map.Entry<String, Shape> e : expected.entrySet()) {
@@ -114,6 +115,33 @@ public final class ModelTensors {
                             + config.numHiddenLayers());
                 }
             }
+        }
+    }
+
+    /**
+     * Refuses a layer count the checkpoint cannot hold before anything is built per layer: the names of a million
+     * layers' tensors alone would take gigabytes. Counts the layers the catalogue has tensors of (it is bounded by the
+     * files' headers), so a config.json claiming more fails at once, naming the field and both counts.
+     */
+    private static void checkLayerCount(Path dir, ModelConfig config, CheckpointCatalog catalog) {
+        java.util.Set<Integer> present = new java.util.HashSet<>();
+        for (String name : catalog.tensors().keySet()) {
+            Matcher m = LAYER.matcher(name);
+            if (m.find() && m.group(1).length() <= 9) {
+                int layer = Integer.parseInt(m.group(1));
+                if (layer < config.numHiddenLayers()) {
+                    present.add(layer);
+                }
+            }
+        }
+        if (present.size() < config.numHiddenLayers()) {
+            int firstMissing = 0;
+            while (present.contains(firstMissing)) {
+                firstMissing++;
+            }
+            throw new ModelConfigException(dir + ": config.json's field 'num_hidden_layers' is " + config.numHiddenLayers()
+                    + ", but the checkpoint holds tensors of " + present.size() + " layer" + (present.size() == 1 ? "" : "s")
+                    + " (none of layer " + firstMissing + ", e.g. " + layer(firstMissing, "self_attn.q_proj.weight") + ")");
         }
     }
 

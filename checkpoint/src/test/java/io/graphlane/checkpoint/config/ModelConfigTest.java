@@ -199,6 +199,20 @@ class ModelConfigTest {
         modelRefused(model(llama(), t -> t.put("model.norm.weight", Shape.of(65))), "has shape [65], expected [64]");
     }
 
+    /** A config.json claiming far more layers than the checkpoint holds is refused before anything per layer is built. */
+    @Test
+    void aLayerCountTheCheckpointCannotHoldIsRefusedAtOnce() throws IOException {
+        Path dir = model(llama(), t -> { });
+        for (int layers : new int[] {3, 1_000_000, Integer.MAX_VALUE}) {
+            Files.writeString(dir.resolve("config.json"), edit(o -> o.put("num_hidden_layers", layers)).toString());
+            // Building 2^31-1 layers' tensor names first would run out of memory long before any check.
+            modelRefused(dir, "config.json's field 'num_hidden_layers' is " + layers,
+                    "the checkpoint holds tensors of 2 layers (none of layer 2, e.g. model.layers.2.self_attn.q_proj.weight)");
+        }
+        modelRefused(model(llama(), t -> t.keySet().removeIf(n -> n.startsWith("model.layers.0."))),
+                "'num_hidden_layers' is 2, but the checkpoint holds tensors of 1 layer (none of layer 0");
+    }
+
     @Test
     void tensorOfALayerBeyondTheConfigIsContradictory() throws IOException {
         modelRefused(model(llama(), t -> t.put("model.layers.2.input_layernorm.weight", Shape.of(64))),
