@@ -23,6 +23,7 @@ import picocli.CommandLine.Option;
             NodeCommand.class,
             TraceHtmlCommand.class,
             SoakCommand.class,
+            io.graphlane.cli.attack.AttackCommand.class,
             CommandLine.HelpCommand.class,
         })
 public final class GraphlaneCli implements Runnable {
