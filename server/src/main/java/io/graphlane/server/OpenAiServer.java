@@ -86,6 +86,8 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
     private final Drain drain = new Drain();
     private final PromptBounds promptBounds;
     private final RequestPreparation preparation;
+    /** Requests that failed unexpectedly: such a failure may be a client's doing, so its warnings are rate-limited. */
+    private final RateLimitedWarnings failures = new RateLimitedWarnings(LOG, RateLimitedWarnings.DEFAULT_INTERVAL, System::nanoTime);
 
     /** A server for {@code generator}, with metrics of its own and {@link ServerOptions#defaults()}; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
@@ -662,7 +664,7 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
                     return complete(errorResponse(ApiError.invalid(null, e.getMessage())));
                 })
                 .match(RuntimeException.class, e -> {
-                    LOG.warn("a request failed", e);
+                    failures.warn("a request failed", e);
                     return complete(errorResponse(internalError()));
                 })
                 .build();
