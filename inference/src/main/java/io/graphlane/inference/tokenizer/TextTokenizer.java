@@ -15,12 +15,12 @@ import java.util.Objects;
  * native tokenizer.
  *
  * <p>Encoding takes only the ids from the native tokenizer. DJL's own {@code encode} also builds Java objects for
- * every token (its text, its character span, six arrays) from inside the native call, about 250 bytes of heap per
- * token; when one of those allocations fails (a text of a few million tokens against a heap of a gigabyte or two) the
- * native code cannot hand the {@code OutOfMemoryError} back and the JVM aborts ("failed to initiate panic"). Fetching
- * the ids alone makes one {@code long[]} per call, 8 bytes per token. Encoding still costs about 250 bytes of native
- * memory and 2 to 3 microseconds per byte of text (a byte-level vocabulary without merges), released when the call
- * returns: a caller bounds the text it hands in.
+ * every token (its text, its character span, six arrays) from inside the native call, over a hundred bytes of heap
+ * per token; when one of those allocations fails (a text of a few million tokens against a heap of a gigabyte or
+ * two) the native code cannot hand the {@code OutOfMemoryError} back and the JVM aborts ("failed to initiate
+ * panic"). Fetching the ids alone makes one {@code long[]} per call, 8 bytes per token. Encoding still costs about
+ * 250 bytes of native memory and 2 to 3 microseconds per byte of text (a byte-level vocabulary without merges),
+ * released when the call returns: a caller bounds the text it hands in.
  */
 public final class TextTokenizer implements AutoCloseable {
     /**
