@@ -67,7 +67,8 @@ class RequestBoundsTest {
             assertMentions(e.get("message").asText(), "has 64 tokens");
             assertEquals(0, tokenized.getCount());
             assertEquals(4, server.ok("{\"prompt\":\"hello\",\"max_tokens\":4}").get("choices").get(0).get("token_ids").size());
-            assertEquals(200, server.post("/v1/chat/completions", GREETING).statusCode());
+            HttpResponse<String> chat = server.post("/v1/chat/completions", GREETING);
+            assertEquals(200, chat.statusCode(), chat.body());
         }
     }
 
@@ -119,12 +120,13 @@ class RequestBoundsTest {
         ChatTemplate plain = new ChatTemplate("{% for m in messages %}{{ m['content'] }}{% endfor %}", "", "");
         generator.chatTemplate = plain;
         InputLimits oneSecond = InputLimits.defaults()
-                .withChatTemplate(ChatTemplateLimits.defaults().withRenderTimeout(Duration.ofSeconds(1)));
+                .withChatTemplate(ChatTemplateLimits.defaults().withRenderCpuTime(Duration.ofSeconds(1)));
         try (TestServer server = new TestServer(system -> generator, oneSecond, ConfigFactory.empty())) {
-            assertEquals(200, server.post("/v1/chat/completions", GREETING).statusCode());
+            HttpResponse<String> first = server.post("/v1/chat/completions", GREETING);
+            assertEquals(200, first.statusCode(), first.body());
             List<String[]> hostile = List.of(
                     new String[] {"{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}{% endfor %}{% endfor %}"
-                            + "{% endfor %}", "time limit of 1000 ms"},
+                            + "{% endfor %}", "limit of 1000 ms of CPU time"},
                     // The rendered prompt can be no longer than the model's 64 bytes of prompt text.
                     new String[] {"{% set s = 'ab' %}{% for i in range(40) %}{% set s = s ~ s %}{% endfor %}{{ s }}",
                             "limit of " + PROMPT_BYTES + " characters"},

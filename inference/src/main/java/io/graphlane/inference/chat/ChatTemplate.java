@@ -54,7 +54,7 @@ public final class ChatTemplate {
         this.bosToken = Objects.requireNonNull(bosToken, "bosToken");
         this.eosToken = Objects.requireNonNull(eosToken, "eosToken");
         this.limits = Objects.requireNonNull(limits, "limits");
-        this.jinjava = new Jinjava(RenderGuards.config(limits));
+        this.jinjava = new Jinjava(RenderGuards.globalConfig(limits));
         RenderGuards.install(jinjava);
         jinjava.getGlobalContext().registerFunction(
                 new ELFunctionDefinition("", "raise_exception", ChatTemplate.class, "raiseException", String.class));
@@ -152,7 +152,7 @@ public final class ChatTemplate {
         context.put("eos_token", eosToken);
         RenderResult result;
         try {
-            result = jinjava.renderForResult(template, context, RenderGuards.config(limits, System.nanoTime() + limits.renderTimeout().toNanos()));
+            result = jinjava.renderForResult(template, context, RenderGuards.config(limits));
         } catch (StackOverflowError e) {
             throw new ChatTemplateException(RenderGuards.nestsTooDeeply());
         }

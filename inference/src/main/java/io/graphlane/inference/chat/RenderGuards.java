@@ -14,6 +14,8 @@ import com.hubspot.jinjava.lib.filter.Filter;
 import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
 import com.hubspot.jinjava.loader.ResourceNotFoundException;
 import java.beans.FeatureDescriptor;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.Set;
@@ -25,7 +27,7 @@ import jinjava.javax.el.ELResolver;
 /**
  * The bounds a {@link ChatTemplate} renders within, on Jinjava: what its configuration offers (output and string size,
  * list and map size, range length, macro recursion depth, tags switched off), what it does not and is added here (a
- * render deadline checked before every node, a {@code range} that refuses rather than cuts short, filters and string
+ * limit on a render's CPU time checked before every node, a {@code range} that refuses rather than cuts short, filters and string
  * methods that could build a huge result in one call checked before they run, no file or classpath loading), and the
  * translation of what a render hit into the message a client reads.
  */
@@ -68,22 +70,35 @@ final class RenderGuards {
         context.registerFunction(new ELFunctionDefinition("", "range", ChatTemplate.class, "range", Object.class, Object[].class));
     }
 
-    /** The engine's configuration within {@code limits}, without a deadline: the one its global context is made with. */
-    static JinjavaConfig config(ChatTemplateLimits limits) {
+    /** The engine's configuration within {@code limits}, without a clock: the one its global context is made with. */
+    static JinjavaConfig globalConfig(ChatTemplateLimits limits) {
         return builder(limits).build();
     }
 
-    /** The engine's configuration for one render within {@code limits} that must end by {@code deadlineNanos}. */
-    static JinjavaConfig config(ChatTemplateLimits limits, long deadlineNanos) {
-        long timeoutMillis = limits.renderTimeout().toMillis();
+    /**
+     * The engine's configuration for one render within {@code limits}, on the calling thread, starting now: before
+     * each node it renders, the render is stopped once the thread has used the render's CPU time. The thread's CPU
+     * clock is read only once as much wall time has passed, which it never precedes.
+     */
+    static JinjavaConfig config(ChatTemplateLimits limits) {
+        long budget = limits.renderCpuTime().toNanos();
+        long wallStart = System.nanoTime();
+        long cpuStart = threadCpuTime();
         return builder(limits)
                 .withProcessors(JinjavaProcessors.newBuilder().withNodePreProcessor((node, interpreter) -> {
-                    if (System.nanoTime() - deadlineNanos > 0) {
-                        throw new LimitExceeded("rendering the model's chat template took longer than its time limit of "
-                                + timeoutMillis + " ms (at line " + node.getLineNumber() + ")");
+                    long wall = System.nanoTime() - wallStart;
+                    if (wall > budget && (cpuStart < 0 ? wall : threadCpuTime() - cpuStart) > budget) {
+                        throw new LimitExceeded("rendering the model's chat template took more than its limit of "
+                                + limits.renderCpuTime().toMillis() + " ms of CPU time (at line " + node.getLineNumber() + ")");
                     }
                 }).build())
                 .build();
+    }
+
+    /** The calling thread's CPU time in nanoseconds, or -1 where the JVM does not measure it. */
+    private static long threadCpuTime() {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        return threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : -1;
     }
 
     private static JinjavaConfig.Builder builder(ChatTemplateLimits limits) {

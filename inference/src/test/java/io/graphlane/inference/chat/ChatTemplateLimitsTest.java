@@ -16,13 +16,13 @@ import org.junit.jupiter.api.Test;
  */
 class ChatTemplateLimitsTest {
     /**
-     * A megabyte of output, so that each size refusal comes at once, and a render time no busy machine reaches first:
-     * these renders must stop at the limit they test.
+     * A megabyte of output, so that each size refusal comes at once, and a render time none of these renders reaches
+     * first: they must stop at the limit they test.
      */
     private static final ChatTemplateLimits SMALL = ChatTemplateLimits.defaults().withMaxOutputChars(1 << 20)
-            .withRenderTimeout(Duration.ofSeconds(20));
-    /** A fifth of a second to render, for the renders that only the clock stops. */
-    private static final ChatTemplateLimits TIMED = SMALL.withRenderTimeout(Duration.ofMillis(200));
+            .withRenderCpuTime(Duration.ofSeconds(20));
+    /** A fifth of a second of CPU to render, for the renders that only the clock stops. */
+    private static final ChatTemplateLimits TIMED = SMALL.withRenderCpuTime(Duration.ofMillis(200));
     private static final List<ChatMessage> HELLO = List.of(new ChatMessage("user", "Hello!"));
     /** Bounds each hostile render, so a limit that does not hold fails the test instead of hanging it. */
     private static final Duration HANG_GUARD = Duration.ofSeconds(30);
@@ -48,7 +48,7 @@ class ChatTemplateLimitsTest {
     void nestedRangesStopAtTheRenderTimeLimit() {
         String message = refusal("{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}x{% endfor %}"
                 + "{% endfor %}{% endfor %}", TIMED);
-        assertMentions(message, "time limit of 200 ms");
+        assertMentions(message, "limit of 200 ms of CPU time");
     }
 
     @Test
@@ -107,7 +107,7 @@ class ChatTemplateLimitsTest {
                 "macros deeper than its limit of " + ChatTemplateLimits.DEFAULT_MAX_MACRO_DEPTH);
         // Fanning out within the depth limit: 2^40 calls, stopped by the clock.
         assertMentions(refusal("{% macro f(n) %}{% if n < 40 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}",
-                TIMED), "time limit of 200 ms");
+                TIMED), "limit of 200 ms of CPU time");
     }
 
     @Test
