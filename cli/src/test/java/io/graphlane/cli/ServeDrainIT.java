@@ -8,7 +8,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -37,38 +36,18 @@ class ServeDrainIT {
     private static final Path RUN_DIR = MODULE.resolve("target/it-serve-drain");
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
-
     private HttpResponse<String> get(String url) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return ServedJar.get(http, url);
     }
 
-    /** Polls {@code base}/health until it answers 200, the process ends, or 3 minutes pass; the last status (-1: not bound). */
     private int awaitHealth(String base, Process process) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
-        int health = -1;
-        while (health != 200 && System.nanoTime() - deadline < 0 && process.isAlive()) {
-            try {
-                health = get(base + "/health").statusCode();
-            } catch (java.io.IOException notYetBound) {
-                health = -1;
-            }
-            if (health != 200) {
-                TimeUnit.MILLISECONDS.sleep(250); // paces the polling only
-            }
-        }
-        return health;
+        return ServedJar.awaitHealth(http, base, process);
     }
 
     @Test
     void sigtermDrainsStreamsInFlightThenExitsZero() throws Exception {
         Files.createDirectories(RUN_DIR);
-        int port = freePort();
+        int port = ServedJar.freePort();
         String base = "http://127.0.0.1:" + port;
         Path log = RUN_DIR.resolve("serve.log");
         Process serve = new ProcessBuilder("java", "-Xmx1g", "-jar", MODULE.resolve("target/graphlane.jar").toString(), "serve",
@@ -121,14 +100,14 @@ class ServeDrainIT {
     @Test
     void sigtermStopsAServingNodeThroughItsDrainAndExitsZero() throws Exception {
         Files.createDirectories(RUN_DIR);
-        int port = freePort();
-        int artery = freePort();
+        int port = ServedJar.freePort();
+        int artery = ServedJar.freePort();
         String base = "http://127.0.0.1:" + port;
         Path log = RUN_DIR.resolve("node.log");
         Path fixture = MODULE.resolve("../checkpoint/src/test/resources/tiny-llama").normalize();
         Process node = new ProcessBuilder("java", "-Xmx1g", "-jar", MODULE.resolve("target/graphlane.jar").toString(), "node",
                 "--profile", "static", "--host", "127.0.0.1", "--artery-port", Integer.toString(artery), "--seed",
-                "127.0.0.1:" + artery, "--management-port", Integer.toString(freePort()), "--rank", "0", "--nodes", "1",
+                "127.0.0.1:" + artery, "--management-port", Integer.toString(ServedJar.freePort()), "--rank", "0", "--nodes", "1",
                 "--model", fixture.toString(), "--serve", "--port", Integer.toString(port), "--drain-seconds", "60")
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
         try {

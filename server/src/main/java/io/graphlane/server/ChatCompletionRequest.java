@@ -28,10 +28,14 @@ record ChatCompletionRequest(
         GenerationOptions options,
         boolean stream) {
 
-    static ChatCompletionRequest parse(ObjectMapper json, String body) {
+    /** The request in {@code body}, each message's content checked against {@code bounds}. */
+    static ChatCompletionRequest parse(ObjectMapper json, String body, PromptBounds bounds) {
         JsonNode root = CompletionRequest.jsonObject(json, body);
         Optional<String> model = optionalText(root, "model");
         List<ChatMessage> messages = messages(root.get("messages"));
+        for (int i = 0; i < messages.size(); i++) {
+            bounds.check(messages.get(i).content(), "messages", "messages[" + i + "].content");
+        }
         OptionalInt maxTokens = maxTokens(root);
         boolean stream = bool(root, "stream", false);
         GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.CHAT, stream);

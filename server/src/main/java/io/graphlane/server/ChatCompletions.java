@@ -9,12 +9,14 @@ import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
 import io.graphlane.inference.chat.ChatTemplate;
 import io.graphlane.inference.chat.ChatTemplateException;
+import io.graphlane.inference.chat.ChatTemplateLimits;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.Route;
@@ -27,34 +29,52 @@ import org.apache.pekko.http.javadsl.server.Route;
  * {@code n} choices is a {@link CompletionChoice} decoding with the content decoder, so {@code stop},
  * {@code stop_token_ids} and log-probabilities (rendered in chat's shape) work as for completions; a non-streamed
  * reply is cancelled with its connection or its request timeout, as a text completion is, and every reply holds a
- * drain ticket until it ended.
+ * drain ticket until it ended. A request is prepared ({@link #prepare}: read, checked, rendered within the server's
+ * chat template limits, tokenized) on a preparation thread, then started on the dispatcher ({@link #start}).
  */
 final class ChatCompletions extends AllDirectives {
     private final OpenAiServer server;
     private final TextGenerator generator;
     private final ObjectMapper json;
+    private final PromptBounds bounds;
+    private final ChatTemplateLimits templateLimits;
     private final AtomicLong ids = new AtomicLong();
+    /** The generator's template and the copy of it rendered within {@link #templateLimits}, made once. */
+    private final AtomicReference<LimitedTemplate> limited = new AtomicReference<>();
 
-    ChatCompletions(OpenAiServer server, TextGenerator generator, ObjectMapper json) {
+    ChatCompletions(OpenAiServer server, TextGenerator generator, ObjectMapper json, PromptBounds bounds, ChatTemplateLimits templateLimits) {
         this.server = server;
         this.generator = generator;
         this.json = json;
+        this.bounds = bounds;
+        // A rendered prompt longer than the model takes is refused anyway: the render stops there.
+        this.templateLimits = templateLimits.withMaxOutputChars(Math.min(templateLimits.maxOutputChars(), bounds.maxBytes()));
     }
 
-    /** Answers one request body. */
-    Route answer(String body) {
-        ChatCompletionRequest request = ChatCompletionRequest.parse(json, body);
+    /** A request ready to generate: its prompt rendered and tokenized, its token limit known. */
+    record Prepared(ChatCompletionRequest request, List<Integer> prompt, int maxTokens) {
+    }
+
+    private record LimitedTemplate(ChatTemplate original, ChatTemplate limited) {
+    }
+
+    /**
+     * Reads, checks, renders and tokenizes one request body: the work of a preparation thread, never of the
+     * dispatcher. Each message's content is checked against the model's prompt bounds before the template runs, the
+     * rendered prompt before it is tokenized.
+     */
+    Prepared prepare(String body) {
+        ChatCompletionRequest request = ChatCompletionRequest.parse(json, body, bounds);
         CompletionRequest.checkModel(request.model(), generator.modelName());
         generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
-        ChatTemplate template = generator.chatTemplate().orElseThrow(() -> ApiError.invalid("messages",
-                "the model '" + generator.modelName() + "' has no chat template (no chat_template in its tokenizer_config.json); "
-                        + "send a prompt to /v1/completions instead"));
+        ChatTemplate template = template();
         String rendered;
         try {
             rendered = template.render(request.messages(), true);
         } catch (ChatTemplateException e) {
             throw ApiError.invalid("messages", e.getMessage());
         }
+        bounds.check(rendered, "messages", "the conversation rendered with the model's chat template");
         List<Integer> prompt = new ArrayList<>();
         for (int id : generator.tokenizer().encodeAsWritten(rendered)) {
             prompt.add(id);
@@ -64,16 +84,34 @@ final class ChatCompletions extends AllDirectives {
         }
         int maxTokens = maxTokens(request, prompt.size());
         server.checkHeld(request.options().n(), "n", "n " + request.options().n(), "a smaller n");
+        return new Prepared(request, prompt, maxTokens);
+    }
+
+    /** Starts generating a prepared request: on the dispatcher, without waiting for anything. */
+    Route start(Prepared prepared) {
         String id = "chatcmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
         long created = Instant.now().getEpochSecond();
         Drain.Ticket ticket = server.admit();
         try {
-            return request.stream() ? streamed(request, prompt, maxTokens, id, created, ticket)
-                    : whole(request, prompt, maxTokens, id, created, ticket);
+            return prepared.request().stream() ? streamed(prepared.request(), prepared.prompt(), prepared.maxTokens(), id, created, ticket)
+                    : whole(prepared.request(), prepared.prompt(), prepared.maxTokens(), id, created, ticket);
         } catch (RuntimeException e) {
             ticket.close();
             throw e;
         }
+    }
+
+    /** The model's chat template within this server's limits; refused when the model has none. */
+    private ChatTemplate template() {
+        ChatTemplate original = generator.chatTemplate().orElseThrow(() -> ApiError.invalid("messages",
+                "the model '" + generator.modelName() + "' has no chat template (no chat_template in its tokenizer_config.json); "
+                        + "send a prompt to /v1/completions instead"));
+        LimitedTemplate current = limited.get();
+        if (current == null || current.original() != original) {
+            current = new LimitedTemplate(original, original.withLimits(templateLimits));
+            limited.set(current);
+        }
+        return current.limited();
     }
 
     /** The requested limit, or all the context leaves; refused if the prompt and the limit do not fit (lengths in long). */

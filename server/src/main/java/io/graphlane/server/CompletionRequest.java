@@ -25,10 +25,19 @@ record CompletionRequest(
 
     static final int DEFAULT_MAX_TOKENS = 16;
 
-    static CompletionRequest parse(ObjectMapper json, String body, TokenCodec tokenizer) {
+    /**
+     * The request in {@code body}, its text prompts tokenized with {@code tokenizer} once each of them was checked
+     * against {@code bounds}: no text is tokenized when one of them could never fit the model.
+     */
+    static CompletionRequest parse(ObjectMapper json, String body, TokenCodec tokenizer, PromptBounds bounds) {
         JsonNode root = jsonObject(json, body);
         Optional<String> model = JsonFields.optionalText(root, "model");
-        List<List<Integer>> prompts = prompts(root.get("prompt"), tokenizer);
+        List<PromptInput> inputs = prompts(root.get("prompt"));
+        for (PromptInput input : inputs) {
+            if (input.text() != null) {
+                bounds.check(input.text(), "prompt", input.where());
+            }
+        }
         int maxTokens = JsonFields.intField(root, "max_tokens", DEFAULT_MAX_TOKENS, 1);
         boolean stream = JsonFields.bool(root, "stream", false);
         GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.COMPLETIONS, stream);
@@ -40,7 +49,15 @@ record CompletionRequest(
         if (JsonFields.present(root, "suffix")) {
             throw ApiError.invalid("suffix", "suffix is not supported (no insertion mode)");
         }
+        List<List<Integer>> prompts = new ArrayList<>(inputs.size());
+        for (PromptInput input : inputs) {
+            prompts.add(input.text() == null ? input.ids() : encode(input.text(), tokenizer, input.where()));
+        }
         return new CompletionRequest(model, prompts, maxTokens, options, stream, echo);
+    }
+
+    /** One prompt as sent: a text to tokenize, or token ids; {@code where} names it in errors. */
+    private record PromptInput(String text, List<Integer> ids, String where) {
     }
 
     /** The request body as a JSON object (shared with chat completions). */
@@ -57,27 +74,27 @@ record CompletionRequest(
         return root;
     }
 
-    private static List<List<Integer>> prompts(JsonNode prompt, TokenCodec tokenizer) {
+    private static List<PromptInput> prompts(JsonNode prompt) {
         if (prompt == null || prompt.isNull()) {
             throw ApiError.invalid("prompt", "prompt is required: a string, an array of token ids, or an array of those");
         }
         if (prompt.isTextual()) {
-            return List.of(encode(prompt.asText(), tokenizer, "prompt"));
+            return List.of(new PromptInput(prompt.asText(), null, "prompt"));
         }
         if (!prompt.isArray() || prompt.isEmpty()) {
             throw ApiError.invalid("prompt", "prompt must be a string, an array of token ids, or an array of those; found " + JsonFields.kind(prompt));
         }
         if (prompt.get(0).isNumber()) {
-            return List.of(tokenIds(prompt, "prompt"));
+            return List.of(new PromptInput(null, tokenIds(prompt, "prompt"), "prompt"));
         }
-        List<List<Integer>> prompts = new ArrayList<>();
+        List<PromptInput> prompts = new ArrayList<>();
         for (int i = 0; i < prompt.size(); i++) {
             JsonNode p = prompt.get(i);
             String where = "prompt[" + i + "]";
             if (p.isTextual()) {
-                prompts.add(encode(p.asText(), tokenizer, where));
+                prompts.add(new PromptInput(p.asText(), null, where));
             } else if (p.isArray()) {
-                prompts.add(tokenIds(p, where));
+                prompts.add(new PromptInput(null, tokenIds(p, where), where));
             } else {
                 throw ApiError.invalid("prompt", where + " must be a string or an array of token ids, found " + JsonFields.kind(p));
             }

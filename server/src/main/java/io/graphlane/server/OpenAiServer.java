@@ -20,6 +20,8 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
@@ -55,8 +57,14 @@ import org.slf4j.LoggerFactory;
  * generations' listeners do for a response never throws into the engine. {@code /health} answers 200 only while the
  * generator serves ({@link TextGenerator#unavailableReason()} is empty) and the server is not draining;
  * {@link #drain} stops admitting and waits for the completions (text and chat) in flight.
+ *
+ * <p>Clients cannot stall the server either: a request is read, checked, rendered (chat) and tokenized on the
+ * preparation threads of its {@link InputLimits}, never on Pekko's dispatcher, within bounds that follow from the model
+ * ({@link PromptBounds}: a text that cannot fit is refused before it is tokenized) and the chat template limits; when
+ * the preparation threads and their queue are full a request gets 429. The threads stop with {@link #close} or with
+ * the actor system.
  */
-public final class OpenAiServer extends AllDirectives {
+public final class OpenAiServer extends AllDirectives implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
 
     /** Seconds a client is told to wait after a 429. */
@@ -76,6 +84,10 @@ public final class OpenAiServer extends AllDirectives {
     private final ServerMetrics metrics;
     private final ChatCompletions chat;
     private final Drain drain = new Drain();
+    private final PromptBounds promptBounds;
+    private final RequestPreparation preparation;
+    /** Requests that failed unexpectedly: such a failure may be a client's doing, so its warnings are rate-limited. */
+    private final RateLimitedWarnings failures = new RateLimitedWarnings(LOG, RateLimitedWarnings.DEFAULT_INTERVAL, System::nanoTime);
 
     /** A server for {@code generator}, with metrics of its own and {@link ServerOptions#defaults()}; its streams run in {@code system}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator) {
@@ -94,11 +106,33 @@ public final class OpenAiServer extends AllDirectives {
 
     /** A server for {@code generator} that records into and serves {@code metrics}, within {@code options}. */
     public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerMetrics metrics, ServerOptions options) {
+        this(system, generator, metrics, options, InputLimits.defaults());
+    }
+
+    /**
+     * A server for {@code generator} that records into and serves {@code metrics}, within {@code options}, preparing
+     * requests within {@code inputLimits}. Its preparation threads stop with {@link #close} or with {@code system}.
+     */
+    public OpenAiServer(ActorSystem<?> system, TextGenerator generator, ServerMetrics metrics, ServerOptions options,
+                        InputLimits inputLimits) {
         this.system = Objects.requireNonNull(system, "system");
         this.generator = Objects.requireNonNull(generator, "generator");
         this.metrics = Objects.requireNonNull(metrics, "metrics");
         this.options = Objects.requireNonNull(options, "options");
-        this.chat = new ChatCompletions(this, generator, json);
+        Objects.requireNonNull(inputLimits, "inputLimits");
+        this.promptBounds = PromptBounds.of(generator, options.maxBodyBytes());
+        this.chat = new ChatCompletions(this, generator, json, promptBounds, inputLimits.chatTemplate());
+        this.preparation = new RequestPreparation(inputLimits.preparationThreads(), inputLimits.preparationQueue());
+        system.getWhenTerminated().thenRun(preparation::close);
+    }
+
+    /**
+     * Stops the preparation threads: a request still waiting for one is answered 503, new ones too. Completions already
+     * generating are not affected; {@link #drain} them first.
+     */
+    @Override
+    public void close() {
+        preparation.close();
     }
 
     /**
@@ -163,7 +197,7 @@ public final class OpenAiServer extends AllDirectives {
                         path("completions", () -> post(() -> withSizeLimit(options.maxBodyBytes(), () -> entity(
                                 org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::completions)))),
                         pathPrefix("chat", () -> path("completions", () -> post(() -> withSizeLimit(options.maxBodyBytes(), () -> entity(
-                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), chat::answer))))))));
+                                org.apache.pekko.http.javadsl.unmarshalling.Unmarshaller.entityToString(), this::chatCompletions))))))));
         return withRequestTimeoutResponse(this::timedOut,
                 () -> handleExceptions(exceptionHandler(), () -> handleRejections(rejectionHandler(), () -> api)));
     }
@@ -203,10 +237,41 @@ public final class OpenAiServer extends AllDirectives {
     }
 
     private Route completions(String body) {
-        CompletionRequest request = CompletionRequest.parse(json, body, generator.tokenizer());
+        return prepared(() -> prepareCompletion(body), this::startCompletion);
+    }
+
+    private Route chatCompletions(String body) {
+        return prepared(() -> chat.prepare(body), chat::start);
+    }
+
+    /**
+     * Runs {@code preparation} on a preparation thread and, once it is done, answers with {@code then} of its value,
+     * on the dispatcher: the route completes asynchronously, and no dispatcher thread waits for the preparation. What
+     * the preparation throws is answered as if the route had thrown it.
+     */
+    private <T> Route prepared(Supplier<T> preparation, Function<T, Route> then) {
+        return onComplete(this.preparation.submit(preparation), result -> {
+            if (result.isFailure()) {
+                Throwable cause = unwrap(result.failed().get());
+                if (cause instanceof RuntimeException runtime) {
+                    throw runtime;
+                }
+                throw new IllegalStateException("preparing the request failed: " + cause, cause);
+            }
+            return then.apply(result.get());
+        });
+    }
+
+    /** Reads, checks and tokenizes a text completion: the work of a preparation thread. */
+    private CompletionRequest prepareCompletion(String body) {
+        CompletionRequest request = CompletionRequest.parse(json, body, generator.tokenizer(), promptBounds);
         request.checkModel(generator.modelName());
         generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         checkFits(request);
+        return request;
+    }
+
+    private Route startCompletion(CompletionRequest request) {
         Drain.Ticket ticket = admit();
         try {
             String id = "cmpl-" + Long.toHexString(System.currentTimeMillis()) + "-" + ids.incrementAndGet();
@@ -583,7 +648,9 @@ public final class OpenAiServer extends AllDirectives {
     private ExceptionHandler exceptionHandler() {
         return ExceptionHandler.newBuilder()
                 .match(ApiError.class, e -> {
-                    if (e.status().intValue() < 500) {
+                    if (e.status().intValue() == 429) {
+                        metrics.overloaded();
+                    } else if (e.status().intValue() < 500) {
                         metrics.invalid();
                     }
                     return complete(errorResponse(e));
@@ -597,7 +664,7 @@ public final class OpenAiServer extends AllDirectives {
                     return complete(errorResponse(ApiError.invalid(null, e.getMessage())));
                 })
                 .match(RuntimeException.class, e -> {
-                    LOG.warn("a request failed", e);
+                    failures.warn("a request failed", e);
                     return complete(errorResponse(internalError()));
                 })
                 .build();

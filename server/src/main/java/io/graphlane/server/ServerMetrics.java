@@ -162,6 +162,11 @@ public final class ServerMetrics {
         outcomes.get(Outcome.INVALID).increment();
     }
 
+    /** Counts one HTTP request refused before any generation was submitted because the server was too busy to prepare it. */
+    public void overloaded() {
+        outcomes.get(Outcome.OVERLOADED).increment();
+    }
+
     /** The outcome a generation that failed with {@code cause} (or was refused with it) is counted under. */
     static Outcome outcomeOf(Throwable cause) {
         if (cause instanceof GenerationRefusedException refused) {

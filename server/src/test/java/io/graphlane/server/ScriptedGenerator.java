@@ -44,6 +44,11 @@ final class ScriptedGenerator implements TextGenerator {
     /** What {@link #maxHeldRequests()} reports. */
     volatile int maxHeld = Integer.MAX_VALUE;
 
+    /** While set, tokenizing waits for it (so that a request holds its preparation thread); counted down on entry. */
+    volatile java.util.concurrent.CountDownLatch tokenizeGate;
+    /** Counted down each time tokenizing starts. */
+    volatile java.util.concurrent.CountDownLatch tokenizing = new java.util.concurrent.CountDownLatch(0);
+
     /** What {@link #chatTemplate()} reports; none unless a test sets one. */
     volatile io.graphlane.inference.chat.ChatTemplate chatTemplate;
 
@@ -79,6 +84,16 @@ final class ScriptedGenerator implements TextGenerator {
         return new TokenCodec() {
             @Override
             public int[] encode(String text) {
+                tokenizing.countDown();
+                java.util.concurrent.CountDownLatch gate = tokenizeGate;
+                if (gate != null) {
+                    try {
+                        gate.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new IllegalStateException("interrupted while held", e);
+                    }
+                }
                 byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
                 int[] ids = new int[bytes.length];
                 for (int i = 0; i < bytes.length; i++) {
@@ -99,6 +114,11 @@ final class ScriptedGenerator implements TextGenerator {
             @Override
             public int eosTokenId() {
                 return EOS;
+            }
+
+            @Override
+            public int maxTokenBytes() {
+                return 1;
             }
         };
     }

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
 import io.graphlane.inference.api.TextGenerator;
 import java.io.OutputStream;
 import java.net.Socket;
@@ -33,10 +35,43 @@ final class TestServer implements AutoCloseable {
     private final String base;
 
     TestServer(Function<ActorSystem<?>, TextGenerator> generatorIn) throws Exception {
-        testKit = ActorTestKit.create();
+        this(generatorIn, InputLimits.defaults(), ConfigFactory.empty());
+    }
+
+    /**
+     * A server preparing requests within {@code inputLimits}, in an actor system configured by {@code config} over the
+     * test kit's defaults.
+     */
+    TestServer(Function<ActorSystem<?>, TextGenerator> generatorIn, InputLimits inputLimits, Config config) throws Exception {
+        testKit = config.isEmpty() ? ActorTestKit.create() : ActorTestKit.create(config.withFallback(ConfigFactory.load()));
         generator = generatorIn.apply(testKit.system());
-        binding = new OpenAiServer(testKit.system(), generator).bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        binding = new OpenAiServer(testKit.system(), generator, new ServerMetrics(generator), ServerOptions.defaults(), inputLimits)
+                .bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
         base = "http://127.0.0.1:" + binding.localAddress().getPort();
+    }
+
+    /** The port the server is bound to. */
+    int port() {
+        return binding.localAddress().getPort();
+    }
+
+    /** The actor system the server runs in. */
+    ActorSystem<?> system() {
+        return testKit.system();
+    }
+
+    /** {@code GET path}. */
+    HttpResponse<String> get(String path) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30)).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** {@code POST path} with a JSON {@code body}, answered later. */
+    java.util.concurrent.CompletableFuture<HttpResponse<String>> postAsync(String path, String body) {
+        return http.sendAsync(HttpRequest.newBuilder(URI.create(base + path))
+                .timeout(Duration.ofSeconds(60))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
     /** {@code POST /v1/completions} with {@code body}. */

@@ -6,6 +6,12 @@ import java.util.List;
 
 /** Turns text into a model's token ids and back. */
 public interface TokenCodec {
+    /**
+     * What {@link #maxTokenBytes} is for a codec that does not know its vocabulary: a generous bound on the text one
+     * token of a large language model's vocabulary stands for.
+     */
+    int DEFAULT_MAX_TOKEN_BYTES = 256;
+
     /** The token ids of {@code text}, without special tokens added. */
     int[] encode(String text);
 
@@ -30,6 +36,15 @@ public interface TokenCodec {
     default String decodeContent(List<Integer> ids) {
         int eos = eosTokenId();
         return decode(eos < 0 ? ids : ids.stream().filter(id -> id != eos).toList());
+    }
+
+    /**
+     * The most UTF-8 bytes of text one token stands for, so that a text of more than {@code n} times this many bytes
+     * encodes to more than {@code n} tokens; what lets a server refuse a prompt that cannot fit the model before it
+     * is tokenized. By default {@link #DEFAULT_MAX_TOKEN_BYTES}.
+     */
+    default int maxTokenBytes() {
+        return DEFAULT_MAX_TOKEN_BYTES;
     }
 
     /** {@code tokenizer} as a codec whose end-of-sequence id is {@code eosTokenId} (-1 for none). */
@@ -58,6 +73,11 @@ public interface TokenCodec {
             @Override
             public int eosTokenId() {
                 return eosTokenId;
+            }
+
+            @Override
+            public int maxTokenBytes() {
+                return tokenizer.maxTokenBytes() > 0 ? tokenizer.maxTokenBytes() : DEFAULT_MAX_TOKEN_BYTES;
             }
         };
     }

@@ -1,16 +1,26 @@
 package io.graphlane.inference.tokenizer;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import ai.djl.huggingface.tokenizers.jni.TokenizersLibrary;
 import io.graphlane.core.GraphlaneException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * A Hugging Face {@code tokenizer.json} loaded offline through DJL's tokenizers binding:
  * text to token ids and back. Thread-safe for encoding and decoding; close it to free the
  * native tokenizer.
+ *
+ * <p>Encoding takes only the ids from the native tokenizer. DJL's own {@code encode} also builds Java objects for
+ * every token (its text, its character span, six arrays) from inside the native call, over a hundred bytes of heap
+ * per token; when one of those allocations fails (a text of a few million tokens against a heap of a gigabyte or
+ * two) the native code cannot hand the {@code OutOfMemoryError} back and the JVM aborts ("failed to initiate
+ * panic"). Fetching the ids alone makes one {@code long[]} per call, 8 bytes per token. Encoding still costs about
+ * 250 bytes of native memory and 2 to 3 microseconds per byte of text (a byte-level vocabulary without merges),
+ * released when the call returns: a caller bounds the text it hands in.
  */
 public final class TextTokenizer implements AutoCloseable {
     /**
@@ -29,10 +39,14 @@ public final class TextTokenizer implements AutoCloseable {
 
     private final HuggingFaceTokenizer tokenizer;
     private final Path file;
+    private final boolean addSpecialTokens;
+    private final int maxTokenBytes;
 
-    private TextTokenizer(HuggingFaceTokenizer tokenizer, Path file) {
+    private TextTokenizer(HuggingFaceTokenizer tokenizer, Path file, boolean addSpecialTokens, int maxTokenBytes) {
         this.tokenizer = tokenizer;
         this.file = file;
+        this.addSpecialTokens = addSpecialTokens;
+        this.maxTokenBytes = maxTokenBytes;
     }
 
     /**
@@ -47,10 +61,13 @@ public final class TextTokenizer implements AutoCloseable {
         if (!Files.isRegularFile(file)) {
             throw new GraphlaneException("tokenizer: " + file + " does not exist; a model directory needs its tokenizer.json");
         }
+        int maxTokenBytes = VocabularyBytes.longestToken(file);
         try {
+            // No prefix space, lower-casing or accent stripping is asked for: the native encoding that idsOf reads
+            // is then exactly the one DJL's encode would wrap.
             HuggingFaceTokenizer tokenizer = HuggingFaceTokenizer.newInstance(file,
                     Map.of("addSpecialTokens", Boolean.toString(addSpecialTokens), "truncation", "false", "padding", "false"));
-            return new TextTokenizer(tokenizer, file);
+            return new TextTokenizer(tokenizer, file, addSpecialTokens, maxTokenBytes);
         } catch (IOException | RuntimeException e) {
             throw new GraphlaneException("tokenizer: cannot load " + file + ": " + e.getMessage(), e);
         }
@@ -58,7 +75,7 @@ public final class TextTokenizer implements AutoCloseable {
 
     /** The ids of {@code text}, with the special tokens this tokenizer was loaded to add. */
     public int[] encode(String text) {
-        return toInts(tokenizer.encode(text).getIds());
+        return idsOf(text, addSpecialTokens);
     }
 
     /**
@@ -67,7 +84,27 @@ public final class TextTokenizer implements AutoCloseable {
      * id) is added. A rendered chat prompt is tokenized this way, as Hugging Face's {@code apply_chat_template} does.
      */
     public int[] encodeAsWritten(String text) {
-        return toInts(tokenizer.encode(text, false, false).getIds());
+        return idsOf(text, false);
+    }
+
+    /** The ids of {@code text} from the native encoding, which is freed at once (see the class comment for why). */
+    private int[] idsOf(String text, boolean withSpecialTokens) {
+        Objects.requireNonNull(text, "text");
+        long encoding = TokenizersLibrary.LIB.encode(tokenizer.getHandle(), text, withSpecialTokens);
+        try {
+            return toInts(TokenizersLibrary.LIB.getTokenIds(encoding));
+        } finally {
+            TokenizersLibrary.LIB.deleteEncoding(encoding);
+        }
+    }
+
+    /**
+     * The most UTF-8 bytes of text one token of this vocabulary stands for: its longest token or added token as
+     * tokenizer.json stores it (see {@link VocabularyBytes}), or 0 when the file lists none. A text longer than
+     * {@code n} times this encodes to more than {@code n} tokens.
+     */
+    public int maxTokenBytes() {
+        return maxTokenBytes;
     }
 
     private static int[] toInts(long[] ids) {

@@ -11,6 +11,8 @@ import io.graphlane.inference.model.Fixture;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -99,6 +101,47 @@ class TextTokenizerTest {
         Files.writeString(dir.resolve("tokenizer.json"), "{not json");
         GraphlaneException e = assertThrows(GraphlaneException.class, () -> TextTokenizer.load(dir, true));
         assertTrue(e.getMessage().startsWith("tokenizer: cannot load " + dir.resolve("tokenizer.json")), e.getMessage());
+    }
+
+    @Test
+    void theLongestTokenComesFromTheVocabularyAndTheAddedTokens(@TempDir Path dir) throws Exception {
+        // Byte-level: each byte is stored as one character of one or two UTF-8 bytes (a space as U+0120).
+        try (TextTokenizer bytes = TextTokenizer.load(Fixture.dir(""), false)) {
+            assertEquals(2, bytes.maxTokenBytes());
+        }
+        // The same bytes plus the added tokens <s>, </s>, <|user|> and <|assistant|>.
+        Path chat = Path.of(TextTokenizerTest.class.getResource("/tiny-chat/tokenizer.json").toURI());
+        try (TextTokenizer withAdded = TextTokenizer.load(chat, false)) {
+            assertEquals("<|assistant|>".length(), withAdded.maxTokenBytes());
+        }
+        // A Unigram vocabulary lists [piece, score] pairs; a SentencePiece space is the three-byte U+2581.
+        Path unigram = dir.resolve("tokenizer.json");
+        Files.writeString(unigram, "{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\"}], \"normalizer\": null,"
+                + " \"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0.0], [\"\u2581hello\", -1.5], [\"x\", -2]]}}");
+        assertEquals(3 + 5, VocabularyBytes.longestToken(unigram));
+    }
+
+    /**
+     * DJL's own encode builds Java objects for every token from inside its native call, and an allocation that fails
+     * there aborts the JVM: a megabyte of text (a million tokens here) did so under this heap. Asking for the ids alone
+     * needs a few megabytes. In a JVM of its own, since an abort would end this one.
+     */
+    @Test
+    void aMegabyteOfTextEncodesUnderASmallHeap() throws Exception {
+        int bytes = 1 << 20;
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        Process child = new ProcessBuilder(List.of(java.toString(), "-Xmx64m", "-cp", System.getProperty("java.class.path"),
+                LargeTextEncoding.class.getName(), Fixture.dir("").resolve("tokenizer.json").toString(), Integer.toString(bytes)))
+                .redirectErrorStream(true).start();
+        String output;
+        try {
+            assertTrue(child.waitFor(120, TimeUnit.SECONDS), "the child JVM ended");
+            output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        } finally {
+            child.destroyForcibly();
+        }
+        assertEquals(0, child.exitValue(), output);
+        assertTrue(output.contains("ids " + bytes), output);
     }
 
     private static int[] unsignedBytes(String text) {
