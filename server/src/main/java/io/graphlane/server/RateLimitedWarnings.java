@@ -1,8 +1,7 @@
 package io.graphlane.server;
 
+import io.graphlane.core.log.WarningGate;
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 
@@ -16,34 +15,26 @@ final class RateLimitedWarnings {
     static final Duration DEFAULT_INTERVAL = Duration.ofSeconds(10);
 
     private final Logger log;
-    private final long intervalNanos;
-    private final LongSupplier nanoClock;
-    private final AtomicLong lastWarning;
-    private final AtomicInteger suppressed = new AtomicInteger();
+    private final WarningGate gate;
 
     /** Warnings to {@code log} at most once per {@code interval}, timed by {@code nanoClock} (such as {@link System#nanoTime}). */
     RateLimitedWarnings(Logger log, Duration interval, LongSupplier nanoClock) {
         this.log = log;
-        this.intervalNanos = interval.toNanos();
-        this.nanoClock = nanoClock;
-        this.lastWarning = new AtomicLong(nanoClock.getAsLong() - intervalNanos);
+        this.gate = new WarningGate(interval, nanoClock);
     }
 
     /** Warns {@code message} (with {@code cause}, if not null) unless a warning was logged within the interval. */
     void warn(String message, Throwable cause) {
-        long now = nanoClock.getAsLong();
-        long last = lastWarning.get();
-        if (now - last >= intervalNanos && lastWarning.compareAndSet(last, now)) {
-            int since = suppressed.getAndSet(0);
-            String line = since == 0 ? message : message + " (and " + since + " more like it since the last warning, logged at debug)";
-            if (cause == null) {
-                log.warn(line);
-            } else {
-                log.warn(line, cause);
-            }
-        } else {
-            suppressed.incrementAndGet();
+        long heldBack = gate.admit();
+        if (heldBack == WarningGate.HELD_BACK) {
             log.debug(message, cause);
+            return;
+        }
+        String line = message + WarningGate.heldBackSuffix(heldBack);
+        if (cause == null) {
+            log.warn(line);
+        } else {
+            log.warn(line, cause);
         }
     }
 }
