@@ -30,8 +30,9 @@ import scala.concurrent.duration.FiniteDuration;
  * a {@link ConnectionWatch} (header-read timeout, idle timeout).
  *
  * <p>Pekko HTTP's own timeouts are set around these: its request timeout is the given one (the longest a route may
- * take to answer), and its idle timeout (no byte either way) is only a backstop, the request timeout plus the idle
- * timeout, since it would otherwise cut a connection whose answer is still being computed.
+ * take to answer), and its idle timeout (no byte either way) is only a backstop, the longer of the request and
+ * header-read timeouts plus the idle timeout, since it would otherwise cut a connection whose answer is still being
+ * computed.
  */
 public final class LimitedBinding {
     private static final Logger LOG = LoggerFactory.getLogger(LimitedBinding.class);
@@ -68,14 +69,18 @@ public final class LimitedBinding {
     private static ServerSettings limited(ServerSettings settings, ConnectionLimits limits, Optional<Duration> requestTimeout) {
         scala.concurrent.duration.Duration answer = requestTimeout.<scala.concurrent.duration.Duration>map(LimitedBinding::scala)
                 .orElse(settings.getTimeouts().requestTimeout());
-        scala.concurrent.duration.Duration backstop = answer.isFinite() ? answer.plus(scala(limits.idleTimeout())) : answer;
+        // Pekko's idle timeout counts bytes either way: it must not come before an answer still being computed, nor
+        // before the header-read timeout, which is ours to apply.
+        scala.concurrent.duration.Duration backstop = answer.isFinite()
+                ? answer.max(scala(limits.headerReadTimeout())).plus(scala(limits.idleTimeout())) : answer;
         // Refused connections are counted by Pekko until their (immediate) close: leave room for a flood of them, so
         // that Pekko never stops accepting.
         int pekkoConnections = (int) Math.min(Integer.MAX_VALUE, 2L * limits.maxConnections() + 1024);
         return settings
                 .withTimeouts(settings.getTimeouts().withRequestTimeout(answer).withIdleTimeout(backstop))
                 .withMaxConnections(pekkoConnections)
-                .withRemoteAddressAttribute(true);
+                .withRemoteAddressAttribute(true)
+                .withParsingErrorHandler(CutHeadParsingErrorHandler.class.getName());
     }
 
     /** A connection handler that closes the connection at once, before reading anything. */
