@@ -123,6 +123,13 @@ class ConnectionLimitsTest {
         }
     }
 
+    /** POST /v1/completions with {@code body} from the JDK client. */
+    private static HttpResponse<String> complete(ServerBinding binding, String body) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + binding.localAddress().getPort() + "/v1/completions"))
+                .timeout(LONG).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
     /** GET /health from the JDK client, on 127.0.0.1. */
     private static int health(int port) throws Exception {
         return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health")).timeout(Duration.ofSeconds(10)).GET().build(),
@@ -294,10 +301,7 @@ class ConnectionLimitsTest {
         ServerBinding binding = serve(generator, limits(Duration.ofSeconds(1), Duration.ofSeconds(1), 16, 64)
                 .withRequestTimeout(Duration.ofSeconds(3)));
         try {
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + binding.localAddress().getPort()
-                            + "/v1/completions")).timeout(LONG).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[65],\"max_tokens\":3}")).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> r = complete(binding, "{\"prompt\":[65],\"max_tokens\":3}");
             assertEquals(504, r.statusCode(), r.body());
             assertEquals("deadline_exceeded", TestServer.JSON.readTree(r.body()).get("error").get("code").asText());
         } finally {
@@ -315,10 +319,7 @@ class ConnectionLimitsTest {
         ServerBinding binding = serve(generator, limits(Duration.ofSeconds(1), Duration.ofSeconds(1), 16, 64)
                 .withRequestTimeout(Duration.ofSeconds(1)));
         try {
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + binding.localAddress().getPort()
-                            + "/v1/completions")).timeout(LONG).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[65],\"max_tokens\":3}")).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> r = complete(binding, "{\"prompt\":[65],\"max_tokens\":3}");
             assertEquals(503, r.statusCode(), r.body());
             JsonNode error = TestServer.JSON.readTree(r.body()).get("error");
             assertEquals("request_timeout", error.get("code").asText());
@@ -340,10 +341,7 @@ class ConnectionLimitsTest {
         generator.tokenInterval = Duration.ofMillis(1500);
         ServerBinding binding = serve(generator, limits(Duration.ofSeconds(1), Duration.ofSeconds(1), 16, 64));
         try {
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + binding.localAddress().getPort()
-                            + "/v1/completions")).timeout(LONG).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[65],\"max_tokens\":2,\"stream\":true}")).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> r = complete(binding, "{\"prompt\":[65],\"max_tokens\":2,\"stream\":true}");
             assertEquals(ScriptedGenerator.expected(List.of(65), 2), TestServer.streamedChoice(r).tokenIds());
         } finally {
             binding.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
