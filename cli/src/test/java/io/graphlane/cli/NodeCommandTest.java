@@ -114,6 +114,27 @@ class NodeCommandTest {
             String[] body = run(with(command, "--max-body-bytes", "0"));
             assertEquals("2", body[0], body[1]);
             assertTrue(body[1].contains("--max-body-bytes must be >= 1, got 0"), body[1]);
+            String[] headerRead = run(with(command, "--header-read-timeout-seconds", "0"));
+            assertEquals("2", headerRead[0], headerRead[1]);
+            assertTrue(headerRead[1].contains("--header-read-timeout-seconds must be >= 1, got 0"), headerRead[1]);
+            String[] idle = run(with(command, "--idle-timeout-seconds", "-5"));
+            assertEquals("2", idle[0], idle[1]);
+            assertTrue(idle[1].contains("--idle-timeout-seconds must be >= 1, got -5"), idle[1]);
+            String[] perClient = run(with(command, "--max-connections", "100", "--max-connections-per-client", "200"));
+            assertEquals("2", perClient[0], perClient[1]);
+            assertTrue(perClient[1].contains("--max-connections-per-client must be in [1, 100] (--max-connections), got 200"), perClient[1]);
+            assertEquals(1, perClient[1].strip().lines().count(), "one line, no stack trace: " + perClient[1]);
+        }
+    }
+
+    @Test
+    void theConnectionLimitsAreOptionsWithTheirDefaultsInHelp() {
+        for (String command : new String[] {"node", "serve"}) {
+            String help = GraphlaneCli.commandLine().getSubcommands().get(command).getUsageMessage();
+            for (String option : new String[] {"--header-read-timeout-seconds=S", "(default 10)", "--idle-timeout-seconds=S", "(default 60)",
+                    "--max-connections-per-client=N", "(default 256)", "--max-connections=N", "(default 1024)"}) {
+                assertTrue(help.replaceAll("\\s+", " ").contains(option), command + " help names " + option + ": " + help);
+            }
         }
     }
 

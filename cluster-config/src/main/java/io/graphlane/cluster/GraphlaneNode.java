@@ -13,7 +13,6 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.management.cluster.bootstrap.ClusterBootstrap;
-import org.apache.pekko.management.javadsl.PekkoManagement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -85,7 +84,7 @@ public final class GraphlaneNode implements AutoCloseable {
         system.getWhenTerminated().whenComplete((done, failure) -> artery.close());
         addShutdownTasks(system, grace);
         try {
-            PekkoManagement.get(Adapter.toClassic(system)).start();
+            ManagementEndpoint.start(system, config);
             if (settings.profile() != ClusterProfile.STATIC) {
                 ClusterBootstrap.get(Adapter.toClassic(system)).start();
             }
@@ -131,8 +130,6 @@ public final class GraphlaneNode implements AutoCloseable {
                                     + " it ends", grace.toMillis());
                             return Done.getInstance();
                         }));
-        shutdown.addTask(CoordinatedShutdown.PhaseServiceStop(), "graphlane-management-unbind", () ->
-                PekkoManagement.get(Adapter.toClassic(system)).stop());
     }
 
     /** The node's actor system. */

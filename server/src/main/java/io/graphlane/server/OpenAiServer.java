@@ -24,7 +24,6 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
@@ -35,6 +34,7 @@ import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.RetryAfter;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.ExceptionHandler;
+import org.apache.pekko.http.javadsl.server.MalformedRequestContentRejection;
 import org.apache.pekko.http.javadsl.server.RejectionHandler;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
@@ -136,8 +136,10 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
     }
 
     /**
-     * Binds the routes on {@code host:port} (port 0 picks a free port). Each connection is watched: when it ends
-     * while a non-streamed completion is still generating (the client went away), that completion is cancelled.
+     * Binds the routes on {@code host:port} (port 0 picks a free port) under the options' {@link ConnectionLimits}
+     * (see {@link LimitedBinding}). Each connection is watched: when it ends while a non-streamed completion is still
+     * generating (the client went away), that completion is cancelled. The HTTP layer's own request timeout is the
+     * request timeout plus 5 s, so a generation's deadline (504) comes first.
      */
     public CompletionStage<ServerBinding> bind(String host, int port) {
         Flow<HttpRequest, HttpResponse, NotUsed> routeFlow = routes().flow(system);
@@ -159,9 +161,8 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
         }).mapMaterializedValue(ignored -> NotUsed.getInstance());
         // Reading ahead for a pipelined request is what lets the server see the connection close while it is still
         // generating an answer; without it nothing is read from the socket until the answer is written.
-        return Http.get(system).newServerAt(host, port)
-                .adaptSettings(settings -> settings.withPipeliningLimit(Math.max(PIPELINING_LIMIT, settings.getPipeliningLimit())))
-                .bindFlow(perConnection);
+        return LimitedBinding.bind(system, "the OpenAI API", host, port, options.connections(), Optional.of(answerTimeout()),
+                settings -> settings.withPipeliningLimit(Math.max(PIPELINING_LIMIT, settings.getPipeliningLimit())), perConnection);
     }
 
     /**
@@ -214,10 +215,20 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
                 .addHeader(RetryAfter.create(RETRY_AFTER_UNAVAILABLE_SECONDS)));
     }
 
+    /**
+     * The 503 for a request the HTTP layer gave up on, naming the limit that applied: a completion's own timeout
+     * ({@link #answerWhole}), which is also the HTTP layer's request timeout for every route when bound by {@link #bind}.
+     */
     private HttpResponse timedOut(HttpRequest request) {
         return errorResponse(new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "request_timeout",
-                "the server did not answer within the request timeout; a non-streamed completion may take at most "
-                        + options.requestTimeout().toSeconds() + " s (use \"stream\": true for longer ones)"));
+                "the server did not answer within the request timeout of " + ConnectionLimits.text(answerTimeout())
+                        + " (a non-streamed completion may generate for at most " + ConnectionLimits.text(options.requestTimeout())
+                        + "; use \"stream\": true for longer ones)"));
+    }
+
+    /** How long the HTTP layer waits for a route's answer: the request timeout plus the slack. */
+    private Duration answerTimeout() {
+        return options.requestTimeout().plus(TIMEOUT_SLACK);
     }
 
     private Route models() {
@@ -364,7 +375,7 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
                 registration.close();
                 ticket.close();
             });
-            return withRequestTimeout(options.requestTimeout().plus(TIMEOUT_SLACK), timedOutRequest -> {
+            return withRequestTimeout(answerTimeout(), timedOutRequest -> {
                 giveUp.run();
                 return timedOut(timedOutRequest);
             }, () -> completeWithFuture(response));
@@ -656,9 +667,7 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
                     return complete(errorResponse(e));
                 })
                 .match(GenerationRefusedException.class, e -> complete(errorResponse(generationError(e))))
-                .match(EntityStreamSizeException.class, e -> complete(errorResponse(new ApiError(StatusCodes.CONTENT_TOO_LARGE,
-                        "invalid_request_error", null, "request_too_large", "the request body is larger than this server's limit of "
-                        + options.maxBodyBytes() + " bytes (serve --max-body-bytes)"))))
+                .match(EntityStreamSizeException.class, e -> complete(errorResponse(bodyTooLarge())))
                 .match(IllegalArgumentException.class, e -> {
                     metrics.invalid();
                     return complete(errorResponse(ApiError.invalid(null, e.getMessage())));
@@ -671,21 +680,45 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
     }
 
     private RejectionHandler rejectionHandler() {
-        return RejectionHandler.defaultHandler().mapRejectionResponse(response -> {
-            if (response.entity().getContentType().equals(ContentTypes.APPLICATION_JSON)) {
-                return response;
-            }
-            int status = response.status().intValue();
-            String message = switch (status) {
-                case 404 -> "no such route; this server answers POST /v1/completions, GET /v1/models and GET /health";
-                case 405 -> response.entity() instanceof org.apache.pekko.http.javadsl.model.HttpEntity.Strict strict
-                        ? strict.getData().utf8String() : "method not allowed";
-                case 413 -> "the request body is larger than this server's limit of " + options.maxBodyBytes()
-                        + " bytes (serve --max-body-bytes)";
-                default -> response.status().reason();
-            };
-            String type = status == 404 ? "not_found_error" : "invalid_request_error";
-            return errorResponse(new ApiError(response.status(), type, null, null, message));
-        });
+        return RejectionHandler.newBuilder()
+                .handle(MalformedRequestContentRejection.class, this::unreadBody)
+                .build()
+                .withFallback(RejectionHandler.defaultHandler())
+                .mapRejectionResponse(response -> {
+                    if (response.entity().getContentType().equals(ContentTypes.APPLICATION_JSON)) {
+                        return response;
+                    }
+                    int status = response.status().intValue();
+                    String message = switch (status) {
+                        case 404 -> "no such route; this server answers POST /v1/completions, GET /v1/models and GET /health";
+                        case 405 -> response.entity() instanceof org.apache.pekko.http.javadsl.model.HttpEntity.Strict strict
+                                ? strict.getData().utf8String() : "method not allowed";
+                        case 413 -> bodyTooLarge().getMessage();
+                        default -> response.status().reason();
+                    };
+                    String type = status == 404 ? "not_found_error" : "invalid_request_error";
+                    return errorResponse(new ApiError(response.status(), type, null, null, message));
+                });
+    }
+
+    /**
+     * A request body that could not be read: 408 when the client stopped sending it (see {@link BodyWatch}), 413 when it
+     * was over the limit, else 400.
+     */
+    private Route unreadBody(MalformedRequestContentRejection rejection) {
+        if (rejection.getCause() instanceof BodyWatch.ClientStalledException stalled) {
+            return complete(errorResponse(new ApiError(StatusCodes.REQUEST_TIMEOUT, "invalid_request_error", null, "request_timeout",
+                    stalled.getMessage())));
+        }
+        if (rejection.getCause() instanceof EntityStreamSizeException) {
+            return complete(errorResponse(bodyTooLarge()));
+        }
+        return complete(errorResponse(ApiError.invalid(null, "the request body could not be read")));
+    }
+
+    /** The 413 for a body over {@code maxBodyBytes}. */
+    private ApiError bodyTooLarge() {
+        return new ApiError(StatusCodes.CONTENT_TOO_LARGE, "invalid_request_error", null, "request_too_large",
+                "the request body is larger than this server's limit of " + options.maxBodyBytes() + " bytes (serve --max-body-bytes)");
     }
 }

@@ -204,28 +204,6 @@ class OpenAiServerTest {
     }
 
     @Test
-    void aRequestPastTheTimeoutIsAJsonErrorAndItsGenerationIsCancelled() throws Exception {
-        ScriptedGenerator slow = new ScriptedGenerator(4);
-        java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
-        slow.gate = gate;
-        ServerBinding b = new OpenAiServer(testKit.system(), slow, ServerOptions.defaults().withRequestTimeout(Duration.ofSeconds(1)))
-                .bind("127.0.0.1", 0).toCompletableFuture().get(10, TimeUnit.SECONDS);
-        try {
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + b.localAddress().getPort()
-                            + "/v1/completions")).timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":[65],\"max_tokens\":3}")).build(),
-                    HttpResponse.BodyHandlers.ofString());
-            assertError(r, 503, null, "within the request timeout");
-            assertEquals("request_timeout", JSON.readTree(r.body()).get("error").get("code").asText());
-            assertEquals(1, slow.cancelled.get(), "the generation of a request that timed out is cancelled");
-        } finally {
-            gate.countDown();
-            b.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            slow.close();
-        }
-    }
-
-    @Test
     void drainRefusesNewRequestsAndLetsStreamsInFlightEndWithDone() throws Exception {
         ScriptedGenerator held = new ScriptedGenerator(8);
         java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);

@@ -43,6 +43,11 @@ final class ScriptedGenerator implements TextGenerator {
     volatile String unavailable;
     /** What {@link #maxHeldRequests()} reports. */
     volatile int maxHeld = Integer.MAX_VALUE;
+    /** While set, a generation given a timeout fails past it (as the engine does), unless it ended first. */
+    volatile boolean honourDeadlines;
+    /** While set, the worker takes this long for each token (a slow engine). */
+    volatile java.time.Duration tokenInterval;
+    private final java.util.concurrent.ScheduledExecutorService deadlines = Executors.newSingleThreadScheduledExecutor();
 
     /** While set, tokenizing waits for it (so that a request holds its preparation thread); counted down on entry. */
     volatile java.util.concurrent.CountDownLatch tokenizeGate;
@@ -179,6 +184,19 @@ final class ScriptedGenerator implements TextGenerator {
             }
         };
         java.util.concurrent.CountDownLatch waitFor = gate;
+        java.time.Duration interval = tokenInterval;
+        AtomicBoolean ended = new AtomicBoolean();
+        if (honourDeadlines && request.timeout().isPresent()) {
+            deadlines.schedule(() -> {
+                if (ended.compareAndSet(false, true)) {
+                    cancel.set(true);
+                    releaseSlot.run();
+                    RuntimeException late = new io.graphlane.scheduler.pipeline.RequestDeadlineExceededException(0, 0);
+                    listener.onFailed(late);
+                    result.completeExceptionally(late);
+                }
+            }, request.timeout().get().toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+        }
         worker.execute(() -> {
             onWorker.incrementAndGet();
             try {
@@ -192,11 +210,17 @@ final class ScriptedGenerator implements TextGenerator {
                 }
                 List<Integer> out = expected(request.promptIds(), request.maxNewTokens());
                 for (int t : out) {
+                    if (interval != null) {
+                        Thread.sleep(interval.toMillis()); // the simulated engine's time per token
+                    }
                     if (cancel.get()) {
                         return;
                     }
                     tokens.incrementAndGet();
                     listener.onToken(SampledToken.of(t));
+                }
+                if (!ended.compareAndSet(false, true)) {
+                    return;
                 }
                 FinishReason reason = out.get(out.size() - 1) == EOS ? FinishReason.STOP : FinishReason.LENGTH;
                 listener.onFinished(reason);
@@ -246,5 +270,6 @@ final class ScriptedGenerator implements TextGenerator {
     @Override
     public void close() {
         worker.shutdownNow();
+        deadlines.shutdownNow();
     }
 }
