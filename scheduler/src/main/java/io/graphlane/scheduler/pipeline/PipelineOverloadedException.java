@@ -12,8 +12,13 @@ public final class PipelineOverloadedException extends GraphlaneException {
 
     /** Refused while {@code active} requests run, {@code queued} wait (the queue's bound) and {@code reservedBytes} of the KV budget are held. */
     public PipelineOverloadedException(int active, int queued, long reservedBytes, KvBudget budget) {
-        super("the server is at capacity: " + active + " requests are generating" + memory(reservedBytes, budget) + " and "
-                + queued + " more are waiting, as many as it queues; retry in a moment");
+        super("the server is at capacity: " + requests(active) + (active == 1 ? " is" : " are") + " generating"
+                + memory(reservedBytes, budget) + " and " + queued + " more " + (queued == 1 ? "is" : "are")
+                + " waiting, as many as it queues; retry in a moment");
+    }
+
+    private static String requests(int n) {
+        return n + (n == 1 ? " request" : " requests");
     }
 
     private static String memory(long reservedBytes, KvBudget budget) {
