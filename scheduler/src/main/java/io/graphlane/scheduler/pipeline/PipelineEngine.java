@@ -172,6 +172,11 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final Map<Long, Long> unfreed = new HashMap<>();
     /** The change works sent and not yet finished, each to what it frees. */
     private final Map<CompletionHandle, ChangeRound> changeRoundOf = new HashMap<>();
+    /**
+     * Reservations of a round a lane refused a change work of (it was full): the stage's next change work applies
+     * every change still waiting, so they ride with the next round rather than being sent again at once.
+     */
+    private final Map<Long, Long> stranded = new HashMap<>();
     /** Admitted requests waiting for an active slot; every other request held is active. */
     private final ArrayDeque<Long> waiting = new ArrayDeque<>();
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
@@ -430,8 +435,12 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             unanswered.remove(handleOf(reply));
             if ((reply instanceof LaneProtocol.Finished || reply instanceof LaneProtocol.Rejected)
                     && changeRoundOf.containsKey(handleOf(reply))) {
-                if (reply instanceof LaneProtocol.Rejected rejected && rejected.reason() instanceof LaneProtocol.LaneStopped stopped) {
-                    laneStopped(stopped.lane());
+                if (reply instanceof LaneProtocol.Rejected rejected) {
+                    if (rejected.reason() instanceof LaneProtocol.LaneStopped stopped) {
+                        laneStopped(stopped.lane());
+                    } else {
+                        changeRoundOf.get(rejected.handle()).refused = true;
+                    }
                 }
                 changeWorkEnded(handleOf(reply));
                 return;
@@ -556,8 +565,11 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         if (unfreed.isEmpty()) {
             return;
         }
-        ChangeRound round = new ChangeRound(Map.copyOf(unfreed));
+        Map<Long, Long> covered = new HashMap<>(unfreed);
+        covered.putAll(stranded);
+        ChangeRound round = new ChangeRound(covered);
         unfreed.clear();
+        stranded.clear();
         if (stopCause != null || laneGone != null) {
             round.releaseTo(admission);
             return;
@@ -578,11 +590,19 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         }
     }
 
-    /** A change work finished (whatever its outcome), was refused or its lane stopped: once its round is done, its reservations go back. */
+    /**
+     * A change work finished (whatever its outcome: a failed one was a lost stage's or the program's fault), was refused
+     * or its lane stopped: once every work of its round has, the round's reservations go back, unless a lane refused one
+     * of them (the changes there are still waiting; the next round takes those reservations along).
+     */
     private void changeWorkEnded(CompletionHandle handle) {
         ChangeRound round = changeRoundOf.remove(handle);
         if (round != null && round.handles.remove(handle) && round.handles.isEmpty()) {
-            round.releaseTo(admission);
+            if (round.refused && stopCause == null && laneGone == null) {
+                stranded.putAll(round.reservations);
+            } else {
+                round.releaseTo(admission);
+            }
         }
     }
 
@@ -590,6 +610,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private void releaseAllReservations() {
         unfreed.values().forEach(admission::release);
         unfreed.clear();
+        stranded.values().forEach(admission::release);
+        stranded.clear();
         java.util.Set<ChangeRound> rounds = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         rounds.addAll(changeRoundOf.values());
         changeRoundOf.clear();
@@ -602,6 +624,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private static final class ChangeRound {
         private final Map<Long, Long> reservations;
         private final Set<CompletionHandle> handles = new java.util.HashSet<>();
+        /** Whether a lane refused one of the round's works. */
+        private boolean refused;
         private boolean released;
 
         ChangeRound(Map<Long, Long> reservations) {

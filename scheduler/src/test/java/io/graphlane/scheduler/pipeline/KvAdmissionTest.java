@@ -280,6 +280,50 @@ class KvAdmissionTest {
     }
 
     @Test
+    void aReservationWhoseChangeWorkALaneRefusedIsGivenBackWithTheNextRound() throws Exception {
+        // One stage on a lane that holds one work running and one waiting; one micro-batch of one request at a time.
+        lanes = LaneGroup.builder(TESTKIT.system(), backend).lanes("stage-0")
+                .settings(io.graphlane.actors.lane.LaneSettings.fromConfig(TESTKIT.system().settings().config()).withLimits(1, 1))
+                .spawn();
+        program = new ScriptedProgram(1);
+        program.bytesPerPosition = 1;
+        program.changesOnLanes = true;
+        Pipeline<SimWork, ScriptedProgram.Slot> p = Pipeline.start(TESTKIT.system(), lanes.registry(), lanes.laneIds(), program,
+                new PipelineSettings(8, 8, 1, 1, 30), "kv-engine-" + NAMES.incrementAndGet());
+        RecordingListener early = new RecordingListener();
+        RecordingListener second = new RecordingListener();
+        RecordingListener held = new RecordingListener();
+        // The held request's first step holds the lane; the other two took a step each before it and wait for the next.
+        program.override = (stage, batch) -> batch.entries().get(0).tokens()[0] == 3 && batch.entries().get(0).startPosition() == 0
+                ? SimWork.held("first-3") : null;
+        long earlyId = p.submit(request(1, 10), early);
+        long secondId = p.submit(request(2, 10), second);
+        p.submit(request(3, 10), held);
+        backend.whenStarted("first-3").toCompletableFuture().get(30, TimeUnit.SECONDS);
+        CompletableFuture<Boolean> queuedStartedAfterHeldEnded = new CompletableFuture<>();
+        program.override = (stage, batch) -> {
+            if (batch.entries().get(0).tokens()[0] == 4 && batch.entries().get(0).startPosition() == 0) {
+                queuedStartedAfterHeldEnded.complete(held.ended.isDone());
+            }
+            return null;
+        };
+        RecordingListener queued = new RecordingListener();
+        p.submit(request(4, 20), queued);
+        // The first cancel's change work waits on the lane behind the held step; the second's is refused (the lane is full).
+        p.cancel(earlyId);
+        assertThrows(ExecutionException.class, () -> early.ended.get(30, TimeUnit.SECONDS));
+        p.cancel(secondId);
+        assertThrows(ExecutionException.class, () -> second.ended.get(30, TimeUnit.SECONDS));
+        p.stats().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        backend.release("first-3");
+        assertEquals(EngineFinishReason.LENGTH, held.ended.get(30, TimeUnit.SECONDS));
+        assertEquals(EngineFinishReason.LENGTH, queued.ended.get(30, TimeUnit.SECONDS));
+        // Had the refused round given its reservation back, the queued request (20) would have fit beside the held one.
+        assertTrue(queuedStartedAfterHeldEnded.get(30, TimeUnit.SECONDS), "the queued request started only with the next round");
+        assertEveryReservationReleasedOnce(p, 10 + 10 + 10 + 20);
+    }
+
+    @Test
     void manyRequestsOfTheLongestLengthRunWithinTheBudgetAndAllFinish() throws Exception {
         // 16 requests of 64 positions each against room for 4 of them at once.
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(16, 16, 4 * 64);
