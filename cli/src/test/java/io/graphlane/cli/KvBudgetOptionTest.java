@@ -3,23 +3,11 @@ package io.graphlane.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /** --kv-budget takes auto or a size with a unit, and a bad value ends with one line naming the option, before anything starts. */
 class KvBudgetOptionTest {
-    private static String[] run(String... args) {
-        CommandLine cli = GraphlaneCli.commandLine();
-        StringWriter err = new StringWriter();
-        cli.setErr(new PrintWriter(err));
-        cli.setOut(new PrintWriter(new StringWriter()));
-        int status = cli.execute(args);
-        return new String[] {String.valueOf(status), err.toString()};
-    }
-
     @Test
     void sizesReadAsHoconReadsThemAndAutoAsTheDefault() {
         assertEquals(OptionalLong.empty(), KvBudgetOption.parse("--kv-budget", "auto"));
@@ -33,12 +21,12 @@ class KvBudgetOptionTest {
     void aBadBudgetIsRefusedNamingTheOptionByServeAndNode() {
         String[][] commands = {{"serve", "--kv-budget", "lots"}, {"node", "--rank", "0", "--kv-budget", "lots"}};
         for (String[] command : commands) {
-            String[] result = run(command);
+            String[] result = NodeCommandTest.run(command);
             assertEquals("2", result[0], command[0]);
             assertTrue(result[1].contains("--kv-budget must be auto or a size in bytes with an optional unit (such as 512m, 4g"
                     + " or 1.5GiB), got 'lots'"), command[0] + ": " + result[1]);
         }
-        String[] zero = run("serve", "--kv-budget", "0");
+        String[] zero = NodeCommandTest.run("serve", "--kv-budget", "0");
         assertEquals("2", zero[0]);
         assertTrue(zero[1].contains("--kv-budget must be a positive size, got '0'"), zero[1]);
         String help = GraphlaneCli.commandLine().getSubcommands().get("serve").getUsageMessage();
