@@ -15,6 +15,7 @@ import io.graphlane.cluster.StageHosting;
 import io.graphlane.cluster.ParallelLayout;
 import io.graphlane.cluster.pipeline.ClusterPipeline;
 import io.graphlane.cluster.pipeline.ModelStageHosting;
+import io.graphlane.inference.backend.CacheMemory;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.server.OpenAiServer;
@@ -208,7 +209,8 @@ public final class NodeCommand implements Callable<Integer> {
                             .thenCompose(drained -> binding.terminate(Duration.ofSeconds(5)))
                             .thenApply(ignored -> Done.getInstance()));
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
-                    + httpHost + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics)");
+                    + httpHost + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics; KV-cache budget "
+                    + CacheMemory.format(generator.kvBudget().bytes()) + " per node)");
         }
         PrintWriter out = spec.commandLine().getOut();
         out.println("graphlane node: profile " + settings.profile().configName() + ", management http://" + settings.host()

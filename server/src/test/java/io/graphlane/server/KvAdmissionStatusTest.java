@@ -74,9 +74,6 @@ class KvAdmissionStatusTest {
             assertTrue(message.contains("at capacity") && message.contains("retry"), message);
             assertTrue(message.contains("256 of the 256 positions"), message);
             assertNamesNothingInternal(message);
-            // The cancelled generations gave their room back: a request that needs all of it runs.
-            JsonNode ok = server.ok("{\"prompt\":[1],\"max_tokens\":255,\"temperature\":0}");
-            assertEquals(255, ok.get("usage").get("completion_tokens").asInt());
         }
     }
 

@@ -9,7 +9,10 @@ import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -612,7 +615,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         unfreed.clear();
         stranded.values().forEach(admission::release);
         stranded.clear();
-        java.util.Set<ChangeRound> rounds = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        Set<ChangeRound> rounds = Collections.newSetFromMap(new IdentityHashMap<>());
         rounds.addAll(changeRoundOf.values());
         changeRoundOf.clear();
         rounds.forEach(r -> r.releaseTo(admission));
@@ -623,7 +626,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     /** The change works sent for some ended requests, and the reservations they free once all have finished. */
     private static final class ChangeRound {
         private final Map<Long, Long> reservations;
-        private final Set<CompletionHandle> handles = new java.util.HashSet<>();
+        private final Set<CompletionHandle> handles = new HashSet<>();
         /** Whether a lane refused one of the round's works. */
         private boolean refused;
         private boolean released;

@@ -104,7 +104,8 @@ class KvAdmissionTest {
         RecordingListener first = new RecordingListener();
         RecordingListener second = new RecordingListener();
         RecordingListener third = new RecordingListener();
-        // What admission held when the third request's first step was planned.
+        // The first request's first step holds the lane, so nothing ends before the test lets it; and what admission held
+        // when the third request's first step was planned.
         CompletableFuture<String> thirdStarted = new CompletableFuture<>();
         program.override = (stage, batch) -> {
             for (MicroBatch.Entry e : batch.entries()) {
@@ -112,7 +113,9 @@ class KvAdmissionTest {
                     thirdStarted.complete("second ended " + second.ended.isDone() + ", reserved " + p.kvReservedBytes());
                 }
             }
-            return null;
+            MicroBatch.Entry only = batch.entries().get(0);
+            return stage == 0 && batch.entries().size() == 1 && only.tokens()[0] == 1 && only.startPosition() == 0
+                    ? SimWork.held("first-1") : null;
         };
         p.submit(request(1, 60), first);
         p.submit(request(2, 30), second);
@@ -134,6 +137,7 @@ class KvAdmissionTest {
         assertEquals(90, p.kvReservedBytes(), "refusals reserve nothing");
         assertEquals(1, p.admission().queued());
 
+        backend.release("first-1");
         assertEquals(EngineFinishReason.LENGTH, first.ended.get(30, TimeUnit.SECONDS));
         assertEquals(EngineFinishReason.LENGTH, second.ended.get(30, TimeUnit.SECONDS));
         assertEquals(EngineFinishReason.LENGTH, third.ended.get(30, TimeUnit.SECONDS));
@@ -238,23 +242,31 @@ class KvAdmissionTest {
         ExecutionException e = assertThrows(ExecutionException.class, () -> failing.ended.get(30, TimeUnit.SECONDS));
         assertEquals(boom, e.getCause());
         assertEquals(EngineFinishReason.LENGTH, queued.ended.get(30, TimeUnit.SECONDS));
-        assertEquals(2, program.changeWorks.get(0).get(), "one change work per stage for each ended request that reached the stages");
         assertEveryReservationReleasedOnce(p, 20);
+        // Planned in the engine's message that ended each request: done once the engine stopped.
+        assertEquals(2, program.changeWorks.get(0).get(), "one change work per stage for each ended request that reached the stages");
     }
 
     @Test
     void aRequestPastItsDeadlineGivesItsRoomToTheQueuedOne() throws Exception {
         Pipeline<SimWork, ScriptedProgram.Slot> p = pipeline(8, 4, 1_000_001);
         CountingListener late = new CountingListener();
+        CompletableFuture<Boolean> queuedStartedAfterLateEnded = new CompletableFuture<>();
+        program.override = (stage, batch) -> {
+            if (batch.entries().get(0).tokens()[0] == 2 && batch.entries().get(0).startPosition() == 0) {
+                queuedStartedAfterLateEnded.complete(late.ended.isDone());
+            }
+            return null;
+        };
         // It would generate a million tokens: its deadline ends it first, after the steps it took.
         p.submit(new PipelineRequest(new int[] {1}, 1_000_000, -1, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200), null), late);
         RecordingListener queued = new RecordingListener();
         p.submit(request(2, 10), queued);
-        assertEquals(1, p.admission().queued());
         ExecutionException e = assertThrows(ExecutionException.class, () -> late.ended.get(30, TimeUnit.SECONDS));
         assertInstanceOf(RequestDeadlineExceededException.class, e.getCause());
         assertTrue(late.tokens.get() > 0, "it ran steps before its deadline");
         assertEquals(EngineFinishReason.LENGTH, queued.ended.get(30, TimeUnit.SECONDS));
+        assertTrue(queuedStartedAfterLateEnded.get(30, TimeUnit.SECONDS), "the queued request started once the late one's room was back");
         assertEveryReservationReleasedOnce(p, 1_000_001 + 10);
     }
 
