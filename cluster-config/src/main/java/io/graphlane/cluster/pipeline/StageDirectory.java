@@ -246,11 +246,12 @@ final class StageDirectory extends AbstractBehavior<StageDirectory.Command> {
     }
 
     /**
-     * Why stage {@code stage} cannot run now, when {@code cause} (a host's answer, as it crossed the wire or not) says
-     * so: a collective member of the stage was lost (a shard's node died), or the host refused the step because the stage
-     * is withdrawn or re-forming. Null for any other failure, which is the step's own.
+     * Why stage {@code stage} cannot run now, in words for a client, when {@code cause} (a host's answer, as it crossed
+     * the wire or not) says so: a collective member of the stage was lost (a shard's node died), or the host refused the
+     * step because the stage is withdrawn or re-forming (the host's own reason, which names its group and failure, is
+     * logged, not passed on). Null for any other failure, which is the step's own.
      */
-    static String cannotRunNow(int stage, String node, Throwable cause) {
+    String cannotRunNow(int stage, String node, Throwable cause) {
         for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause()) {
             String type = t instanceof RemoteFailureException remote ? remote.originalClass() : t.getClass().getName();
             if (MemberLostException.class.getName().equals(type)) {
@@ -258,8 +259,10 @@ final class StageDirectory extends AbstractBehavior<StageDirectory.Command> {
                         + " until a node for that shard joins and the stage re-forms";
             }
             if (StageUnavailableException.class.getName().equals(type)) {
-                String message = t instanceof RemoteFailureException remote ? remote.originalMessage() : t.getMessage();
-                return message != null ? message : "stage " + stage + " on " + node + " cannot run now";
+                getContext().getLog().info("stage {} on {} refused a step: {}", stage, node,
+                        t instanceof RemoteFailureException remote ? remote.originalMessage() : t.getMessage());
+                return "stage " + stage + " (hosted on " + node + ") cannot run now: it lost a shard's node or is re-forming;"
+                        + " it is unavailable until it has formed again";
             }
         }
         return null;
