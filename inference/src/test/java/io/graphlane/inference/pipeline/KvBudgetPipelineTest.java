@@ -27,7 +27,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * The embedded pipeline admits by KV-cache memory: on the tiny-llama fixture (4 layers, 2 kv heads of 16, 256
  * positions) with a budget of four requests of the model's maximum length, 64 such requests all finish, never holding
- * more than the budget, and the native memory they take stays near the budget rather than growing with the requests.
+ * more than the budget, and the native memory they take stays at the budget rather than growing with the requests.
  */
 class KvBudgetPipelineTest {
     private static final ActorTestKit TESTKIT = ActorTestKit.create();
@@ -72,10 +72,10 @@ class KvBudgetPipelineTest {
             }
             assertTrue(mostReserved.get() <= BUDGET, "reserved at most the budget: " + mostReserved.get());
             assertEquals(BUDGET, mostReserved.get(), "four ran at once, filling the budget");
-            // Without the budget the 64 caches would take 64 x 256 KiB = 16 MiB; with it they take at most 1 MiB, plus the
-            // stages' step buffers and activations.
+            // Without the budget the 64 caches would take 64 x 256 KiB = 16 MiB; with it they take the 1 MiB reserved (each
+            // cache grows no further than its request's reservation), plus the stages' step buffers (measured: 14 KiB).
             long grew = mostNative.get() - nativeBefore;
-            assertTrue(grew < 4 * BUDGET, "native memory grew by " + grew + " bytes for a budget of " + BUDGET);
+            assertTrue(grew < BUDGET + 512 * 1024, "native memory grew by " + grew + " bytes for a budget of " + BUDGET);
         }
     }
 
