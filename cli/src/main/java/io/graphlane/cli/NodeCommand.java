@@ -15,16 +15,20 @@ import io.graphlane.cluster.StageHosting;
 import io.graphlane.cluster.ParallelLayout;
 import io.graphlane.cluster.pipeline.ClusterPipeline;
 import io.graphlane.cluster.pipeline.ModelStageHosting;
+import io.graphlane.inference.backend.CacheMemory;
 import io.graphlane.inference.tensorparallel.TensorParallelism;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.server.OpenAiServer;
+import io.graphlane.scheduler.pipeline.PipelineSettings;
 import io.graphlane.server.ServerOptions;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -77,6 +81,14 @@ public final class NodeCommand implements Callable<Integer> {
 
     @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory to host and serve.")
     Path model;
+
+    @Option(names = "--kv-budget", paramLabel = "auto|SIZE", description = "On the serving node: the KV-cache memory of one node"
+            + " that the requests generating at once may reserve together, each its prompt plus max_tokens positions times what"
+            + " one position takes on the node holding the most of it: a size such as 512m or 4g, or auto for half of what this"
+            + " node's native memory still allows when it starts serving, taken as every node's (give the smallest node's"
+            + " budget where nodes differ). A request that does not fit now waits; one larger than the budget gets a 400"
+            + " (default: graphlane.cluster.pipeline.kv-budget, auto).")
+    String kvBudget;
 
     @Option(names = "--serve", negatable = true, description = "Run the OpenAI-compatible server on this node"
             + " (default: on for rank 0 when a model is hosted).")
@@ -156,6 +168,7 @@ public final class NodeCommand implements Callable<Integer> {
         }
         int stageCount = stages != null ? stages : tensorParallel > 1 && nodes % tensorParallel == 0 ? nodes / tensorParallel : nodes;
         ParallelLayout layout = new ParallelLayout(nodes, stageCount, tensorParallel);
+        PipelineSettings servingSettings = pipelineSettings(base, stageCount);
         if (Boolean.TRUE.equals(serve) && model == null) {
             throw new ClusterConfigException("--serve needs --model: a node serves the model its cluster hosts");
         }
@@ -190,11 +203,11 @@ public final class NodeCommand implements Callable<Integer> {
         GraphlaneNode node = GraphlaneNode.start(settings, base, layout, hosting);
         boolean serving = model != null && (serve != null ? serve : settings.rank().orElse(-1) == 0);
         if (serving) {
-            ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, stageCount,
-                    base.getInt("graphlane.cluster.pipeline.max-active-requests"));
+            ClusterPipeline generator = ClusterPipeline.start(node.system(), directory, layout, servingSettings);
             OpenAiServer server = new OpenAiServer(node.system(), generator, serverOptions);
             ServerBinding binding = server.bind(httpHost, port).toCompletableFuture().get(30, TimeUnit.SECONDS);
-            node.readiness().requireServing(() -> generator.unavailableReason().isEmpty() && !server.draining());
+            node.readiness().requireServing(() -> server.draining() ? Optional.of("the server is draining")
+                    : generator.unavailableReason());
             // On shutdown (SIGTERM runs coordinated shutdown): /health turns 503 and new completions are refused at once,
             // the ones in flight finish within --drain-seconds, then the server unbinds and the node leaves.
             CoordinatedShutdown.get(node.system()).addTask(CoordinatedShutdown.PhaseServiceUnbind(), "graphlane-drain-http",
@@ -202,7 +215,8 @@ public final class NodeCommand implements Callable<Integer> {
                             .thenCompose(drained -> binding.terminate(Duration.ofSeconds(5)))
                             .thenApply(ignored -> Done.getInstance()));
             spec.commandLine().getOut().println("graphlane node: serving " + generator.modelName() + " on http://"
-                    + httpHost + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics)");
+                    + httpHost + ":" + port + " (POST /v1/completions, POST /v1/chat/completions, GET /metrics; KV-cache budget "
+                    + CacheMemory.format(generator.kvBudget().bytes()) + " per node)");
         }
         PrintWriter out = spec.commandLine().getOut();
         out.println("graphlane node: profile " + settings.profile().configName() + ", management http://" + settings.host()
@@ -226,6 +240,21 @@ public final class NodeCommand implements Callable<Integer> {
         });
         node.system().getWhenTerminated().toCompletableFuture().join();
         return stopRequested.get() || node.readiness().isAlive() ? 0 : 1;
+    }
+
+    /**
+     * The serving engine's bounds: graphlane.cluster.pipeline.max-active-requests active and as many queued, and the KV
+     * budget of {@code --kv-budget}, else of graphlane.cluster.pipeline.kv-budget (none for auto: the pipeline derives it).
+     */
+    private PipelineSettings pipelineSettings(Config base, int stageCount) {
+        int active = base.getInt("graphlane.cluster.pipeline.max-active-requests");
+        if (active < 1) {
+            throw new ClusterConfigException("graphlane.cluster.pipeline.max-active-requests must be >= 1, got " + active);
+        }
+        PipelineSettings settings = PipelineSettings.defaults(stageCount).withRequestLimits(active, active);
+        OptionalLong budget = kvBudget != null ? KvBudgetOption.parse("--kv-budget", kvBudget)
+                : KvBudgetOption.parse("graphlane.cluster.pipeline.kv-budget", base.getString("graphlane.cluster.pipeline.kv-budget"));
+        return budget.isPresent() ? settings.withKvBudget(budget.getAsLong()) : settings;
     }
 
     private NodeSettings settings(Config base) {

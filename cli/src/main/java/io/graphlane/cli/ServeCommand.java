@@ -1,5 +1,6 @@
 package io.graphlane.cli;
 
+import io.graphlane.inference.backend.CacheMemory;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.server.OpenAiServer;
@@ -40,6 +41,13 @@ public final class ServeCommand implements Callable<Integer> {
     @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held: stored (default; the checkpoint's dtype, F16/BF16 stay 16-bit), f32, bf16, or q8"
                     + " (8-bit blocks for the projection and MLP matrices). 16-bit and 8-bit are CPU only.")
     String weights = "stored";
+
+    @Option(names = "--kv-budget", paramLabel = "auto|SIZE", defaultValue = KvBudgetOption.AUTO, description = "The KV-cache memory"
+            + " the requests generating at once may reserve together, each its prompt plus max_tokens positions: a size such as"
+            + " 512m or 4g, or auto for half of what the caches may still take once the weights are loaded (on the CPU: what"
+            + " JavaCPP still allows, by default up to -Xmx, and what the machine has available; on a GPU its free memory)."
+            + " A request that does not fit now waits; one larger than the budget gets a 400 (default ${DEFAULT-VALUE}).")
+    String kvBudget = KvBudgetOption.AUTO;
 
     @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to bind (default ${DEFAULT-VALUE}).")
     String host;
@@ -92,11 +100,13 @@ public final class ServeCommand implements Callable<Integer> {
     public Running start() throws Exception {
         ServerOptions options = http.serverOptions();
         http.drainGrace();
+        java.util.OptionalLong budget = KvBudgetOption.parse("--kv-budget", kvBudget);
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "graphlane-serve");
         InferencePipeline pipeline;
         try {
             InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel)
                     .weights(WeightFormat.parse("--weights", weights)).actorSystem(system);
+            budget.ifPresent(b::kvBudget);
             pipeline = (model == null ? b.demoModel() : b.model(model)).build();
         } catch (RuntimeException e) {
             system.terminate();
@@ -118,7 +128,8 @@ public final class ServeCommand implements Callable<Integer> {
         Running running = start();
         var out = spec.commandLine().getOut();
         out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages"
-                + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ") on http://" + host + ":" + running.port()
+                + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ", KV-cache budget "
+                + CacheMemory.format(running.model().kvBudget().bytes()) + ") on http://" + host + ":" + running.port()
                 + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics;"
                 + " Ctrl-C or SIGTERM drains and stops)");
         out.flush();

@@ -26,7 +26,8 @@ import org.junit.jupiter.api.Timeout;
  * loopback, the serving node answers {@code /v1/completions} with the fixture's greedy tokens through stages on all
  * three, a {@code kill -9} of a non-serving node fails requests with a 503 naming it, and the same start command
  * brings the node back without restarting the others; and four nodes holding two stages of two tensor-parallel shards
- * each answer with the same tokens, before and after a shard's node is killed and started again (its stage re-forms). Runs in the integration-test phase, after the jar is built.
+ * each answer with the same tokens, before and after a shard's node is killed (the first request it fails gets a 503,
+ * and /health and /ready turn 503 with it) and started again (its stage re-forms). Runs in the integration-test phase, after the jar is built.
  */
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class LocalClusterIT {
@@ -64,7 +65,12 @@ class LocalClusterIT {
                 .build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
     }
 
-    /** Polls (paced, bounded) until a completion succeeds, in case a stage host is listed again only after readiness. */
+    private HttpResponse<String> get(String url) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(30)).GET().build(),
+                HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    }
+
+        /** Polls (paced, bounded) until a completion succeeds, in case a stage host is listed again only after readiness. */
     private HttpResponse<String> completeOnceAvailable(JsonNode ids, Duration within) throws Exception {
         long deadline = System.nanoTime() + within.toNanos();
         HttpResponse<String> last;
@@ -133,16 +139,18 @@ class LocalClusterIT {
         long pid = Long.parseLong(Files.readString(RUN_DIR.resolve("node-3.pid")).trim());
         long killed = System.nanoTime();
         new ProcessBuilder("kill", "-9", Long.toString(pid)).start().waitFor();
-        // Until the lead sees the shard's host gone, a step fails in its collective instead (not a 503).
+        // Until the kill has taken effect a request may still be answered; the first that is not gets a 503 (its step
+        // meets the lost shard in a collective, or the loss is known already), never a 500.
         HttpResponse<String> lost;
         do {
             lost = complete(prompts.get(0).get("ids"));
-            if (lost.statusCode() != 503) {
-                TimeUnit.MILLISECONDS.sleep(250); // paces the polling only
-            }
-        } while (lost.statusCode() != 503 && System.nanoTime() - killed < TimeUnit.SECONDS.toNanos(45));
+        } while (lost.statusCode() == 200 && System.nanoTime() - killed < TimeUnit.SECONDS.toNanos(45));
         assertEquals(503, lost.statusCode(), lost.body());
+        assertEquals("5", lost.headers().firstValue("Retry-After").orElse(""), lost.headers().toString());
         assertTrue(lost.body().contains("stage 1"), "names the stage: " + lost.body());
+        // From then on the serving node says so, before the failure detector marks the killed node.
+        assertEquals(503, get("http://127.0.0.1:8000/health").statusCode());
+        assertEquals(503, get("http://127.0.0.1:8558/ready").statusCode());
         assertEquals(0, script("start", "4", "--model", startArgs(), "--stages", "2", "--tensor-parallel", "2"),
                 "node 3 rejoined; see " + RUN_DIR);
         for (JsonNode p : prompts) {

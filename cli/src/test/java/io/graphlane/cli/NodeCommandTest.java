@@ -11,7 +11,8 @@ import picocli.CommandLine;
 
 /** graphlane node refuses bad options with one line naming the option, before any node starts. */
 class NodeCommandTest {
-    private static String[] run(String... args) {
+    /** Runs the command line {@code args}: its exit status, then what it wrote to stderr. */
+    static String[] run(String... args) {
         CommandLine cli = GraphlaneCli.commandLine();
         StringWriter err = new StringWriter();
         cli.setErr(new PrintWriter(err));

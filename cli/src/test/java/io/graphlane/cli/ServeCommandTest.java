@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -127,11 +128,19 @@ class ServeCommandTest {
             for (String lane : List.of(stage + "-shard-0", stage + "-shard-1")) {
                 assertTrue(after.containsKey("graphlane_lane_queue_depth{lane=\"" + lane + "\"}"), lane + " lane");
             }
-            // Each tensor-parallel stage holds this request's positions (the earlier requests' were dropped by its first
-            // step): the prompt and every generated token but the last.
-            assertEquals(usage.get("prompt_tokens").asInt() + usage.get("completion_tokens").asInt() - 1,
-                    after.get("graphlane_kv_cache_positions{stage=\"" + stage + "\"}"), stage + " KV-cache positions");
+            // Each tensor-parallel stage held at most this request's positions: the prompt and every generated token but
+            // the last (the earlier requests' were freed as they ended).
+            assertTrue(after.get("graphlane_kv_cache_positions{stage=\"" + stage + "\"}")
+                    <= usage.get("prompt_tokens").asInt() + usage.get("completion_tokens").asInt() - 1, stage + " KV-cache positions");
         }
+        // The ended request's caches are freed at once, on every stage, without waiting for another request's step.
+        java.util.function.ToDoubleFunction<java.util.Map<String, Double>> held = m -> m.get("graphlane_kv_cache_positions{stage=\"stage-0\"}")
+                + m.get("graphlane_kv_cache_positions{stage=\"stage-1\"}");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (held.applyAsDouble(metrics()) > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(20); // paces the scrapes only: the server frees the caches on its own
+        }
+        assertEquals(0.0, held.applyAsDouble(metrics()), "the caches of both stages are freed once the request ended");
     }
 
     @Test

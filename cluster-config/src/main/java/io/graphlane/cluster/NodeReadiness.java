@@ -1,8 +1,10 @@
 package io.graphlane.cluster;
 
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.AbstractExtensionId;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.actor.ExtendedActorSystem;
@@ -21,7 +23,7 @@ public final class NodeReadiness implements Extension {
     private final AtomicBoolean weightsBound = new AtomicBoolean();
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
     private final AtomicBoolean stopping = new AtomicBoolean();
-    private volatile java.util.function.BooleanSupplier serving = () -> true;
+    private volatile Supplier<Optional<String>> serving = Optional::empty;
 
     /** The readiness state of {@code system}. */
     public static NodeReadiness get(ActorSystem system) {
@@ -63,7 +65,17 @@ public final class NodeReadiness implements Extension {
      * reachable host, so a node reported ready answers requests rather than 503s.
      */
     public void requireServing(java.util.function.BooleanSupplier available) {
-        this.serving = java.util.Objects.requireNonNull(available, "available");
+        Objects.requireNonNull(available, "available");
+        this.serving = () -> available.getAsBoolean() ? Optional.empty() : Optional.of("what this node serves is unavailable");
+    }
+
+    /**
+     * Makes readiness also require that {@code unavailableReason} is empty: on the serving node, why the pipeline
+     * refuses requests (a stage without a host that can run it, its engine stopped, draining), read at every check, so
+     * readiness turns false the moment the pipeline does and says why.
+     */
+    public void requireServing(Supplier<Optional<String>> unavailableReason) {
+        this.serving = Objects.requireNonNull(unavailableReason, "unavailableReason");
     }
 
     /**
@@ -71,7 +83,25 @@ public final class NodeReadiness implements Extension {
      * and the node is not stopping.
      */
     public boolean isReady() {
-        return lanesUp.get() && weightsBound.get() && fatal.get() == null && !stopping.get() && serving.getAsBoolean();
+        return whyNotReady().isEmpty();
+    }
+
+    /** Why the node is not ready, in words for whoever probes it; empty while it is ready. */
+    public Optional<String> whyNotReady() {
+        Throwable failure = fatal.get();
+        if (failure != null) {
+            return Optional.of("the node failed: " + failure.getMessage());
+        }
+        if (stopping.get()) {
+            return Optional.of("the node is stopping");
+        }
+        if (!lanesUp.get()) {
+            return Optional.of("the node's stage lanes are not up yet");
+        }
+        if (!weightsBound.get()) {
+            return Optional.of("the weights of the node's stages are not bound yet");
+        }
+        return serving.get().map(why -> "the pipeline this node serves is unavailable: " + why);
     }
 
     /** Whether no fatal failure was recorded. */

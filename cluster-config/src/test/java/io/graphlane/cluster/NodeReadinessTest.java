@@ -11,7 +11,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
-/** Readiness over Pekko Management: ready only once the node's lanes are up and its weights are bound. */
+/**
+ * Readiness over Pekko Management: ready only once the node's lanes are up and its weights are bound; a node not ready
+ * or not alive answers 503 with Retry-After and the failing check's reason.
+ */
 class NodeReadinessTest {
 
     @Test
@@ -30,7 +33,10 @@ class NodeReadinessTest {
 
             // Lanes are up but the weights are not bound: not ready, for as long as the weights are pending.
             assertFalse(node.readiness().isReady());
-            assertEquals(500, TestNodes.get(port, "/ready").statusCode());
+            java.net.http.HttpResponse<String> notReady = TestNodes.get(port, "/ready");
+            assertEquals(503, notReady.statusCode());
+            assertEquals("5", notReady.headers().firstValue("Retry-After").orElseThrow());
+            assertEquals("the weights of the node's stages are not bound yet", notReady.body(), "says why");
             assertEquals(200, TestNodes.get(port, "/alive").statusCode());
 
             weights.complete(null);
@@ -41,13 +47,13 @@ class NodeReadinessTest {
             // On a serving node readiness also follows the pipeline: not ready while a stage has no reachable host.
             java.util.concurrent.atomic.AtomicBoolean pipelineAvailable = new java.util.concurrent.atomic.AtomicBoolean(false);
             node.readiness().requireServing(pipelineAvailable::get);
-            assertEquals(500, TestNodes.get(port, "/ready").statusCode());
+            assertEquals(503, TestNodes.get(port, "/ready").statusCode());
             pipelineAvailable.set(true);
             assertEquals(200, TestNodes.get(port, "/ready").statusCode());
 
             node.readiness().markFailed(new IllegalStateException("stage 1 lane stopped"));
-            assertEquals(500, TestNodes.get(port, "/ready").statusCode());
-            assertEquals(500, TestNodes.get(port, "/alive").statusCode());
+            assertEquals(503, TestNodes.get(port, "/ready").statusCode());
+            assertEquals(503, TestNodes.get(port, "/alive").statusCode());
         } finally {
             node.shutdown().toCompletableFuture().get(30, TimeUnit.SECONDS);
         }
@@ -65,8 +71,8 @@ class NodeReadinessTest {
         try {
             node.hosted().toCompletableFuture().get(30, TimeUnit.SECONDS);
             TestNodes.awaitCondition("liveness to turn false", Duration.ofSeconds(10),
-                    () -> TestNodes.get(settings.managementPort(), "/alive").statusCode() == 500);
-            assertEquals(500, TestNodes.get(settings.managementPort(), "/ready").statusCode());
+                    () -> TestNodes.get(settings.managementPort(), "/alive").statusCode() == 503);
+            assertEquals(503, TestNodes.get(settings.managementPort(), "/ready").statusCode());
             assertTrue(node.readiness().failure().orElseThrow().getMessage().contains("model.norm.weight"));
         } finally {
             node.shutdown().toCompletableFuture().get(30, TimeUnit.SECONDS);

@@ -583,27 +583,33 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
         return out;
     }
 
+    /**
+     * The error a client gets for a generation that failed or was refused with {@code cause}, however it is wrapped
+     * ({@link GenerationFailures}): a refusal's own status and message; a lost stage member or a stopped engine 503; a
+     * deadline 504; anything else 500, logged, its message kept from the client.
+     */
     static ApiError generationError(Throwable cause) {
         if (cause instanceof ApiError api) {
             return api;
         }
-        if (cause instanceof GenerationRefusedException refused) {
-            return switch (refused.reason()) {
-                case INVALID -> ApiError.invalid("prompt", refused.getMessage());
-                case OVERLOADED -> new ApiError(StatusCodes.TOO_MANY_REQUESTS, "rate_limit_error", null, "overloaded", refused.getMessage());
-                case UNAVAILABLE -> new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "unavailable", refused.getMessage());
-            };
-        }
-        if (cause instanceof java.util.concurrent.TimeoutException
-                || cause instanceof io.graphlane.scheduler.pipeline.RequestDeadlineExceededException) {
-            return new ApiError(StatusCodes.GATEWAY_TIMEOUT, "server_error", null, "deadline_exceeded",
-                    "the completion did not finish within the server's request timeout; use \"stream\": true for long ones");
-        }
-        if (cause instanceof io.graphlane.scheduler.pipeline.RequestCancelledException) {
-            return new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "cancelled", "the generation was cancelled");
-        }
-        LOG.warn("generation failed", cause);
-        return internalError();
+        GenerationFailures.Meaning meaning = GenerationFailures.of(cause);
+        return switch (meaning.kind()) {
+            case INVALID -> ApiError.invalid(meaning.field(), meaning.message());
+            case OVERLOADED -> new ApiError(StatusCodes.TOO_MANY_REQUESTS, "rate_limit_error", null, "overloaded", meaning.message());
+            case UNAVAILABLE -> {
+                if (!(unwrap(cause) instanceof GenerationRefusedException)) {
+                    LOG.warn("a generation failed because the model became unavailable", cause);
+                }
+                yield new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "unavailable", meaning.message());
+            }
+            case DEADLINE_EXCEEDED -> new ApiError(StatusCodes.GATEWAY_TIMEOUT, "server_error", null, "deadline_exceeded",
+                    meaning.message());
+            case CANCELLED -> new ApiError(StatusCodes.SERVICE_UNAVAILABLE, "server_error", null, "cancelled", meaning.message());
+            case INTERNAL -> {
+                LOG.warn("generation failed", cause);
+                yield internalError();
+            }
+        };
     }
 
     private static ApiError internalError() {
@@ -719,6 +725,6 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
     /** The 413 for a body over {@code maxBodyBytes}. */
     private ApiError bodyTooLarge() {
         return new ApiError(StatusCodes.CONTENT_TOO_LARGE, "invalid_request_error", null, "request_too_large",
-                "the request body is larger than this server's limit of " + options.maxBodyBytes() + " bytes (serve --max-body-bytes)");
+                "the request body is larger than this server's limit of " + options.maxBodyBytes() + " bytes; send a smaller body (fewer or shorter prompts)");
     }
 }

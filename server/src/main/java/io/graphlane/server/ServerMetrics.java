@@ -3,13 +3,10 @@ package io.graphlane.server;
 import io.graphlane.inference.api.FinishReason;
 import io.graphlane.inference.api.Generation;
 import io.graphlane.inference.api.GenerationListener;
-import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.api.ServingStats;
 import io.graphlane.inference.api.TextGenerator;
-import io.graphlane.scheduler.pipeline.RequestCancelledException;
-import io.graphlane.scheduler.pipeline.RequestDeadlineExceededException;
 import io.graphlane.scheduler.pipeline.SampledToken;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -169,20 +166,14 @@ public final class ServerMetrics {
 
     /** The outcome a generation that failed with {@code cause} (or was refused with it) is counted under. */
     static Outcome outcomeOf(Throwable cause) {
-        if (cause instanceof GenerationRefusedException refused) {
-            return switch (refused.reason()) {
-                case INVALID -> Outcome.INVALID;
-                case OVERLOADED -> Outcome.OVERLOADED;
-                case UNAVAILABLE -> Outcome.UNAVAILABLE;
-            };
-        }
-        if (cause instanceof RequestCancelledException) {
-            return Outcome.CANCELLED;
-        }
-        if (cause instanceof RequestDeadlineExceededException || cause instanceof java.util.concurrent.TimeoutException) {
-            return Outcome.DEADLINE_EXCEEDED;
-        }
-        return Outcome.FAILED;
+        return switch (GenerationFailures.of(cause).kind()) {
+            case INVALID -> Outcome.INVALID;
+            case OVERLOADED -> Outcome.OVERLOADED;
+            case UNAVAILABLE -> Outcome.UNAVAILABLE;
+            case CANCELLED -> Outcome.CANCELLED;
+            case DEADLINE_EXCEEDED -> Outcome.DEADLINE_EXCEEDED;
+            case INTERNAL -> Outcome.FAILED;
+        };
     }
 
     /**

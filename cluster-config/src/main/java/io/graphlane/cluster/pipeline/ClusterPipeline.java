@@ -1,6 +1,7 @@
 package io.graphlane.cluster.pipeline;
 
 import io.graphlane.actors.lane.LaneGroup;
+import io.graphlane.cluster.ParallelLayout;
 import io.graphlane.core.completion.PoisonedPreconditionException;
 import io.graphlane.core.completion.SettableCompletion;
 import io.graphlane.inference.api.Generation;
@@ -10,22 +11,23 @@ import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.ServingStats;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
+import io.graphlane.inference.backend.CacheMemory;
 import io.graphlane.inference.chat.ChatTemplate;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.pipeline.PromptCheck;
 import io.graphlane.inference.pipeline.TrackedGeneration;
 import io.graphlane.inference.sampling.Sampler;
+import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.tokenizer.TextTokenizer;
 import io.graphlane.scheduler.pipeline.EngineFinishReason;
 import io.graphlane.scheduler.pipeline.EngineListener;
 import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineEngine;
 import io.graphlane.scheduler.pipeline.PipelineLoad;
-import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
+import io.graphlane.scheduler.pipeline.KvBudget;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
-import io.graphlane.scheduler.pipeline.PipelineStoppedException;
 import io.graphlane.scheduler.pipeline.SampledToken;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,7 +52,15 @@ import org.slf4j.LoggerFactory;
  * a local proxy lane (a lane actor over {@link StageLinks}) whose work is one batched step sent to the stage's host by
  * the {@link StageDirectory}, so micro-batches, their ordering by completion handles, deadlines, cancels, failure
  * isolation and admission are the engine's own. Submission refuses at once with UNAVAILABLE while a stage has no
- * reachable host and with OVERLOADED beyond the engine's bounds.
+ * reachable host (or its host said it cannot run now), with OVERLOADED when a request can neither start nor wait, and
+ * with INVALID when its KV-cache reservation could never fit.
+ *
+ * <p>Admission by KV-cache memory: every request holds caches on every node that hosts a stage of it, so each request
+ * reserves its prompt plus its maximum of new tokens, in positions, times what one position takes on the node that holds
+ * the most of it (its stages' layers, times a key and a value row of its share of the kv heads, in F32), against the
+ * budget of one node: the settings' ({@code --kv-budget}), or by default half of what this serving node's native memory
+ * still allows when the pipeline starts ({@link CacheMemory#hostFree()}), taken as every node's. Where the nodes differ
+ * in memory, give the serving node the smallest node's budget.
  */
 public final class ClusterPipeline implements TextGenerator {
     private static final Logger LOG = LoggerFactory.getLogger(ClusterPipeline.class);
@@ -63,13 +73,15 @@ public final class ClusterPipeline implements TextGenerator {
     private final Optional<ChatTemplate> chatTemplate;
     private final TextTokenizer tokenizer;
     private final TokenCodec codec;
-    private final AtomicReference<String> unavailable = new AtomicReference<>("the stage directory has not started");
+    private final AtomicReference<String> unavailable = new AtomicReference<>(
+            "the serving node has not yet learned which nodes host the stages");
     private final ActorRef<StageDirectory.Command> directory;
     private final LaneGroup<StageLinks.Link, SettableCompletion, RemoteStageProgram.Work> lanes;
     private final Pipeline<RemoteStageProgram.Work, RemoteStageProgram.Slot> pipeline;
     private volatile boolean closed;
 
-    private ClusterPipeline(ActorSystem<?> system, ModelDirectory model, int stages, PipelineSettings settings) {
+    private ClusterPipeline(ActorSystem<?> system, ModelDirectory model, ParallelLayout layout, PipelineSettings settings) {
+        int stages = layout.stages();
         this.name = model.name();
         this.config = model.config();
         this.eosTokenIds = model.eosTokenIds();
@@ -78,7 +90,7 @@ public final class ClusterPipeline implements TextGenerator {
         this.tokenizer = model.tokenizer();
         this.codec = TokenCodec.of(tokenizer, eosIds.length == 0 ? -1 : eosIds[0]);
         int instance = INSTANCES.incrementAndGet();
-        RemoteStageProgram program = new RemoteStageProgram(stages);
+        RemoteStageProgram program = new RemoteStageProgram(stages, kvBytesPerPosition(layout, config));
         this.directory = system.systemActorOf(StageDirectory.create(program, unavailable), "cluster-stages-" + instance,
                 Props.empty());
         List<String> laneNames = new ArrayList<>();
@@ -87,24 +99,63 @@ public final class ClusterPipeline implements TextGenerator {
         }
         this.lanes = LaneGroup.builder(system, new StageLinks("cluster-stages-" + instance, directory))
                 .lanes(laneNames.toArray(String[]::new)).spawn();
-        this.pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, settings, "cluster-pipeline-" + instance);
+        this.pipeline = Pipeline.start(system, lanes.registry(), lanes.laneIds(), program, withKvBudget(settings, program, name),
+                "cluster-pipeline-" + instance);
     }
 
     /**
-     * Serves the model of {@code model} over {@code stages} stages hosted across the cluster of {@code system}, with
-     * at most {@code maxActiveRequests} requests generating at once (and as many waiting).
+     * Serves the model of {@code model} over {@code stages} stages hosted across the cluster of {@code system}, one node
+     * per stage, with at most {@code maxActiveRequests} requests generating at once (and as many waiting) and the
+     * default KV-cache budget.
      */
     public static ClusterPipeline start(ActorSystem<?> system, ModelDirectory model, int stages, int maxActiveRequests) {
         if (maxActiveRequests < 1) {
-            throw new IllegalArgumentException("graphlane.cluster.pipeline.max-active-requests must be >= 1, got " + maxActiveRequests);
+            throw new IllegalArgumentException("the most active requests must be >= 1, got " + maxActiveRequests);
         }
-        return start(system, model, stages, PipelineSettings.defaults(stages).withRequestLimits(maxActiveRequests, maxActiveRequests));
+        return start(system, model, ParallelLayout.pipeline(stages, stages),
+                PipelineSettings.defaults(stages).withRequestLimits(maxActiveRequests, maxActiveRequests));
     }
 
-    /** Serves the model of {@code model} over {@code stages} stages hosted across the cluster, within {@code settings}. */
-    public static ClusterPipeline start(ActorSystem<?> system, ModelDirectory model, int stages, PipelineSettings settings) {
+    /**
+     * Serves the model of {@code model} over the stages (and shards) of {@code layout} hosted across the cluster, within
+     * {@code settings}; without a KV-cache budget in them, with the default one (see the class comment).
+     */
+    public static ClusterPipeline start(ActorSystem<?> system, ModelDirectory model, ParallelLayout layout, PipelineSettings settings) {
         Objects.requireNonNull(settings, "settings");
-        return new ClusterPipeline(system, model, stages, settings);
+        Objects.requireNonNull(layout, "layout");
+        return new ClusterPipeline(system, model, layout, settings);
+    }
+
+    /**
+     * The bytes one position of one request takes on the node of {@code layout} that holds the most of it: over the
+     * stages a rank hosts (or the stage it holds a shard of), their layers times a key and a value row of the rank's share
+     * of the kv heads, in F32, as each node's stage caches allocate them.
+     */
+    static long kvBytesPerPosition(ParallelLayout layout, LlamaConfig config) {
+        StagePlan plan = StagePlan.balanced(config.layerCount(), layout.stages());
+        long kvWidthPerShard = (long) config.kvHeadCount() / layout.tensorParallel() * config.headDim();
+        long most = 0;
+        for (int rank = 0; rank < layout.nodes(); rank++) {
+            long layers = 0;
+            for (int stage : layout.stagesOf(rank)) {
+                layers += plan.stage(stage).layers().size();
+            }
+            most = Math.max(most, layers * 2 * kvWidthPerShard * Float.BYTES);
+        }
+        return most;
+    }
+
+    /** {@code settings} with their KV-cache budget, or with the default one (logged). */
+    private static PipelineSettings withKvBudget(PipelineSettings settings, RemoteStageProgram program, String model) {
+        if (settings.hasKvBudget()) {
+            return settings;
+        }
+        long free = CacheMemory.hostFree();
+        long budget = CacheMemory.defaultBudget(free);
+        LOG.info("KV-cache budget of {} per node {} (half of the {} this serving node's caches may take): {} positions at {} bytes"
+                + " per position on the node holding the most", model, CacheMemory.format(budget), CacheMemory.format(free),
+                budget / Math.max(1, program.kvBytesPerPosition()), program.kvBytesPerPosition());
+        return settings.withKvBudget(budget);
     }
 
     @Override
@@ -144,7 +195,7 @@ public final class ClusterPipeline implements TextGenerator {
             return Optional.of("model " + name + " is shut down");
         }
         if (pipeline.isStopped()) {
-            return Optional.of("the pipeline engine of model " + name + " has stopped after an internal failure;"
+            return Optional.of("the engine serving model " + name + " has stopped after an internal failure;"
                     + " restart the serving node");
         }
         return Optional.ofNullable(unavailable.get());
@@ -153,6 +204,11 @@ public final class ClusterPipeline implements TextGenerator {
     @Override
     public int maxHeldRequests() {
         return pipeline.maxHeldRequests();
+    }
+
+    /** The KV-cache memory admission reserves against (one node's), and what one position of one request takes of it. */
+    public KvBudget kvBudget() {
+        return pipeline.kvBudget();
     }
 
     /** The engine's counters (steps, tokens, active and queued requests). */
@@ -169,17 +225,11 @@ public final class ClusterPipeline implements TextGenerator {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, why);
         }
         int[] prompt = PromptCheck.validPrompt(request, config);
+        PromptCheck.fitsKvBudget(prompt.length, request.maxNewTokens(), pipeline.kvBudget());
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
-        long id;
-        try {
-            id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline, new Sampler(request.sampling())),
-                    new RootCauses(tracked));
-        } catch (PipelineOverloadedException e) {
-            throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
-        } catch (PipelineStoppedException e) {
-            throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, e.getMessage());
-        }
+        long id = PromptCheck.admitted(() -> pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline,
+                new Sampler(request.sampling())), new RootCauses(tracked)));
         return tracked.bind(id, pipeline::cancel);
     }
 

@@ -18,13 +18,28 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * work's completion completes, so a reader ordered after that completion finds it filled. The last stage's slot holds
  * the logits at each request's last position, sampled here with each request's sampling state
  * ({@link LlamaStageProgram#sampleRows}, the one sampling loop). The KV-cache changes the engine asks for (a request
- * forgotten, a failed step rewound) wait per stage and travel with the next step sent to that stage's host, which
- * applies them before that step.
+ * forgotten, a failed step rewound) wait per stage and travel with the next work sent to that stage's host, which
+ * applies them before that work: a step, or the change work the engine sends at once after requests ended
+ * ({@link #planChanges}), which the host answers once it has applied them on the stage's lane. One position of one
+ * request takes {@link #kvBytesPerPosition()} on the node that holds the most of it, which is what admission reserves
+ * per position against each node's budget.
  */
 final class RemoteStageProgram implements StageProgram<RemoteStageProgram.Work, RemoteStageProgram.Slot> {
 
-    /** Stage {@code stage}'s part of one micro-batch step: read {@code input} (null on stage 0), fill {@code output}. */
+    /**
+     * Stage {@code stage}'s part of one micro-batch step: read {@code input} (null on stage 0), fill {@code output}; or,
+     * without a batch, the stage's waiting cache changes alone ({@link #changes}).
+     */
     record Work(int stage, MicroBatch batch, Slot input, Slot output) {
+        /** The work that carries stage {@code stage}'s waiting changes to its host and nothing else. */
+        static Work changes(int stage) {
+            return new Work(stage, null, null, null);
+        }
+
+        /** Whether this work carries only cache changes. */
+        boolean changesOnly() {
+            return batch == null;
+        }
     }
 
     /** One stage's output of one step, as it came back from the stage's host. */
@@ -56,13 +71,16 @@ final class RemoteStageProgram implements StageProgram<RemoteStageProgram.Work, 
     }
 
     private final int stages;
+    private final long kvBytesPerPosition;
     private final List<Queue<Change>> pending = new ArrayList<>();
 
-    RemoteStageProgram(int stages) {
+    /** A program of {@code stages} remote stages; one position of one request takes {@code kvBytesPerPosition} on the node holding the most of it. */
+    RemoteStageProgram(int stages, long kvBytesPerPosition) {
         if (stages < 1) {
             throw new IllegalArgumentException("a pipeline needs at least one stage, got " + stages);
         }
         this.stages = stages;
+        this.kvBytesPerPosition = kvBytesPerPosition;
         for (int i = 0; i < stages; i++) {
             pending.add(new ConcurrentLinkedQueue<>());
         }
@@ -99,6 +117,17 @@ final class RemoteStageProgram implements StageProgram<RemoteStageProgram.Work, 
     @Override
     public void rewind(long requestId, int position) {
         pending.forEach(q -> q.add(new Change(requestId, position)));
+    }
+
+    /** One work to stage {@code stage}'s host that carries its waiting changes; the host answers once it applied them. */
+    @Override
+    public List<StageStep.Submission<Work>> planChanges(int stage) {
+        return List.of(new StageStep.Submission<>(0, Work.changes(stage), List.of()));
+    }
+
+    @Override
+    public long kvBytesPerPosition() {
+        return kvBytesPerPosition;
     }
 
     /** Takes the changes stage {@code stage} has waiting, in the order they were asked for: the next step to it carries them. */

@@ -52,21 +52,22 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
 
     /**
      * Runs this shard of group {@code group} for step {@code stepId} over the same segments as shard 0: segment i is
-     * {@code lengths[i]} positions of request {@code requestIds[i]} from {@code starts[i]}.
+     * {@code lengths[i]} positions of request {@code requestIds[i]} from {@code starts[i]}, whose caches may reach
+     * {@code reserved[i]} positions.
      */
-    public record Step(String group, long stepId, long[] requestIds, int[] starts, int[] lengths) implements Command {
+    public record Step(String group, long stepId, long[] requestIds, int[] starts, int[] lengths, int[] reserved) implements Command {
         /** Refuses an empty step or segments that do not line up. */
         public Step {
             Objects.requireNonNull(group, "group");
             int n = requestIds.length;
-            if (n < 1 || starts.length != n || lengths.length != n) {
-                throw new IllegalArgumentException("a shard step needs one start and one length per request id, got " + n
-                        + " ids, " + starts.length + " starts, " + lengths.length + " lengths");
+            if (n < 1 || starts.length != n || lengths.length != n || reserved.length != n) {
+                throw new IllegalArgumentException("a shard step needs one start, one length and one reserved count per request id, got "
+                        + n + " ids, " + starts.length + " starts, " + lengths.length + " lengths, " + reserved.length + " reserved counts");
             }
             for (int i = 0; i < n; i++) {
-                if (lengths[i] < 1 || starts[i] < 0) {
-                    throw new IllegalArgumentException("a shard step needs rows >= 1 and a start position >= 0, got " + lengths[i]
-                            + " rows at " + starts[i]);
+                if (lengths[i] < 1 || starts[i] < 0 || reserved[i] < 1) {
+                    throw new IllegalArgumentException("a shard step needs rows >= 1, a start position >= 0 and reserved positions"
+                            + " >= 1, got " + lengths[i] + " rows at " + starts[i] + " of " + reserved[i]);
                 }
             }
         }
@@ -166,7 +167,7 @@ public final class ShardHost extends AbstractBehavior<ShardHost.Command> {
         }
         List<Segment> segments = new ArrayList<>(step.requestIds().length);
         for (int i = 0; i < step.requestIds().length; i++) {
-            segments.add(new Segment(step.requestIds()[i], step.starts()[i], step.lengths()[i]));
+            segments.add(new Segment(step.requestIds()[i], step.starts()[i], step.lengths()[i], step.reserved()[i]));
         }
         chain.submitStep(current.shard().plan(segments, null, null));
         return this;

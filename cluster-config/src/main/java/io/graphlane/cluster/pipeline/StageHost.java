@@ -46,10 +46,13 @@ import org.apache.pekko.actor.typed.receptionist.Receptionist;
  * work on k's lane that applies those changes, runs the stage's forward over the segments and copies the output out;
  * when it finishes, the activation (or, on the last stage, the logits at each segment's last position) goes back to the
  * step's sender in a {@link StageReply.StepDone}, or a {@link StageReply.StepFailed} naming the stage and this node.
- * Steps run in the order they arrive, so the changes apply before the step that carries them. A step that cannot be
- * one (no segments, no tokens, an activation that is not rank 2 or whose rows do not match the segments, a negative
- * start, positions past the model's maximum) is refused before any work, naming the field; its changes still apply,
- * and the host serves the next step as before.
+ * Steps run in the order they arrive, so the changes apply before the step that carries them. A step of no segments
+ * (and no tokens nor activation) carries only changes: the host applies them on the stage's lane after the work there
+ * and answers an empty {@link StageReply.StepDone} once they ran, so the serving node knows the caches are freed. Each
+ * segment carries the positions reserved for its request at admission, and its caches grow no further. A step that
+ * cannot be one (segments that do not line up, tokens or an activation without segments or not matching them, a
+ * negative start, positions past the model's maximum) is refused before any work, naming the field; its changes still
+ * apply, and the host serves the next step as before.
  *
  * <p>A tensor-parallel stage is hosted here by its shard 0, with the {@link ShardHost}s of its other shards on other
  * nodes: each step's changes and segments are told to them in this host's submission order, so every shard runs the
@@ -75,23 +78,51 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
 
     /**
      * Runs stage {@code stage} over one micro-batch for the serving node, which numbered it {@code stepId}: segment i is
-     * {@code lengths[i]} positions of request {@code requestIds[i]} from {@code starts[i]}; the input is {@code tokens}
-     * on stage 0 (every segment's, concatenated) and {@code activation} ({@code positions × hidden}) after it. Before the
-     * step, the KV caches of {@code forget} are dropped and those of {@code rewindIds[i]} rewound to
-     * {@code rewindPositions[i]}. The answer goes to {@code replyTo}.
+     * {@code lengths[i]} positions of request {@code requestIds[i]} from {@code starts[i]}, whose caches may reach
+     * {@code reserved[i]} positions (what admission reserved for the request); the input is {@code tokens} on stage 0
+     * (every segment's, concatenated) and {@code activation} ({@code positions × hidden}) after it. Before the step, the
+     * KV caches of {@code forget} are dropped and those of {@code rewindIds[i]} rewound to {@code rewindPositions[i]}. A
+     * step of no segments only applies those changes. The answer goes to {@code replyTo}.
      */
-    public record Step(long stepId, int stage, long[] requestIds, int[] starts, int[] lengths, int[] tokens, WireTensor activation,
-                       long[] forget, long[] rewindIds, int[] rewindPositions, ActorRef<StageReply> replyTo) implements Command {
+    public record Step(long stepId, int stage, long[] requestIds, int[] starts, int[] lengths, int[] reserved, int[] tokens,
+                       WireTensor activation, long[] forget, long[] rewindIds, int[] rewindPositions, ActorRef<StageReply> replyTo)
+            implements Command {
         /** Refuses missing parts (a malformed shape is refused by the host, naming the field). */
         public Step {
             Objects.requireNonNull(requestIds, "requestIds");
             Objects.requireNonNull(starts, "starts");
             Objects.requireNonNull(lengths, "lengths");
+            Objects.requireNonNull(reserved, "reserved");
             Objects.requireNonNull(tokens, "tokens");
             Objects.requireNonNull(forget, "forget");
             Objects.requireNonNull(rewindIds, "rewindIds");
             Objects.requireNonNull(rewindPositions, "rewindPositions");
             Objects.requireNonNull(replyTo, "replyTo");
+        }
+
+        /** A step whose requests reserved no bound of positions: their caches may grow up to the model's maximum. */
+        public Step(long stepId, int stage, long[] requestIds, int[] starts, int[] lengths, int[] tokens, WireTensor activation,
+                    long[] forget, long[] rewindIds, int[] rewindPositions, ActorRef<StageReply> replyTo) {
+            this(stepId, stage, requestIds, starts, lengths, unbounded(requestIds.length), tokens, activation, forget, rewindIds,
+                    rewindPositions, replyTo);
+        }
+
+        /** A step that carries only cache changes, to apply now. */
+        public static Step changes(long stepId, int stage, long[] forget, long[] rewindIds, int[] rewindPositions,
+                                   ActorRef<StageReply> replyTo) {
+            return new Step(stepId, stage, new long[0], new int[0], new int[0], new int[0], new int[0], null, forget, rewindIds,
+                    rewindPositions, replyTo);
+        }
+
+        /** Whether the step carries only cache changes. */
+        public boolean changesOnly() {
+            return requestIds.length == 0;
+        }
+
+        private static int[] unbounded(int n) {
+            int[] all = new int[n];
+            Arrays.fill(all, Integer.MAX_VALUE);
+            return all;
         }
 
         /** The positions the step computes: the sum of the segments' lengths. */
@@ -275,7 +306,7 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         }
         String gone = lost.get(step.stage());
         if (gone != null) {
-            refuse(step, new GraphlaneException(gone));
+            refuse(step, new StageUnavailableException(step.stage(), gone));
             return this;
         }
         String malformed = malformed(step, hosted);
@@ -288,12 +319,17 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                     + malformed));
             return this;
         }
+        if (step.changesOnly()) {
+            CompletionHandle applied = submitChanges(step.stage(), hosted, changesOf(step, hosted));
+            waiting.put(applied, new InFlight(step, hosted.group(), new AtomicReference<>(new float[0]), 0, 0));
+            return this;
+        }
         counters.stepRan(step.requestIds().length);
         NeuralOps<CpuTensor> ops = hosted.ops();
         int rows = (int) step.positions();
         List<Segment> segments = new ArrayList<>(step.requestIds().length);
         for (int i = 0; i < step.requestIds().length; i++) {
-            segments.add(new Segment(step.requestIds()[i], step.starts()[i], step.lengths()[i]));
+            segments.add(new Segment(step.requestIds()[i], step.starts()[i], step.lengths()[i], step.reserved()[i]));
         }
         float[] activation = step.stage() == 0 ? null : step.activation().toFloats();
         int inCols = step.stage() == 0 ? 0 : (int) step.activation().shape().dims()[1];
@@ -303,7 +339,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         AtomicReference<float[]> copied = new AtomicReference<>();
         Runnable changes = changesOf(step, hosted);
         if (hosted.shard() != null) {
-            ShardHost.Step shardStep = new ShardHost.Step(hosted.group(), step.stepId(), step.requestIds(), step.starts(), step.lengths());
+            ShardHost.Step shardStep = new ShardHost.Step(hosted.group(), step.stepId(), step.requestIds(), step.starts(), step.lengths(),
+                    step.reserved());
             hosted.shards().forEach(shard -> shard.tell(shardStep));
             CompletionHandle lastWork = submitSharded(step.stage(), hosted, segments, changes, step.tokens(), activation, rows, inCols, outRows,
                     outCols, copied);
@@ -369,14 +406,16 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         };
     }
 
-    /** Applies {@code changes} on the stage's lane: after the work there already, for a tensor-parallel stage by its chain. */
-    private void submitChanges(int stage, HostedStage hosted, Runnable changes) {
+    /**
+     * Applies {@code changes} on the stage's lane: after the work there already, for a tensor-parallel stage by its chain.
+     * Returns the handle of the work that applies them.
+     */
+    private CompletionHandle submitChanges(int stage, HostedStage hosted, Runnable changes) {
         ShardLanes<CpuWork>.Chain chain = chains.get(stage);
         if (hosted.shard() != null && chain != null) {
-            chain.submitCompute(changes);
-        } else {
-            submit(hosted, changes::run);
+            return chain.submitCompute(changes);
         }
+        return submit(hosted, changes::run);
     }
 
     /**
@@ -431,18 +470,21 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
      */
     private static String malformed(Step step, HostedStage hosted) {
         int n = step.requestIds().length;
-        if (n < 1) {
-            return "segments: expected at least one, found none";
+        if (step.starts().length != n || step.lengths().length != n || step.reserved().length != n) {
+            return "segments: expected " + n + " starts, lengths and reserved counts (one per request id), found "
+                    + step.starts().length + ", " + step.lengths().length + " and " + step.reserved().length;
         }
-        if (step.starts().length != n || step.lengths().length != n) {
-            return "segments: expected " + n + " starts and lengths (one per request id), found " + step.starts().length + " and "
-                    + step.lengths().length;
+        if (n == 0 && (step.tokens().length > 0 || step.activation() != null)) {
+            return "segments: expected at least one with tokens or an activation, found none";
         }
         if (step.rewindPositions().length != step.rewindIds().length) {
             return "rewinds: expected " + step.rewindIds().length + " positions (one per request id), found "
                     + step.rewindPositions().length;
         }
         long rows = step.positions();
+        if (n == 0) {
+            return null;
+        }
         if (step.stage() == 0) {
             if (step.tokens().length != rows) {
                 return "tokens: expected " + rows + " token ids (the segments' lengths), found " + step.tokens().length;
@@ -468,6 +510,9 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
             }
             if (start < 0) {
                 return "start position: expected >= 0, found " + start;
+            }
+            if (step.reserved()[i] < 1) {
+                return "reserved positions of segment " + i + ": expected >= 1, found " + step.reserved()[i];
             }
             long end = (long) start + length;
             if (end > hosted.config().maxPositions()) {

@@ -30,17 +30,18 @@ public final class StageWireSerializer extends PooledKryoSerializer {
 
     /**
      * The protocol's classes with their fixed ids; never renumbered or reused (200 to 202 were the single-request
-     * step, its poison and its forget, retired when steps became batched).
+     * step, its poison and its forget, retired when steps became batched; 205 and 210 the shard step and the step
+     * without each segment's reserved positions).
      */
     static final int STEP_DONE_ID = 203;
     static final int STEP_FAILED_ID = 204;
-    static final int SHARD_STEP_ID = 205;
     static final int SHARD_FORGET_ID = 206;
     static final int SHARD_REFORM_ID = 207;
     static final int SHARD_REFORMED_ID = 208;
     static final int SHARD_REFORM_FAILED_ID = 209;
-    static final int STEP_ID = 210;
     static final int SHARD_REWIND_ID = 211;
+    static final int STEP_ID = 212;
+    static final int SHARD_STEP_ID = 213;
 
     /** The most segments (requests) one step may carry, and the most tokens. */
     private static final int MAX_SEGMENTS = 1 << 16;
@@ -100,6 +101,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             writeLongs(out, s.requestIds());
             writeInts(out, s.starts());
             writeInts(out, s.lengths());
+            writeInts(out, s.reserved());
             writeInts(out, s.tokens());
             out.writeBoolean(s.activation() != null);
             if (s.activation() != null) {
@@ -118,13 +120,15 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             long[] ids = longs(in, "Step.requestIds", MAX_SEGMENTS);
             int[] starts = WireFields.ints(in, "Step.starts", MAX_SEGMENTS);
             int[] lengths = WireFields.ints(in, "Step.lengths", MAX_SEGMENTS);
+            int[] reserved = WireFields.ints(in, "Step.reserved", MAX_SEGMENTS);
             int[] tokens = WireFields.ints(in, "Step.tokens", MAX_TOKENS);
             WireTensor activation = in.readBoolean() ? kryo.readObject(in, WireTensor.class) : null;
             long[] forget = longs(in, "Step.forget", MAX_SEGMENTS);
             long[] rewindIds = longs(in, "Step.rewindIds", MAX_SEGMENTS);
             int[] rewindTo = WireFields.ints(in, "Step.rewindPositions", MAX_SEGMENTS);
             ActorRef<StageReply> replyTo = resolver.resolveActorRef(WireFields.requiredString(in, "Step.replyTo"));
-            return new StageHost.Step(stepId, stage, ids, starts, lengths, tokens, activation, forget, rewindIds, rewindTo, replyTo);
+            return new StageHost.Step(stepId, stage, ids, starts, lengths, reserved, tokens, activation, forget, rewindIds, rewindTo,
+                    replyTo);
         }
     }
 
@@ -165,6 +169,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             writeLongs(out, s.requestIds());
             writeInts(out, s.starts());
             writeInts(out, s.lengths());
+            writeInts(out, s.reserved());
         }
 
         @Override
@@ -174,6 +179,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
             long[] ids = longs(in, "ShardStep.requestIds", MAX_SEGMENTS);
             int[] starts = WireFields.ints(in, "ShardStep.starts", MAX_SEGMENTS);
             int[] lengths = WireFields.ints(in, "ShardStep.lengths", MAX_SEGMENTS);
+            int[] reserved = WireFields.ints(in, "ShardStep.reserved", MAX_SEGMENTS);
             long rows = 0;
             for (int l : lengths) {
                 rows += l;
@@ -182,7 +188,7 @@ public final class StageWireSerializer extends PooledKryoSerializer {
                 throw new WireFormatException("ShardStep.lengths: a shard step of " + rows + " rows; expected at most " + MAX_TOKENS);
             }
             try {
-                return new ShardHost.Step(group, stepId, ids, starts, lengths);
+                return new ShardHost.Step(group, stepId, ids, starts, lengths, reserved);
             } catch (IllegalArgumentException e) {
                 throw new WireFormatException("ShardStep: " + e.getMessage());
             }

@@ -25,11 +25,18 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.StreamSupport;
+import io.graphlane.scheduler.pipeline.PipelineSettings;
+import io.graphlane.server.OpenAiServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.cluster.UniqueAddress;
 import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.http.javadsl.ServerBinding;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -40,10 +47,12 @@ import org.junit.jupiter.api.TestMethodOrder;
 /**
  * Four nodes in one JVM holding the tiny-llama fixture as 2 stages x 2 tensor-parallel shards (rank r: shard r mod 2
  * of stage r / 2): each shard reads only its slices of the checkpoint, the shards of a stage all-reduce over the
- * cluster transport, and the serving node generates the fixture's greedy tokens. The later tests stop a shard's node,
- * then the lead's (shard 0) of a stage, and start a replacement for each: the stage re-forms with the surviving shard
- * nodes as they are; and a failed step, which leaves the stage's group poisoned, makes the stage re-form with the same
- * shards. The tests run in order.
+ * cluster transport, and the serving node generates the fixture's greedy tokens, and serves them over HTTP with its
+ * readiness following the pipeline, as {@code graphlane node --serve} does. The later tests stop a shard's node (the
+ * next request gets a 503 with Retry-After, and the serving node's /health and /ready turn 503 at once), then the
+ * lead's (shard 0) of a stage, and start a replacement for each: the stage re-forms with the surviving shard nodes as
+ * they are; and a failed step, which leaves the stage's group poisoned, makes the stage re-form with the same shards.
+ * The tests run in order.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class CrossNodeTensorParallelTest {
@@ -59,6 +68,8 @@ class CrossNodeTensorParallelTest {
     private static ClusterPipeline pipeline;
     private static JsonNode reference;
     private static UniqueAddress lostShard;
+    private static ServerBinding http;
+    private static final HttpClient CLIENT = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     @BeforeAll
     static void formCluster() throws Exception {
@@ -71,13 +82,39 @@ class CrossNodeTensorParallelTest {
         for (GraphlaneNode n : RUNNING) {
             IDENTITIES.add(n.hosted().toCompletableFuture().get(90, TimeUnit.SECONDS));
         }
-        pipeline = ClusterPipeline.start(RUNNING.get(0).system(), ModelDirectory.open(model), STAGES, 16);
+        pipeline = ClusterPipeline.start(RUNNING.get(0).system(), ModelDirectory.open(model), LAYOUT,
+                PipelineSettings.defaults(STAGES).withRequestLimits(16, 16));
+        OpenAiServer server = new OpenAiServer(RUNNING.get(0).system(), pipeline);
+        http = server.bind("127.0.0.1", 0).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        RUNNING.get(0).readiness().requireServing(pipeline::unavailableReason);
         FixtureNodes.awaitUntil("the pipeline is available", () -> pipeline.unavailableReason().isEmpty());
     }
 
     @AfterAll
     static void stopCluster() throws Exception {
+        if (http != null) {
+            http.unbind().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        }
         FixtureNodes.stop(pipeline, RUNNING, LOADER);
+    }
+
+    private static HttpResponse<String> httpGet(int port, String path) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(30))
+                .GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static int readyStatus(int managementPort) {
+        try {
+            return httpGet(managementPort, "/ready").statusCode();
+        } catch (Exception e) {
+            return -1; // not bound yet
+        }
+    }
+
+    private static HttpResponse<String> complete(String body) throws Exception {
+        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + http.localAddress().getPort() + "/v1/completions"))
+                .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
     @Test
@@ -98,13 +135,34 @@ class CrossNodeTensorParallelTest {
 
     @Test
     @Order(3)
-    void losingAShardsNodeMakesItsStageUnavailableByName() throws Exception {
+    void losingAShardsNodeAnswersTheNextRequest503AndTurnsHealthAndReadiness503AtOnce() throws Exception {
+        int httpPort = http.localAddress().getPort();
+        int managementPort = settings.get(0).managementPort();
+        assertEquals(200, httpGet(httpPort, "/health").statusCode());
+        FixtureNodes.awaitUntil("the serving node is ready", () -> readyStatus(managementPort) == 200);
         GraphlaneNode lost = RUNNING.remove(NODES - 1);
         lostShard = Cluster.get(lost.system()).selfMember().uniqueAddress();
         lost.system().terminate();
         lost.system().getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        FixtureNodes.awaitUntil("stage 1 is reported unavailable", () -> pipeline.unavailableReason().isPresent());
-        String why = pipeline.unavailableReason().get();
+
+        // The next request, whether its step meets the lost member or the loss is known already: 503, never 500.
+        HttpResponse<String> next = complete("{\"prompt\":[250],\"max_tokens\":4,\"temperature\":0}");
+        assertEquals(503, next.statusCode(), next.body());
+        assertEquals("5", next.headers().firstValue("Retry-After").orElseThrow());
+        JsonNode error = new ObjectMapper().readTree(next.body()).get("error");
+        assertEquals("unavailable", error.get("code").asText());
+        String message = error.get("message").asText();
+        assertTrue(message.contains("stage 1"), message);
+        assertTrue(!message.contains("Exception") && !message.contains("io.graphlane"), "names no class: " + message);
+        // From that moment the serving node says so, without waiting for the failure detector or the Receptionist.
+        HttpResponse<String> health = httpGet(httpPort, "/health");
+        assertEquals(503, health.statusCode(), health.body());
+        assertEquals("5", health.headers().firstValue("Retry-After").orElseThrow());
+        HttpResponse<String> ready = httpGet(managementPort, "/ready");
+        assertEquals(503, ready.statusCode(), ready.body());
+        assertTrue(ready.body().contains("stage 1"), ready.body());
+
+        String why = pipeline.unavailableReason().orElseThrow();
         assertTrue(why.contains("stage 1"), why);
         GenerationRefusedException refused = assertThrows(GenerationRefusedException.class,
                 () -> pipeline.submit(GenerationRequest.greedy(List.of(250), 4), new GenerationListener() { }));

@@ -96,6 +96,14 @@ public interface InferenceBackend<T, E, C extends Completion, W, P> extends Auto
                 + ": tensor-parallel shards run on CPU lanes only; use --backend cpu or --tensor-parallel 1");
     }
 
+    /**
+     * The bytes the KV caches may still take on this device now (called once the weights are bound and the lanes are
+     * up): by default the host's, as {@link CacheMemory#hostFree()} reads them, where the CPU's caches live.
+     */
+    default long freeCacheMemory() {
+        return CacheMemory.hostFree();
+    }
+
     /** Frees the device and what this instance opened on it; call after the lanes stopped and the weights were closed. Idempotent. */
     @Override
     void close();

@@ -90,6 +90,23 @@ public final class GpuInference implements InferenceBackend<GpuMatrix, GpuStream
         return new GpuWeightSlots();
     }
 
+    /**
+     * The device memory free now, as the driver reports it ({@code cuMemGetInfo}): the caches live in device memory.
+     * Memory the stream-ordered pool keeps for reuse is not counted as free.
+     */
+    @Override
+    public long freeCacheMemory() {
+        device.makeCurrent();
+        long[] free = new long[1];
+        long[] total = new long[1];
+        int status = jcuda.driver.JCudaDriver.cuMemGetInfo(free, total);
+        if (status != jcuda.driver.CUresult.CUDA_SUCCESS) {
+            throw new io.graphlane.core.GraphlaneException("cuMemGetInfo on " + device.deviceName() + " failed: "
+                    + jcuda.driver.CUresult.stringFor(status));
+        }
+        return free[0];
+    }
+
     /** Destroys the lanes' cuBLAS handles, stops the staging thread, then shuts the device down. */
     @Override
     public void close() {

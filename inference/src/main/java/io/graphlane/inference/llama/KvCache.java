@@ -8,8 +8,9 @@ import java.util.List;
 /**
  * The keys and values one request has produced in one stage's layers: per layer a
  * {@code capacity × kvWidth} key and value tensor whose first {@link #length()} rows hold
- * positions {@code [0, length)}. The capacity doubles on demand, up to the model's maximum
- * sequence length.
+ * positions {@code [0, length)}. The capacity doubles on demand, up to the positions reserved for the
+ * request at admission (its prompt plus its maximum of new tokens) and never past the model's maximum
+ * sequence length, so a request never holds more than admission reserved for it.
  *
  * @param <T> the backend tensor
  */
@@ -20,24 +21,43 @@ public final class KvCache<T> {
     private final long requestId;
     private final int kvWidth;
     private final int maxPositions;
+    /** The most positions this request may hold: what admission reserved, within the model's maximum. */
+    private final int limit;
     private final List<T> keys;
     private final List<T> values;
     private int capacity;
     private int length;
     private boolean released;
 
-    /** An empty cache for {@code layerCount} layers. */
+    /** An empty cache for {@code layerCount} layers that grows up to the model's maximum of {@code maxPositions}. */
     public KvCache(NeuralOps<T> ops, long requestId, int layerCount, int kvWidth, int maxPositions) {
+        this(ops, requestId, layerCount, kvWidth, maxPositions, maxPositions);
+    }
+
+    /**
+     * An empty cache for {@code layerCount} layers that grows up to {@code reservedPositions} (the positions admission
+     * reserved for the request), and never past the model's maximum of {@code maxPositions}.
+     */
+    public KvCache(NeuralOps<T> ops, long requestId, int layerCount, int kvWidth, int maxPositions, int reservedPositions) {
+        if (reservedPositions < 1) {
+            throw new IllegalArgumentException("request " + requestId + ": reserved positions must be >= 1, got " + reservedPositions);
+        }
         this.ops = ops;
         this.requestId = requestId;
         this.kvWidth = kvWidth;
         this.maxPositions = maxPositions;
+        this.limit = Math.min(maxPositions, reservedPositions);
         this.keys = new ArrayList<>(layerCount);
         this.values = new ArrayList<>(layerCount);
         for (int l = 0; l < layerCount; l++) {
             keys.add(null);
             values.add(null);
         }
+    }
+
+    /** Positions the tensors have room for now: at most what was reserved for the request. */
+    public int capacity() {
+        return capacity;
     }
 
     /** Positions held, {@code [0, length)}. */
@@ -60,7 +80,7 @@ public final class KvCache<T> {
      * {@link #length()}: a request's positions arrive in order, each once.
      *
      * @throws GraphlaneException naming the request and the positions if the order is broken or the
-     *                            sequence would pass the model's maximum
+     *                            sequence would pass the model's maximum or the positions reserved for it
      */
     public void reserve(int start, int count) {
         if (released) {
@@ -79,10 +99,14 @@ public final class KvCache<T> {
             throw new GraphlaneException("request " + requestId + ": " + needed + " positions exceed the model's maximum of "
                     + maxPositions + " (max_position_embeddings): " + count + " from position " + start);
         }
+        if (needed > limit) {
+            throw new GraphlaneException("request " + requestId + ": " + needed + " positions exceed the " + limit
+                    + " reserved for it at admission (its prompt plus its maximum of new tokens): " + count + " from position " + start);
+        }
         if (needed <= capacity) {
             return;
         }
-        int grown = (int) Math.min(maxPositions, Math.max(needed, Math.max(INITIAL_CAPACITY, 2L * capacity)));
+        int grown = (int) Math.min(limit, Math.max(needed, Math.max(INITIAL_CAPACITY, 2L * capacity)));
         for (int l = 0; l < keys.size(); l++) {
             keys.set(l, regrow(keys.get(l), grown));
             values.set(l, regrow(values.get(l), grown));

@@ -134,6 +134,17 @@ public final class LlamaStage<T> implements StageForward<T> {
         return caches.positionsInUse();
     }
 
+    /** {@code layers × 2 × kv_heads × head_dim × 4} bytes: a key and a value row of each of the stage's layers, in F32. */
+    @Override
+    public long kvBytesPerPosition() {
+        return caches.bytesPerPosition();
+    }
+
+    /** Positions the caches of {@code requestId} have room for now (at most what was reserved for it), 0 if none. */
+    public int cachedCapacity(long requestId) {
+        return caches.capacity(requestId);
+    }
+
     /** The requests this stage holds KV caches for. */
     public Set<Long> cachedRequests() {
         return caches.requests();

@@ -35,7 +35,8 @@ public final class RequestCaches<T> {
 
     /**
      * The cache of each segment's request, in segment order, with room reserved for the segment's positions; a request
-     * seen for the first time must start at position 0.
+     * seen for the first time must start at position 0, and its cache grows no further than the positions its first
+     * segment says were reserved for it.
      */
     public List<KvCache<T>> reserve(List<Segment> segments) {
         List<KvCache<T>> result = new ArrayList<>(segments.size());
@@ -46,7 +47,7 @@ public final class RequestCaches<T> {
                     throw new GraphlaneException(owner + ": request " + segment.requestId() + " is unknown here but starts at position "
                             + segment.startPosition() + " (a request starts at 0)");
                 }
-                cache = new KvCache<>(ops, segment.requestId(), layerCount, kvWidth, maxPositions);
+                cache = new KvCache<>(ops, segment.requestId(), layerCount, kvWidth, maxPositions, segment.reservedPositions());
                 caches.put(segment.requestId(), cache);
             }
             cache.reserve(segment.startPosition(), segment.length());
@@ -80,6 +81,20 @@ public final class RequestCaches<T> {
     /** The requests that have a cache. */
     public Set<Long> requests() {
         return Set.copyOf(caches.keySet());
+    }
+
+    /**
+     * The bytes one position of one request takes in these caches as they are allocated: a key and a value row of
+     * {@code kvWidth} F32 features in each layer (both backends keep their caches in F32).
+     */
+    public long bytesPerPosition() {
+        return (long) layerCount * 2 * kvWidth * Float.BYTES;
+    }
+
+    /** Positions the caches of {@code requestId} have room for now, 0 if none. */
+    public int capacity(long requestId) {
+        KvCache<T> cache = caches.get(requestId);
+        return cache == null ? 0 : cache.capacity();
     }
 
     /** Positions held for {@code requestId}, 0 if none. */

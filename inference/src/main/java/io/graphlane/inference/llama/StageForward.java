@@ -27,6 +27,14 @@ public interface StageForward<T> extends AutoCloseable {
         return 0;
     }
 
+    /**
+     * The bytes one position of one request takes in the stage's KV caches (over every shard of a split stage), as they
+     * are allocated; 0 if it keeps none.
+     */
+    default long kvBytesPerPosition() {
+        return 0;
+    }
+
     /** Frees every per-request state; called once no work runs on the stage any more. */
     @Override
     void close();

@@ -17,6 +17,7 @@ import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.ServingStats;
 import io.graphlane.inference.api.TextGenerator;
 import io.graphlane.inference.api.TokenCodec;
+import io.graphlane.inference.backend.CacheMemory;
 import io.graphlane.inference.backend.CpuInference;
 import io.graphlane.inference.backend.InferenceBackend;
 import io.graphlane.inference.chat.ChatTemplate;
@@ -35,7 +36,7 @@ import io.graphlane.inference.weights.SupervisedWeightsLoader;
 import io.graphlane.inference.weights.WeightFormat;
 import io.graphlane.scheduler.pipeline.Pipeline;
 import io.graphlane.scheduler.pipeline.PipelineLoad;
-import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
+import io.graphlane.scheduler.pipeline.KvBudget;
 import io.graphlane.scheduler.pipeline.PipelineRequest;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
 import java.nio.file.Path;
@@ -63,7 +64,17 @@ import org.slf4j.LoggerFactory;
  * {@code builder().backend(GpuInference.device(0))} (needs {@code graphlane-backend-gpu}). Each
  * stage's weights are loaded as one atomic unit through a {@link MaterializationSupervisor} on a
  * dedicated loading lane (settings under {@code graphlane.materialization}), and released at close
- * once the lanes have stopped. The embedding API:
+ * once the lanes have stopped.
+ *
+ * <p>Admission is by KV-cache memory ({@link KvBudget}): each request reserves its prompt plus its maximum of new
+ * tokens, in positions, times what one position takes in every stage's caches as they are allocated (per layer a key
+ * and a value row of {@code kv_heads × head_dim} F32 features; a tensor-parallel stage's shards each hold their share of
+ * the heads). The budget is {@link Builder#kvBudget}, or by default {@link CacheMemory#DEFAULT_SHARE half} of the
+ * memory the caches may still take once the weights are bound and the lanes are up
+ * ({@link InferenceBackend#freeCacheMemory()}: on the CPU what JavaCPP still allows, by default up to the {@code -Xmx}
+ * heap size, and what the operating system has available; on a GPU the device's free memory). A request that cannot
+ * start waits in the engine's queue; one whose reservation is larger than the budget is refused as invalid, naming its
+ * lengths and the budget. The embedding API:
  *
  * <pre>{@code
  * try (InferencePipeline model = InferencePipeline.builder().model(dir).stages(2).build()) {
@@ -167,6 +178,16 @@ public final class InferencePipeline implements TextGenerator {
         return stages.pipeline.maxHeldRequests();
     }
 
+    /** The KV-cache memory admission reserves against, and what one position of one request takes of it. */
+    public KvBudget kvBudget() {
+        return stages.pipeline.kvBudget();
+    }
+
+    /** Bytes of the KV-cache budget reserved now (running requests, and ended ones whose caches are not freed yet). */
+    public long kvReservedBytes() {
+        return stages.pipeline.kvReservedBytes();
+    }
+
     /** Requests held now (generating and queued): an admission slot is freed when its request ends. */
     public int heldRequests() {
         return stages.pipeline.heldRequests();
@@ -201,17 +222,12 @@ public final class InferencePipeline implements TextGenerator {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, unavailable);
         }
         int[] prompt = PromptCheck.validPrompt(request, config);
+        Pipeline<?, ?> pipeline = stages.pipeline;
+        PromptCheck.fitsKvBudget(prompt.length, request.maxNewTokens(), pipeline.kvBudget());
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
-        Pipeline<?, ?> pipeline = stages.pipeline;
-        long id;
-        try {
-            id = pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline, new Sampler(request.sampling())), tracked);
-        } catch (PipelineOverloadedException e) {
-            throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
-        } catch (io.graphlane.scheduler.pipeline.PipelineStoppedException e) {
-            throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE, e.getMessage());
-        }
+        long id = PromptCheck.admitted(() -> pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline,
+                new Sampler(request.sampling())), tracked));
         return tracked.bind(id, pipeline::cancel);
     }
 
@@ -335,6 +351,7 @@ public final class InferencePipeline implements TextGenerator {
                 }
                 LlamaStageProgram<T, W> program = new LlamaStageProgram<>(forwards, backend::work);
                 PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(b.stages);
+                settings = settings.withKvBudget(kvBudgetBytes(b, settings, backend, program));
                 Pipeline<W, StageSlot<T>> pipeline = Pipeline.startMultiLane(system, lanes.registry(), stageLanes, program, settings,
                         "pipeline-" + instance);
                 return new Stages<>(supervisor, supervised, lanes, stageLanes, program, pipeline);
@@ -348,6 +365,27 @@ public final class InferencePipeline implements TextGenerator {
                 supervisor.tell(new MaterializationSupervisor.Stop<>());
                 throw e;
             }
+        }
+
+        /**
+         * The KV-cache budget: the builder's, else the settings', else {@link CacheMemory#defaultBudget} of what the
+         * backend says the caches may still take, now that the weights are bound and the lanes are up (logged).
+         */
+        private static long kvBudgetBytes(Builder b, PipelineSettings settings, InferenceBackend<?, ?, ?, ?, ?> backend,
+                                          LlamaStageProgram<?, ?> program) {
+            if (b.kvBudget != null) {
+                return b.kvBudget;
+            }
+            if (settings.hasKvBudget()) {
+                return settings.kvBudgetBytes();
+            }
+            long free = backend.freeCacheMemory();
+            long budget = CacheMemory.defaultBudget(free);
+            long perPosition = program.kvBytesPerPosition();
+            LOG.info("KV-cache budget {} (half of the {} the caches may take on {}): {} positions at {} bytes per position",
+                    CacheMemory.format(budget), CacheMemory.format(free), backend.description(),
+                    perPosition == 0 ? "unbounded" : budget / perPosition, perPosition);
+            return budget;
         }
 
         /** Stops the engine and the lanes, then frees the caches, the weights and the supervisor. */
@@ -389,6 +427,7 @@ public final class InferencePipeline implements TextGenerator {
         private Consumer<StageSpec> progress = s -> { };
         private Duration loadTimeout = Duration.ofMinutes(10);
         private WeightFormat weights = WeightFormat.STORED;
+        private Long kvBudget;
 
         /** A Hugging Face model directory (config.json, tokenizer.json, safetensors). */
         public Builder model(Path dir) {
@@ -470,6 +509,22 @@ public final class InferencePipeline implements TextGenerator {
          */
         public Builder weights(WeightFormat format) {
             this.weights = Objects.requireNonNull(format, "format");
+            return this;
+        }
+
+        /**
+         * The KV-cache memory admission reserves against, in bytes (default: half of what the caches may still take once
+         * the weights are bound, see the class comment). Each request reserves its prompt plus its maximum of new tokens
+         * times what one position takes over every stage; one that does not fit waits for room, one larger than the whole
+         * budget is refused.
+         *
+         * @throws GraphlaneException naming the option when {@code bytes} is not positive
+         */
+        public Builder kvBudget(long bytes) {
+            if (bytes <= 0) {
+                throw new GraphlaneException("--kv-budget must be a positive size (such as 512m or 4g), got " + bytes + " bytes");
+            }
+            this.kvBudget = bytes;
             return this;
         }
 

@@ -26,7 +26,9 @@ import java.util.function.Function;
  * ({@link #sampledTokens}, on a device whose work only enqueues). Everything that touches
  * a stage (its forward, its KV caches) runs on that stage's lane: the caches of ended requests are
  * dropped, and those of failed steps rewound, by the next work on the lane (in order, before it reads
- * them), or when the program is closed. A {@link TensorParallelStage} runs on T lanes, one per rank: its
+ * them): a step, or the change work the engine sends at once ({@link #planChanges}), or when the program is
+ * closed. Each request's caches grow no further than the positions admission reserved for it
+ * ({@link MicroBatch.Entry#reservedPositions()}). A {@link TensorParallelStage} runs on T lanes, one per rank: its
  * step is the stage's plan of partial and reduce works ordered by completion handles
  * ({@link TensorParallelStage#plan}), rank 0's last work fills the stage's slot (and samples on the last
  * stage), and each rank's caches change by that rank's next work on its own lane.
@@ -74,7 +76,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         StageForward<T> llama = stages.get(stage);
         List<Segment> segments = new ArrayList<>(batch.entries().size());
         for (MicroBatch.Entry e : batch.entries()) {
-            segments.add(new Segment(e.requestId(), e.startPosition(), e.tokens().length));
+            segments.add(new Segment(e.requestId(), e.startPosition(), e.tokens().length, e.reservedPositions()));
         }
         StageSlot<T> out = new StageSlot<>(llama.ops());
         boolean last = stage == stages.size() - 1;
@@ -187,6 +189,29 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
                 pending.get(s).add(stage -> stage.rewind(requestId, position));
             }
         }
+    }
+
+    /** One work per lane of the stage (per rank of a tensor-parallel one) that applies what is pending there now. */
+    @Override
+    public List<StageStep.Submission<W>> planChanges(int stage) {
+        if (stages.get(stage) instanceof TensorParallelStage<T> tp) {
+            List<StageStep.Submission<W>> works = new ArrayList<>(tp.degree());
+            for (int r = 0; r < tp.degree(); r++) {
+                works.add(new StageStep.Submission<>(r, asWork.apply(tp.applyPendingOnLane(r)), List.of()));
+            }
+            return works;
+        }
+        return List.of(new StageStep.Submission<>(0, asWork.apply(() -> applyPending(stage)), List.of()));
+    }
+
+    /** Every stage's share of a position, summed: the KV bytes one position of one request takes in this pipeline. */
+    @Override
+    public long kvBytesPerPosition() {
+        long bytes = 0;
+        for (StageForward<T> stage : stages) {
+            bytes += stage.kvBytesPerPosition();
+        }
+        return bytes;
     }
 
     /** Frees every stage's KV caches; call once no work runs on the stage lanes any more. */

@@ -2,9 +2,15 @@ package io.graphlane.inference.pipeline;
 
 import io.graphlane.inference.api.GenerationRefusedException;
 import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.backend.CacheMemory;
 import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.scheduler.pipeline.KvBudget;
+import io.graphlane.scheduler.pipeline.KvBudgetExceededException;
+import io.graphlane.scheduler.pipeline.PipelineOverloadedException;
+import io.graphlane.scheduler.pipeline.PipelineStoppedException;
+import java.util.function.LongSupplier;
 
-/** The admission checks every engine applies to a request for a Llama-family model. */
+/** The admission checks every engine applies to a request for a Llama-family model, and how its refusals read to a client. */
 public final class PromptCheck {
     private PromptCheck() {
     }
@@ -25,7 +31,7 @@ public final class PromptCheck {
             }
             prompt[i] = id;
         }
-        int total = prompt.length + request.maxNewTokens();
+        long total = (long) prompt.length + request.maxNewTokens();
         if (total > config.maxPositions()) {
             throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID, "prompt (" + prompt.length
                     + " tokens) plus max new tokens (" + request.maxNewTokens() + ") is " + total
@@ -37,5 +43,46 @@ public final class PromptCheck {
                     "the logit bias names token id " + biased + ", outside the vocabulary [0, " + config.vocabSize() + ")");
         }
         return prompt;
+    }
+
+    /**
+     * Refuses a request whose KV-cache reservation ({@code promptTokens} plus {@code maxNewTokens} positions) is larger
+     * than the whole of {@code budget}: it could never run, however long it waited.
+     *
+     * @throws GenerationRefusedException (INVALID, about {@code max_tokens}) naming the lengths, the budget and what fits
+     */
+    public static void fitsKvBudget(int promptTokens, int maxNewTokens, KvBudget budget) {
+        long positions = (long) promptTokens + maxNewTokens;
+        if (!budget.fits(positions)) {
+            long room = budget.positions();
+            String fits = room > promptTokens ? "send max_tokens of at most " + (room - promptTokens) + " with this prompt"
+                    : "send a prompt of fewer than " + room + " tokens";
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID, "max_tokens",
+                    "the prompt (" + promptTokens + " tokens) plus max_tokens (" + maxNewTokens + ") is " + positions
+                            + " positions of KV cache (" + CacheMemory.format(budget.reservation(positions))
+                            + "), more than this server's whole KV-cache budget of " + room + " positions ("
+                            + CacheMemory.format(budget.bytes()) + "); " + fits);
+        }
+    }
+
+    /**
+     * Submits with {@code submit}, turning the engine's refusals into the generator's: a full engine OVERLOADED, a stopped
+     * one UNAVAILABLE, a reservation that could never fit INVALID (about {@code max_tokens}), each with a message for
+     * the client. Returns the request id.
+     */
+    public static long admitted(LongSupplier submit) {
+        try {
+            return submit.getAsLong();
+        } catch (PipelineOverloadedException e) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.OVERLOADED, e.getMessage());
+        } catch (PipelineStoppedException e) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.UNAVAILABLE,
+                    "the model is not serving: its engine has stopped; retry on another instance");
+        } catch (KvBudgetExceededException e) {
+            throw new GenerationRefusedException(GenerationRefusedException.Reason.INVALID, "max_tokens", "the prompt ("
+                    + e.promptTokens() + " tokens) plus max_tokens (" + e.maxNewTokens() + ") needs more KV-cache memory ("
+                    + CacheMemory.format(e.reservation()) + ") than this server's whole budget of " + CacheMemory.format(e.budget())
+                    + "; send a shorter prompt or a smaller max_tokens");
+        }
     }
 }

@@ -86,6 +86,11 @@ public final class LlamaShard<T> implements AutoCloseable {
         return caches.positionsInUse();
     }
 
+    /** The bytes one position of one request takes in this shard's KV caches: its share of the kv heads, in each of its layers. */
+    public long kvBytesPerPosition() {
+        return caches.bytesPerPosition();
+    }
+
     /** Frees the KV cache of {@code requestId}; false if the shard holds none. */
     public boolean endRequest(long requestId) {
         return caches.end(requestId);

@@ -201,6 +201,21 @@ public final class TensorParallelStage<T> implements StageForward<T> {
         pending.forEach(q -> q.add(shard -> shard.rewind(requestId, position)));
     }
 
+    /** Work for rank {@code rank}'s lane that applies what is pending for it (caches freed, rewound) now, not with its next step. */
+    public Runnable applyPendingOnLane(int rank) {
+        return () -> applyPending(rank);
+    }
+
+    /** Every rank's share of a position, summed: each rank holds its kv heads of every layer of the stage. */
+    @Override
+    public long kvBytesPerPosition() {
+        long bytes = 0;
+        for (LlamaShard<T> shard : shards) {
+            bytes += shard.kvBytesPerPosition();
+        }
+        return bytes;
+    }
+
     /** Every shard holds the same positions (a slice of each one's features): rank 0's count is the stage's. */
     @Override
     public long kvCachePositions() {

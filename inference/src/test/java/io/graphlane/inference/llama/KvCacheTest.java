@@ -45,4 +45,21 @@ class KvCacheTest {
         assertEquals(5, cache.length());
         cache.release();
     }
+
+    @Test
+    void aCacheGrowsNoFurtherThanThePositionsReservedForItsRequest() {
+        KvCache<CpuTensor> cache = new KvCache<>(OPS, 9, 2, 8, 2048, 100);
+        cache.reserve(0, 70);
+        cache.commit(70);
+        assertEquals(70, cache.capacity(), "the first allocation holds what the step needs");
+        cache.reserve(70, 1);
+        assertEquals(100, cache.capacity(), "doubling stops at the reservation, not at the model's 2048 positions");
+        cache.commit(1);
+        cache.reserve(71, 29);
+        cache.commit(29);
+        GraphlaneException past = assertThrows(GraphlaneException.class, () -> cache.reserve(100, 1));
+        assertTrue(past.getMessage().contains("101 positions exceed the 100 reserved for it at admission"), past.getMessage());
+        assertEquals(100, cache.capacity());
+        cache.release();
+    }
 }

@@ -14,15 +14,23 @@ import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 
 /**
- * A running pipeline engine seen from outside the actor system: thread-safe admission
- * ({@link #submit} refuses at once beyond the settings' bounds, never queues without bound)
- * and cancellation. Tokens go to each request's {@link EngineListener}.
+ * A running pipeline engine seen from outside the actor system: thread-safe admission and cancellation. Tokens go to
+ * each request's {@link EngineListener}.
+ *
+ * <p>Admission is by KV-cache memory as well as by count: each request reserves its prompt plus its maximum of new
+ * tokens, in positions, times what one position takes in the caches of every stage ({@link KvBudget}), against the
+ * settings' budget. {@link #submit} decides at once: a request starts when an active slot is free, its reservation fits
+ * what the running requests leave and no request waits before it; otherwise it waits in the queue (started, in order,
+ * as slots and memory free) while the queue has room, and is refused beyond that. A request whose reservation is larger
+ * than the whole budget is refused, since it could never run. A reservation is given back once, after its request
+ * ended and the stages freed its caches.
  */
 public final class Pipeline<W, A> {
     private final ActorSystem<?> system;
     private final ActorRef<PipelineEngine.Command> engine;
     private final LaneRegistry registry;
     private final PipelineSettings settings;
+    private final Admission admission;
     private final AtomicInteger held = new AtomicInteger();
     private final CompletionStage<Void> stopped;
     private volatile boolean stopRequested;
@@ -33,9 +41,11 @@ public final class Pipeline<W, A> {
         this.system = system;
         this.registry = registry;
         this.settings = settings;
+        this.admission = new Admission(settings, settings.hasKvBudget()
+                ? new KvBudget(settings.kvBudgetBytes(), program.kvBytesPerPosition()) : KvBudget.UNBOUNDED);
         CompletableFuture<Void> stopping = new CompletableFuture<>();
-        this.engine = system.systemActorOf(PipelineEngine.createMultiLane(registry, stageLanes, program, settings, held, load, stopping), name,
-                Props.empty());
+        this.engine = system.systemActorOf(PipelineEngine.createMultiLane(registry, stageLanes, program, settings, admission, held, load,
+                stopping), name, Props.empty());
         // The engine says so itself as it stops; the watch covers a stop that skipped its own signal.
         ActorTermination.of(system, engine, name + "-watch").thenRun(() -> stopping.complete(null));
         this.stopped = stopping;
@@ -66,25 +76,23 @@ public final class Pipeline<W, A> {
     }
 
     /**
-     * Admits {@code request}; its tokens go to {@code listener}. Returns the request id.
+     * Admits {@code request}: it starts at once or waits in the queue (see the class comment); its tokens go to
+     * {@code listener}. Returns the request id.
      *
-     * @throws PipelineOverloadedException at once if active plus queued requests are at their bounds
+     * @throws KvBudgetExceededException at once if its KV-cache reservation is larger than the whole budget
+     * @throws PipelineOverloadedException at once if it cannot start now and the queue is full
      * @throws PipelineStoppedException at once if the engine has stopped
      */
     public long submit(PipelineRequest request, EngineListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
         if (isStopped()) {
-            throw new PipelineStoppedException("the pipeline engine " + engine.path().name() + " has stopped");
+            throw new PipelineStoppedException("the pipeline has stopped and admits no new requests");
         }
-        int limit = maxHeldRequests();
-        int now = held.incrementAndGet();
-        if (now > limit) {
-            held.decrementAndGet();
-            throw new PipelineOverloadedException(now - 1, settings.maxActiveRequests(), settings.maxQueuedRequests());
-        }
+        Admission.Decision decision = admission.admit(request);
+        held.incrementAndGet();
         long id = registry.newScope(); // from the lanes' scope counter: a request id is never a micro-batch's scope
-        engine.tell(new PipelineEngine.Admit(id, request, listener));
+        engine.tell(new PipelineEngine.Admit(id, request, listener, decision == Admission.Decision.START));
         return id;
     }
 
@@ -101,6 +109,21 @@ public final class Pipeline<W, A> {
     /** The most requests admission holds at once (active plus queued); a larger batch can never be admitted whole. */
     public int maxHeldRequests() {
         return settings.maxActiveRequests() + settings.maxQueuedRequests();
+    }
+
+    /** The KV-cache memory admission reserves against ({@link KvBudget#UNBOUNDED} when the settings set none). */
+    public KvBudget kvBudget() {
+        return admission.budget();
+    }
+
+    /** What admission holds, for tests of this package. */
+    Admission admission() {
+        return admission;
+    }
+
+    /** Bytes of the KV-cache budget reserved now: by running requests, and by ended ones whose caches are not freed yet. */
+    public long kvReservedBytes() {
+        return admission.reservedBytes();
     }
 
     /** Whether the engine has stopped (asked to, or after a failure of its own): every later submission is refused. */

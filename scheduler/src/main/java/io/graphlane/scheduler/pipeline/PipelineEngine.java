@@ -9,7 +9,10 @@ import io.graphlane.core.graph.CompletionHandle;
 import io.graphlane.core.graph.LaneId;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -42,6 +45,14 @@ import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
  * cancels and single ends are kept in a {@link RequestLedger}; this engine adds the admission
  * queue, the micro-batches and the stage lanes.
  *
+ * <p>Admission ({@link Admission}, shared with the {@link Pipeline}) decides at submission whether a request starts or
+ * waits; the engine starts waiting requests in order as active slots and KV-cache memory free. When a request that
+ * reached the stages ends, the engine has the program forget it and sends the program's change works
+ * ({@link StageProgram#planChanges}) to the stage lanes at once; the request's KV-cache reservation is given back when
+ * every one of them has finished, so a reservation never outlives, nor ends before, the caches it covers. Only when the
+ * engine stops (or a stage lane stopped, after which no request runs again) are the reservations of ended requests
+ * given back at once, the caches being freed by whoever closes the program.
+ *
  * <p>The engine runs supervised: a failure of its own (a listener's exception never is one, the ledger keeps those
  * to their request) stops it with the failure logged, and on stopping, for any reason, it fails every request it
  * still holds with a {@link PipelineStoppedException} (freeing their admission slots) and cancels the lane work of
@@ -53,8 +64,11 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     public sealed interface Command permits Admit, Cancel, Stop, LaneAnswer, DeadlineReached, GetStats {
     }
 
-    /** Starts {@code request} (already counted by admission) as {@code requestId}. */
-    public record Admit(long requestId, PipelineRequest request, EngineListener listener) implements Command {
+    /**
+     * Starts {@code request} (already counted by admission) as {@code requestId}: at once when admission gave it an
+     * active slot and its KV-cache reservation ({@code started}), else once they free, in order.
+     */
+    public record Admit(long requestId, PipelineRequest request, EngineListener listener, boolean started) implements Command {
     }
 
     /** Cancels a request: its queued steps are dropped, a step in flight finishes unobserved. */
@@ -153,7 +167,19 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private final PipelineSettings settings;
     private final ActorRef<LaneProtocol.LaneReply> replies;
     private final RequestLedger<Command> requests;
+    private final Admission admission;
     private final PipelineLoad load;
+    /** The KV-cache reservation of each running request, in bytes. */
+    private final Map<Long, Long> reservations = new HashMap<>();
+    /** Reservations of ended requests whose caches the program was told to forget, not yet covered by change works sent. */
+    private final Map<Long, Long> unfreed = new HashMap<>();
+    /** The change works sent and not yet finished, each to what it frees. */
+    private final Map<CompletionHandle, ChangeRound> changeRoundOf = new HashMap<>();
+    /**
+     * Reservations of a round a lane refused a change work of (it was full): the stage's next change work applies
+     * every change still waiting, so they ride with the next round rather than being sent again at once.
+     */
+    private final Map<Long, Long> stranded = new HashMap<>();
     /** Admitted requests waiting for an active slot; every other request held is active. */
     private final ArrayDeque<Long> waiting = new ArrayDeque<>();
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
@@ -180,9 +206,10 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     private long tokens;
 
     private PipelineEngine(ActorContext<Command> context, TimerScheduler<Command> timers, LaneRegistry registry, List<List<LaneId>> stageLanes,
-                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted, PipelineLoad load,
-                           CompletableFuture<Void> stopping) {
+                           StageProgram<W, A> program, PipelineSettings settings, Admission admission, AtomicInteger admitted,
+                           PipelineLoad load, CompletableFuture<Void> stopping) {
         super(context);
+        this.admission = admission;
         this.load = load;
         this.stopping = stopping;
         this.registry = registry;
@@ -209,45 +236,18 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     /**
-     * The engine's behavior over the stage lanes {@code stageLanes} (stage k on lane k), found in
-     * {@code registry}. {@code admitted} counts requests held (the caller increments it on admission;
-     * the engine decrements it when a request ends).
+     * The engine's behavior over stages that may each run on several lanes: {@code stageLanes.get(k)} are stage k's lanes,
+     * as many as {@link StageProgram#laneCount} says, found in {@code registry}, and a submission of stage k on lane index
+     * r goes to {@code stageLanes.get(k).get(r)}. {@code admission} is what the {@link Pipeline} admits against;
+     * {@code admitted} counts requests held (the caller increments it on admission; the engine decrements it when a
+     * request ends); the engine publishes its counts to {@code load} and completes {@code stopping} as it stops, before
+     * it fails the requests it still holds, so that a caller who retries on their failure is refused at once.
      */
-    public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
-                                                  PipelineSettings settings, AtomicInteger admitted) {
-        return create(registry, stageLanes, program, settings, admitted, new PipelineLoad());
-    }
-
-    /** As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger)}, publishing its counts to {@code load}. */
-    public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
-                                                  PipelineSettings settings, AtomicInteger admitted, PipelineLoad load) {
-        return create(registry, stageLanes, program, settings, admitted, load, new CompletableFuture<>());
-    }
-
-    /**
-     * As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger, PipelineLoad)}; the engine
-     * completes {@code stopping} as it stops, before it fails the requests it still holds, so that a caller who retries
-     * on their failure is refused at once.
-     */
-    public static <W, A> Behavior<Command> create(LaneRegistry registry, List<LaneId> stageLanes, StageProgram<W, A> program,
-                                                  PipelineSettings settings, AtomicInteger admitted, PipelineLoad load,
-                                                  CompletableFuture<Void> stopping) {
-        if (stageLanes.size() != program.stageCount()) {
-            throw new IllegalArgumentException("the stage program has " + program.stageCount() + " stages but " + stageLanes.size()
-                    + " stage lanes were given");
-        }
-        return createMultiLane(registry, stageLanes.stream().map(List::of).toList(), program, settings, admitted, load, stopping);
-    }
-
-    /**
-     * As {@link #create(LaneRegistry, List, StageProgram, PipelineSettings, AtomicInteger, PipelineLoad, CompletableFuture)},
-     * over stages that may each run on several lanes: {@code stageLanes.get(k)} are stage k's lanes, as many as
-     * {@link StageProgram#laneCount} says, and a submission of stage k on lane index r goes to {@code stageLanes.get(k).get(r)}.
-     */
-    public static <W, A> Behavior<Command> createMultiLane(LaneRegistry registry, List<List<LaneId>> stageLanes,
-                                                           StageProgram<W, A> program, PipelineSettings settings, AtomicInteger admitted,
-                                                           PipelineLoad load, CompletableFuture<Void> stopping) {
+    static <W, A> Behavior<Command> createMultiLane(LaneRegistry registry, List<List<LaneId>> stageLanes, StageProgram<W, A> program,
+                                                    PipelineSettings settings, Admission admission, AtomicInteger admitted,
+                                                    PipelineLoad load, CompletableFuture<Void> stopping) {
         java.util.Objects.requireNonNull(load, "load");
+        java.util.Objects.requireNonNull(admission, "admission");
         if (stageLanes.size() != program.stageCount()) {
             throw new IllegalArgumentException("the stage program has " + program.stageCount() + " stages but lanes for " + stageLanes.size()
                     + " stages were given");
@@ -259,7 +259,7 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             }
         }
         return Behaviors.supervise(Behaviors.<Command>setup(ctx -> Behaviors.withTimers(timers ->
-                new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admitted, load, stopping))))
+                new PipelineEngine<>(ctx, timers, registry, stageLanes, program, settings, admission, admitted, load, stopping))))
                 .onFailure(SupervisorStrategy.stop().withLoggingEnabled(true));
     }
 
@@ -278,16 +278,22 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     private Behavior<Command> onAdmit(Admit admit) {
-        RequestLedger.Entry a = requests.admit(admit.requestId(), admit.request(), admit.listener());
+        long id = admit.requestId();
+        // Where it stands in admission first: a request whose deadline has passed ends inside admit() and gives its place back.
+        if (admit.started()) {
+            reservations.put(id, admission.budget().reservation(admit.request()));
+        } else {
+            waiting.add(id);
+        }
+        RequestLedger.Entry a = requests.admit(id, admit.request(), admit.listener());
         if (a != null) {
             if (stopCause != null || laneGone != null) {
                 requests.fail(a, stopCause != null ? stopCause : laneGone);
-            } else {
-                waiting.add(admit.requestId());
-                pump();
+            } else if (admit.started()) {
+                ready.add(id);
             }
         }
-        publishLoad();
+        afterChange();
         return this;
     }
 
@@ -303,6 +309,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 e.getValue().forEach(Retained::release);
                 return true;
             });
+            // Change works the lane never ran: nothing will run on it again.
+            List.copyOf(changeRoundOf.keySet()).stream().filter(h -> h.lane().equals(lane)).forEach(this::changeWorkEnded);
             if (stopCause == null) {
                 laneStopped(lane);
             }
@@ -344,13 +352,13 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
 
     private Behavior<Command> onCancel(Cancel cancel) {
         requests.cancel(cancel.requestId());
-        publishLoad();
+        afterChange();
         return this;
     }
 
     private Behavior<Command> onDeadline(DeadlineReached reached) {
         requests.deadlineReached(reached.requestId());
-        publishLoad();
+        afterChange();
         return this;
     }
 
@@ -360,12 +368,13 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     }
 
     private Behavior<Command> onStop(Stop stop) {
-        requests.failAll(id -> stop.cause());
-        abandonInFlight();
-        stopReplies.add(stop.replyTo());
         if (stopCause == null) {
             stopCause = stop.cause();
         }
+        requests.failAll(id -> stop.cause());
+        abandonInFlight();
+        releaseAllReservations();
+        stopReplies.add(stop.replyTo());
         // Some stage submissions may not be answered yet: stay until each is, or its lane has stopped (then
         // what it held is let go here), so none is lost with the outputs it holds. Nothing new is started,
         // and Stopped is told only then: whoever frees what the stage program holds once the engine stopped
@@ -408,10 +417,15 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
             getContext().getLog().error("pipeline engine {} stopped with {} requests held; they fail and the pipeline refuses new ones",
                     getContext().getSelf().path().name(), requests.size());
             String why = "the pipeline engine " + getContext().getSelf().path().name() + " stopped after an internal failure";
-            requests.failAll(id -> new PipelineStoppedException(why));
-            abandonInFlight();
-            publishLoad();
+            try {
+                requests.failAll(id -> new PipelineStoppedException(why));
+            } finally {
+                abandonInFlight();
+                releaseAllReservations();
+                publishLoad();
+            }
         }
+        releaseAllReservations();
         return this;
     }
 
@@ -422,6 +436,18 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         }
         answer.reply().forEach(reply -> {
             unanswered.remove(handleOf(reply));
+            if ((reply instanceof LaneProtocol.Finished || reply instanceof LaneProtocol.Rejected)
+                    && changeRoundOf.containsKey(handleOf(reply))) {
+                if (reply instanceof LaneProtocol.Rejected rejected) {
+                    if (rejected.reason() instanceof LaneProtocol.LaneStopped stopped) {
+                        laneStopped(stopped.lane());
+                    } else {
+                        changeRoundOf.get(rejected.handle()).refused = true;
+                    }
+                }
+                changeWorkEnded(handleOf(reply));
+                return;
+            }
             if (reply instanceof LaneProtocol.Finished finished) {
                 InFlight<A> f = stepOfHandle.get(finished.handle());
                 if (f != null && f.exitFinished(finished.handle(), finished.outcome())) {
@@ -444,9 +470,15 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
                 }
             }
         });
+        afterChange();
+        return this;
+    }
+
+    /** After any message that may have ended requests or freed room: free what ended, start what fits, publish. */
+    private void afterChange() {
+        sendChanges();
         pump();
         publishLoad();
-        return this;
     }
 
     private void publishLoad() {
@@ -502,13 +534,112 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         }
     }
 
-    /** What this engine drops when a request ends: its place in the queues and, once no step of it runs, its stage state. */
+    /**
+     * What this engine drops when a request ends: its place in the queues, its admission (a queued place, or an active
+     * slot) and, once no step of it runs, its stage state; its KV-cache reservation waits for the caches to be freed.
+     */
     private void ended(RequestLedger.Entry a) {
-        waiting.remove(a.id());
-        ready.remove(a.id());
-        readySolo.remove(a.id());
+        long id = a.id();
+        ready.remove(id);
+        readySolo.remove(id);
+        if (waiting.remove(id)) {
+            admission.queuedEnded();
+            return;
+        }
+        long bytes = reservations.remove(id);
+        admission.activeEnded();
         if (a.stepsSent() > 0 && !a.inFlight()) {
-            program.forget(a.id());
+            unfreed.put(id, bytes); // before the program is asked: a fault of it still finds the reservation to give back
+            program.forget(id);
+        } else {
+            // Nothing of it reached a stage; or the engine is stopping (or lost a lane) with its step in flight, and the
+            // program's owner frees every cache once the lanes stopped, while no request runs any more.
+            admission.release(bytes);
+        }
+    }
+
+    /**
+     * Frees at once what ended requests left on the stages: the program's change works for every stage are sent to
+     * the lanes, and the reservations of those requests are given back once every one of them has finished (at once if
+     * the program plans none: its forget freed them). While the engine stops, or after a lane stopped, nothing more is
+     * sent and the reservations are given back now.
+     */
+    private void sendChanges() {
+        if (unfreed.isEmpty()) {
+            return;
+        }
+        Map<Long, Long> covered = new HashMap<>(unfreed);
+        covered.putAll(stranded);
+        ChangeRound round = new ChangeRound(covered);
+        unfreed.clear();
+        stranded.clear();
+        if (stopCause != null || laneGone != null) {
+            round.releaseTo(admission);
+            return;
+        }
+        for (int k = 0; k < stageLanes.size(); k++) {
+            List<ActorRef<LaneProtocol.Command>> refs = stageRefs(k);
+            for (StageStep.Submission<W> s : program.planChanges(k)) {
+                CompletionHandle handle = CompletionHandle.local(stageLanes.get(k).get(s.lane()), registry.reserveSequences(1));
+                round.handles.add(handle);
+                changeRoundOf.put(handle, round);
+                unanswered.put(handle, List.copyOf(s.retain()));
+                refs.get(s.lane()).tell(new LaneProtocol.Submit<>(handle, s.work(), List.of(), s.retain(), registry.newScope(),
+                        LaneProtocol.NO_DEADLINE, 0, replies));
+            }
+        }
+        if (round.handles.isEmpty()) {
+            round.releaseTo(admission);
+        }
+    }
+
+    /**
+     * A change work finished (whatever its outcome: a failed one was a lost stage's or the program's fault), was refused
+     * or its lane stopped: once every work of its round has, the round's reservations go back, unless a lane refused one
+     * of them (the changes there are still waiting; the next round takes those reservations along).
+     */
+    private void changeWorkEnded(CompletionHandle handle) {
+        ChangeRound round = changeRoundOf.remove(handle);
+        if (round != null && round.handles.remove(handle) && round.handles.isEmpty()) {
+            if (round.refused && stopCause == null && laneGone == null) {
+                stranded.putAll(round.reservations);
+            } else {
+                round.releaseTo(admission);
+            }
+        }
+    }
+
+    /** The engine stops: every reservation it still tracks goes back once (no request will run on this engine again). */
+    private void releaseAllReservations() {
+        unfreed.values().forEach(admission::release);
+        unfreed.clear();
+        stranded.values().forEach(admission::release);
+        stranded.clear();
+        Set<ChangeRound> rounds = Collections.newSetFromMap(new IdentityHashMap<>());
+        rounds.addAll(changeRoundOf.values());
+        changeRoundOf.clear();
+        rounds.forEach(r -> r.releaseTo(admission));
+        reservations.values().forEach(admission::release);
+        reservations.clear();
+    }
+
+    /** The change works sent for some ended requests, and the reservations they free once all have finished. */
+    private static final class ChangeRound {
+        private final Map<Long, Long> reservations;
+        private final Set<CompletionHandle> handles = new HashSet<>();
+        /** Whether a lane refused one of the round's works. */
+        private boolean refused;
+        private boolean released;
+
+        ChangeRound(Map<Long, Long> reservations) {
+            this.reservations = reservations;
+        }
+
+        void releaseTo(Admission admission) {
+            if (!released) {
+                released = true;
+                reservations.values().forEach(admission::release);
+            }
         }
     }
 
@@ -517,10 +648,20 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
         return requests.size() - waiting.size();
     }
 
-    /** Starts waiting requests while active slots are free, then forms and submits steps while batch slots are free. */
+    /** Starts waiting requests, in order, while admission has a slot and room for them; then forms and submits steps while batch slots are free. */
     private void pump() {
-        while (!waiting.isEmpty() && activeCount() < settings.maxActiveRequests()) {
-            ready.add(waiting.poll());
+        if (stopCause != null) {
+            return;
+        }
+        while (!waiting.isEmpty()) {
+            long id = waiting.peek();
+            long bytes = admission.budget().reservation(requests.get(id).request());
+            if (!admission.startQueued(bytes)) {
+                break;
+            }
+            waiting.poll();
+            reservations.put(id, bytes);
+            ready.add(id);
         }
         while (!readySolo.isEmpty() && inFlight.size() < settings.maxInFlightBatches()) {
             submitStep(new MicroBatch(registry.newScope(), List.of(stepOf(requests.get(readySolo.poll())))));
@@ -541,7 +682,8 @@ public final class PipelineEngine<W, A> extends AbstractBehavior<PipelineEngine.
     /** Marks {@code a}'s next step as sent and returns its part of the micro-batch. */
     private MicroBatch.Entry stepOf(RequestLedger.Entry a) {
         requests.stepSent(a);
-        return new MicroBatch.Entry(a.id(), a.nextInput(), a.position(), a.request().sampling());
+        return new MicroBatch.Entry(a.id(), a.nextInput(), a.position(), a.request().sampling(),
+                (int) Math.min(Integer.MAX_VALUE, a.request().kvPositions()));
     }
 
     /**

@@ -27,6 +27,14 @@ public record PipelineRequest(int[] promptIds, int maxNewTokens, int[] endOfSequ
         this(promptIds, maxNewTokens, endOfSequenceToken < 0 ? new int[0] : new int[] {endOfSequenceToken}, deadlineNanos, sampling);
     }
 
+    /**
+     * The most positions the request's KV caches may hold: its prompt plus its maximum of new tokens (in long, so no
+     * sum wraps). What admission reserves for it.
+     */
+    public long kvPositions() {
+        return (long) promptIds.length + maxNewTokens;
+    }
+
     /** Whether {@code token} ends this request. */
     public boolean endsSequence(int token) {
         for (int eos : endOfSequenceTokens) {

@@ -1,5 +1,7 @@
 package io.graphlane.scheduler.pipeline;
 
+import java.util.List;
+
 /**
  * What each pipeline stage computes for one micro-batch step, as backend-native work. The
  * engine plans every stage of a step at once (each stage reading the previous stage's output)
@@ -38,7 +40,11 @@ public interface StageProgram<W, A> {
     /** Frees an output once no work reads or writes it any more; called exactly once per output. */
     void release(A output);
 
-    /** Drops the per-request state of {@code requestId} on every stage; called once no work of it is in flight. */
+    /**
+     * Drops the per-request state of {@code requestId} on every stage; called once no work of it is in flight. A program
+     * that frees it only by work on the stage lanes does so by the stage's next work there: its next step, or the work
+     * of {@link #planChanges}, which the engine sends at once.
+     */
     void forget(long requestId);
 
     /**
@@ -47,4 +53,25 @@ public interface StageProgram<W, A> {
      * request is in flight, before the request's next step is planned.
      */
     void rewind(long requestId, int position);
+
+    /**
+     * Work that applies, on stage {@code stage}'s lanes, every change to its request state asked for so far
+     * ({@link #forget}, {@link #rewind}): one submission per lane whose state changes only by work on that lane, none
+     * ordered after another, so that what ended requests held is freed now rather than by the stage's next step. The
+     * engine sends it after requests ended and releases their KV-cache reservations once every such submission of every
+     * stage has finished. Planned on the engine's thread; must not run anything. Empty (the default) for a program whose
+     * {@link #forget} frees at once, or that keeps no per-request state.
+     */
+    default List<StageStep.Submission<W>> planChanges(int stage) {
+        return List.of();
+    }
+
+    /**
+     * The bytes one position of one request takes in the KV caches of every stage (and every shard of a stage) together,
+     * as they are allocated: what admission reserves per position of a request ({@link KvBudget}). 0 (the default) for a
+     * program that keeps no per-position state.
+     */
+    default long kvBytesPerPosition() {
+        return 0;
+    }
 }

@@ -15,8 +15,13 @@
  * {@link io.graphlane.scheduler.pipeline.SampledToken} (with log-probabilities when the request asked for them) and
  * reaches the request's {@link io.graphlane.scheduler.pipeline.EngineListener} as such.
  *
- * <p>Guarantees: a request's tokens reach its listener in order, followed by exactly one end; admission is bounded
- * ({@link io.graphlane.scheduler.pipeline.PipelineOverloadedException} beyond it); a stage output is freed exactly once,
+ * <p>Guarantees: a request's tokens reach its listener in order, followed by exactly one end; admission is bounded by
+ * count and by KV-cache memory: a request runs only with an active slot and its reservation of the
+ * {@link io.graphlane.scheduler.pipeline.KvBudget} (its prompt plus its maximum of new tokens, in positions, times what
+ * one position takes on every stage), waits in a bounded queue otherwise, and is refused beyond it
+ * ({@link io.graphlane.scheduler.pipeline.PipelineOverloadedException}) or when its reservation could never fit
+ * ({@link io.graphlane.scheduler.pipeline.KvBudgetExceededException}); a reservation is given back exactly once, after
+ * its request ended and the program's change works freed its caches on every stage lane; a stage output is freed exactly once,
  * after both the work that fills it and the work that reads it have completed; a cancelled request's step in flight
  * finishes unobserved; deadlines are checked before a step is submitted, never after; a failure local to one request fails only
  * that request: when a micro-batch of several requests fails, the stages that ran are rewound for each of them and

@@ -39,9 +39,25 @@ final class ScriptedProgram implements StageProgram<SimWork, ScriptedProgram.Slo
     volatile BiFunction<Integer, MicroBatch, SimWork> override = (stage, batch) -> null;
     /** When set, {@link #forget} throws it: a fault of the program that reaches the engine. */
     volatile RuntimeException forgetFails;
+    /** What {@link #kvBytesPerPosition()} reports. */
+    volatile long bytesPerPosition;
+    /**
+     * When set, {@link #forget} only queues the request on every stage, and {@link #planChanges} plans one work per stage
+     * that frees what is queued there, as a stage whose caches live on its lane does; this hook may replace that work
+     * (null keeps it).
+     */
+    volatile boolean changesOnLanes;
+    volatile java.util.function.IntFunction<SimWork> changeWork = stage -> null;
+    /** Per stage, requests forgotten and not yet freed by a change work ({@link #changesOnLanes}). */
+    final List<ConcurrentLinkedQueue<Long>> unfreed = new ArrayList<>();
+    /** Change works planned, per stage. */
+    final Map<Integer, AtomicInteger> changeWorks = new ConcurrentHashMap<>();
 
     ScriptedProgram(int stages) {
         this.stages = stages;
+        for (int i = 0; i < stages; i++) {
+            unfreed.add(new ConcurrentLinkedQueue<>());
+        }
     }
 
     /** The scripted next token after {@code previous}. */
@@ -89,7 +105,34 @@ final class ScriptedProgram implements StageProgram<SimWork, ScriptedProgram.Slo
         if (fault != null) {
             throw fault;
         }
-        forgotten.add(requestId);
+        if (changesOnLanes) {
+            unfreed.forEach(q -> q.add(requestId));
+        } else {
+            forgotten.add(requestId);
+        }
+    }
+
+    @Override
+    public List<StageStep.Submission<SimWork>> planChanges(int stage) {
+        if (!changesOnLanes) {
+            return List.of();
+        }
+        changeWorks.computeIfAbsent(stage, k -> new AtomicInteger()).incrementAndGet();
+        SimWork custom = changeWork.apply(stage);
+        SimWork work = custom != null ? custom : SimWork.calling(() -> {
+            ConcurrentLinkedQueue<Long> q = unfreed.get(stage);
+            for (Long id = q.poll(); id != null; id = q.poll()) {
+                if (stage == stages - 1) {
+                    forgotten.add(id);
+                }
+            }
+        });
+        return List.of(new StageStep.Submission<>(0, work, List.of()));
+    }
+
+    @Override
+    public long kvBytesPerPosition() {
+        return bytesPerPosition;
     }
 
     @Override
