@@ -124,35 +124,53 @@ class InferencePipelineTest {
             assertEquals(List.of("stage-0", "stage-1"), idle.lanes().stream().map(ServingStats.Lane::name).toList());
             assertTrue(idle.stages().stream().allMatch(s -> s.busyNanos() == 0 && s.kvCachePositions() == 0), idle.toString());
 
-            GenerationResult a = model.generateAll(List.of(GenerationRequest.greedy(list(first.ids()), 8)), Duration.ofSeconds(60)).get(0);
-            // Every stage holds the prompt and every generated token but the last (it was sampled, never fed back);
-            // the caches of an ended request are dropped by the stage's next work.
-            long heldA = first.ids().length + a.generatedIds().size() - 1;
-            ServingStats afterA = model.servingStats().orElseThrow();
+            // When the first token arrives every stage has run the prompt and the request is still running: each stage
+            // holds at least the prompt's positions and at most the prompt's and the tokens generated so far.
+            java.util.concurrent.atomic.AtomicReference<List<Long>> atFirstToken = new java.util.concurrent.atomic.AtomicReference<>();
+            GenerationResult a = model.submit(GenerationRequest.greedy(list(first.ids()), 8), new GenerationListener() {
+                @Override
+                public void onToken(int tokenId) {
+                    atFirstToken.compareAndSet(null, model.servingStats().orElseThrow().stages().stream()
+                            .map(ServingStats.Stage::kvCachePositions).toList());
+                }
+            }).result().toCompletableFuture().get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(a.generatedIds().size() > 1, "the request ran past its first token: " + a.generatedIds());
+            for (long held : atFirstToken.get()) {
+                assertTrue(held >= first.ids().length && held < first.ids().length + a.generatedIds().size(), atFirstToken.get().toString());
+            }
+            // Once it ended, the engine frees its caches on every stage at once (no later work is needed).
+            ServingStats afterA = settled(model);
             for (ServingStats.Stage stage : afterA.stages()) {
-                assertEquals(heldA, stage.kvCachePositions(), stage.name());
+                assertEquals(0, stage.kvCachePositions(), stage.name() + " freed the ended request's caches: " + afterA);
                 assertTrue(stage.busyNanos() > 0, stage.name() + " ran work");
             }
 
-            GenerationResult b = model.generateAll(List.of(GenerationRequest.greedy(list(second.ids()), 4)), Duration.ofSeconds(60)).get(0);
-            ServingStats afterB = model.servingStats().orElseThrow();
+            model.generateAll(List.of(GenerationRequest.greedy(list(second.ids()), 4)), Duration.ofSeconds(60)).get(0);
+            ServingStats afterB = settled(model);
             for (int k = 0; k < 2; k++) {
-                assertEquals(second.ids().length + b.generatedIds().size() - 1, afterB.stages().get(k).kvCachePositions(),
-                        "stage " + k + " dropped the first request's caches and holds the second's");
+                assertEquals(0, afterB.stages().get(k).kvCachePositions(), afterB.toString());
                 assertTrue(afterB.stages().get(k).busyNanos() > afterA.stages().get(k).busyNanos(), "stage " + k + " busy time grows");
             }
-            // The engine and the lanes publish their counts right after the step that ended the request.
-            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
-            ServingStats settled = model.servingStats().orElseThrow();
-            while (!(settled.runningRequests() == 0 && settled.waitingRequests() == 0
-                    && settled.lanes().stream().allMatch(l -> l.depth() == 0)) && System.nanoTime() < deadline) {
-                Thread.onSpinWait();
-                settled = model.servingStats().orElseThrow();
-            }
+            ServingStats settled = settled(model);
             assertEquals(0, settled.runningRequests(), settled.toString());
             assertEquals(0, settled.waitingRequests(), settled.toString());
             assertTrue(settled.lanes().stream().allMatch(l -> l.depth() == 0), settled.toString());
         }
+    }
+
+    /**
+     * The stats once the engine, the lanes and the caches have settled after the last request ended (they publish right
+     * after the step that ended it and the change works that freed its caches), or the last seen after 30 s.
+     */
+    private static ServingStats settled(InferencePipeline model) {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+        ServingStats stats = model.servingStats().orElseThrow();
+        while (!(stats.runningRequests() == 0 && stats.waitingRequests() == 0 && stats.lanes().stream().allMatch(l -> l.depth() == 0)
+                && stats.stages().stream().allMatch(s -> s.kvCachePositions() == 0)) && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+            stats = model.servingStats().orElseThrow();
+        }
+        return stats;
     }
 
     @Test
