@@ -137,6 +137,7 @@ record CompletionRequest(
         String message = e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage() : e.getMessage();
         message = firstLine(message)
                 .replaceAll("[:;,]?\\s*(?:enable|disable) `[^`]*`(?: to allow)?", "")
+                .replaceAll("[:;,]?\\s*not allowed as per `[^`]*`", "")
                 .replaceAll("\\s*\\([^()`]*`[^`]*`[^()]*\\)", "")
                 .trim();
         String where = "";

@@ -1,5 +1,6 @@
 package io.graphlane.server;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -79,7 +80,8 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
     private final ActorSystem<?> system;
     private final TextGenerator generator;
     private final ServerOptions options;
-    private final ObjectMapper json = new ObjectMapper();
+    /** Strict about what follows the body's value: {@code {"prompt":[1]},,} is invalid JSON, not a request. */
+    private final ObjectMapper json = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
     private final AtomicLong ids = new AtomicLong();
     private final ServerMetrics metrics;
     private final ChatCompletions chat;

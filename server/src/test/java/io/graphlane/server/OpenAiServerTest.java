@@ -181,6 +181,13 @@ class OpenAiServerTest {
         assertError(r, 400, null, "not valid JSON at line 1");
         assertNoInternals(r.body());
         assertTrue(!r.body().contains("`") && !r.body().contains("Feature"), r.body());
+
+        // A value followed by more is not a request either (a lenient parser would stop at the first value).
+        assertError(post("/v1/completions", "{\"prompt\":[1]},,"), 400, null, "not valid JSON at line 1, column 15: Unexpected character (',' ");
+        HttpResponse<String> trailing = post("/v1/completions", "{\"prompt\":[1]} {\"prompt\":[2]}");
+        assertError(trailing, 400, null, "not valid JSON at line 1, column 16: Trailing token (of type START_OBJECT) found after value");
+        assertNoInternals(trailing.body());
+        assertTrue(!trailing.body().contains("`") && !trailing.body().contains("Feature"), trailing.body());
     }
 
     @Test
