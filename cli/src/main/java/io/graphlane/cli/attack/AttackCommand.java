@@ -1,7 +1,10 @@
 package io.graphlane.cli.attack;
 
 import io.graphlane.core.GraphlaneException;
+import java.io.PrintWriter;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -11,7 +14,9 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code graphlane attack}: sends a running server or node what a hostile client or peer would, checks after each
@@ -23,6 +28,9 @@ import picocli.CommandLine.Option;
                 + " silence), checking after each attack that it still serves. Exits 1 on a crash, a failed follow-up or a wrong"
                 + " answer. Only against your own servers.")
 public final class AttackCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
 
     @Option(names = "--target", paramLabel = "URL", description = "The OpenAI API to attack, e.g. http://127.0.0.1:8000.")
     URI target;
@@ -54,6 +62,11 @@ public final class AttackCommand implements Callable<Integer> {
             description = "How long the silent peer connection is held (default ${DEFAULT-VALUE}).")
     long silenceSeconds;
 
+    @Option(names = "--crowd-from", paramLabel = "ADDRESS", description = "The local address the idle and trickling connections"
+            + " come from (default: 127.0.0.2 against a loopback target, so that the health checks from 127.0.0.1 are another"
+            + " client's and a per-client connection cap does not refuse them; otherwise the system's choice).")
+    String crowdFrom;
+
     @Option(names = "--json", description = "Print one JSON object instead of a table.")
     boolean json;
 
@@ -74,7 +87,7 @@ public final class AttackCommand implements Callable<Integer> {
             throw new GraphlaneException("--pid " + pid + ": no such process on this host");
         }
         HttpAttacks http = target == null ? null : new HttpAttacks(baseOf(target), () -> memory != null && !memory.alive(),
-                connections, Duration.ofSeconds(trickleSeconds));
+                connections, Duration.ofSeconds(trickleSeconds), crowdAddress(target));
         ArteryAttacks peer = artery == null ? null : new ArteryAttacks(address(artery), management,
                 () -> memory != null && !memory.alive(), Duration.ofSeconds(silenceSeconds));
 
@@ -112,7 +125,9 @@ public final class AttackCommand implements Callable<Integer> {
         AttackReport report = new AttackReport(rounds, (System.nanoTime() - start) / 1e9, results,
                 peak.get() < 0 ? OptionalLong.empty() : OptionalLong.of(peak.get()),
                 memory == null ? OptionalLong.empty() : memory.peakBytes());
-        System.out.print(json ? report.toJson() + "\n" : report.toText());
+        PrintWriter out = spec.commandLine().getOut();
+        out.print(json ? report.toJson() + "\n" : report.toText());
+        out.flush();
         return report.passed() ? 0 : 1;
     }
 
@@ -121,6 +136,32 @@ public final class AttackCommand implements Callable<Integer> {
             throw new GraphlaneException("--target: expected http://HOST:PORT, got " + url);
         }
         return URI.create("http://" + url.getHost() + ":" + url.getPort() + "/");
+    }
+
+    /**
+     * Where the crowd comes from: {@code --crowd-from}, else 127.0.0.2 against an IPv4 loopback target where this host
+     * has it (Linux routes all of 127/8 to loopback), else null: the system's choice.
+     */
+    private InetAddress crowdAddress(URI target) throws UnknownHostException {
+        if (crowdFrom != null) {
+            InetAddress chosen = InetAddress.getByName(crowdFrom);
+            if (!bindable(chosen)) {
+                throw new GraphlaneException("--crowd-from " + crowdFrom + ": not an address of this host");
+            }
+            return chosen;
+        }
+        InetAddress host = InetAddress.getByName(target.getHost());
+        InetAddress second = InetAddress.getByName("127.0.0.2");
+        return host instanceof java.net.Inet4Address && host.isLoopbackAddress() && bindable(second) ? second : null;
+    }
+
+    private static boolean bindable(InetAddress address) {
+        try (java.net.Socket probe = new java.net.Socket()) {
+            probe.bind(new InetSocketAddress(address, 0));
+            return true;
+        } catch (java.io.IOException e) {
+            return false;
+        }
     }
 
     private static InetSocketAddress address(String hostPort) {

@@ -3,6 +3,7 @@ package io.graphlane.cli.attack;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.ConnectException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URI;
@@ -32,16 +33,20 @@ final class HttpAttacks {
     private final Supplier<Boolean> targetGone;
     private final int connections;
     private final Duration trickle;
+    private final InetAddress crowdFrom;
 
     /**
      * Attacks on {@code base} (scheme, host and port); {@code targetGone} tells whether the target's process has ended
-     * (when it is known), {@code connections} how many idle or trickling connections to hold, {@code trickle} how long.
+     * (when it is known), {@code connections} how many idle or trickling connections to hold, {@code trickle} how long,
+     * {@code crowdFrom} the local address they come from (null: the system's choice), so that the health checks, made
+     * from the system's choice, are another client's.
      */
-    HttpAttacks(URI base, Supplier<Boolean> targetGone, int connections, Duration trickle) {
+    HttpAttacks(URI base, Supplier<Boolean> targetGone, int connections, Duration trickle, InetAddress crowdFrom) {
         this.base = base;
         this.targetGone = targetGone;
         this.connections = connections;
         this.trickle = trickle;
+        this.crowdFrom = crowdFrom;
         this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
     }
 
@@ -119,6 +124,11 @@ final class HttpAttacks {
     private void malformedBodies(Tally t) {
         List<String> bodies = new ArrayList<>();
         for (int i = 0; i < 40; i++) {
+            if (i % 3 == 1 && i % 2 == 1 && i % 5 == 0) {
+                continue; // {"prompt": [1, 2]}: valid
+            }
+            // Cut short, unbalanced, or followed by commas after the object's end (invalid JSON, though a lenient
+            // parser that stops at the first value takes it).
             bodies.add("{\"prompt\": [1, 2" + "]".repeat(i % 3) + "}".repeat(i % 2) + ",".repeat(i % 5));
         }
         bodies.add("{\"prompt\": 5}");
@@ -258,8 +268,12 @@ final class HttpAttacks {
         return HttpRequest.newBuilder(base.resolve(path)).header("Content-Type", "application/json");
     }
 
+    /** A crowd connection, from {@code crowdFrom}. */
     private Socket open() throws IOException {
         Socket s = new Socket();
+        if (crowdFrom != null) {
+            s.bind(new InetSocketAddress(crowdFrom, 0));
+        }
         s.connect(new InetSocketAddress(base.getHost(), base.getPort()), 5_000);
         return s;
     }
