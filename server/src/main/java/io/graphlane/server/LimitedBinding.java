@@ -79,8 +79,7 @@ public final class LimitedBinding {
         return settings
                 .withTimeouts(settings.getTimeouts().withRequestTimeout(answer).withIdleTimeout(backstop))
                 .withMaxConnections(pekkoConnections)
-                .withRemoteAddressAttribute(true)
-                .withParsingErrorHandler(CutHeadParsingErrorHandler.class.getName());
+                .withRemoteAddressAttribute(true);
     }
 
     /** A connection handler that closes the connection at once, before reading anything. */

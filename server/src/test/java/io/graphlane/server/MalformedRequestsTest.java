@@ -16,6 +16,11 @@ import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.event.NoLogging$;
+import org.apache.pekko.http.scaladsl.model.ErrorInfo;
+import org.apache.pekko.http.scaladsl.model.StatusCodes;
+import org.apache.pekko.http.scaladsl.settings.ServerSettings;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
@@ -103,6 +108,23 @@ class MalformedRequestsTest {
             // JVM warned less than 10 s ago and this one opened none).
             assertTrue(log.count(Level.WARN) <= 2, log.count(Level.WARN) + " warnings for " + requests + " malformed requests");
             assertEquals(200, server.get("/health").statusCode());
+        }
+    }
+
+    @Test
+    void aHeadCutByItsConnectionsEndIsNoWarning() {
+        ActorTestKit testKit = ActorTestKit.create();
+        try (Captured log = new Captured(MalformedRequests.class.getName())) {
+            ServerSettings settings = (ServerSettings) org.apache.pekko.http.javadsl.settings.ServerSettings.create(testKit.system().classicSystem());
+            MalformedRequests handler = new MalformedRequests();
+            handler.handle(StatusCodes.BadRequest(), new ErrorInfo(MalformedRequests.CUT_HEAD, ""), NoLogging$.MODULE$, settings);
+            assertEquals(0, log.count(Level.WARN), "a head cut by the header-read timeout is no warning");
+            assertEquals(1, log.count(Level.DEBUG));
+            handler.handle(StatusCodes.NotImplemented(), new ErrorInfo("Unsupported HTTP method: BREW", ""), NoLogging$.MODULE$, settings);
+            assertEquals(2, log.count(Level.WARN) + log.count(Level.DEBUG), "any other parsing error goes through the rate-limited warnings");
+            assertTrue(log.events.list.get(1).getFormattedMessage().contains("BREW"), log.events.list.get(1).getFormattedMessage());
+        } finally {
+            testKit.shutdownTestKit();
         }
     }
 
