@@ -39,8 +39,13 @@ seq_len = max(position_ids) + 1, and keys enter the cache already rotated, so:
   far (initially max_position_embeddings); keys already in the cache keep the
   frequencies of the forward that made them (no re-rotation);
 - longrope: a forward with seq_len > original_max_position_embeddings uses
-  long_factor, otherwise short_factor; cached keys keep theirs; the attention factor
-  (sqrt(1 + ln(max_pos/orig)/ln(orig)) unless given) scales cos and sin always;
+  long_factor, otherwise short_factor; the attention factor (sqrt(1 + ln(max_pos/orig)
+  / ln(orig)) unless given) scales cos and sin in every forward, short or long. For
+  Phi3ForCausalLM, prepare_inputs_for_generation drops the cache at the step where the
+  sequence first reaches original_max_position_embeddings + 1 tokens while the cache
+  holds <= original_max_position_embeddings, so that forward recomputes every key with
+  the long factors (a prompt that crosses the length during decoding sees one full
+  recompute, then cached decoding again);
 - yarn: fixed frequencies, cos and sin scaled by attention_factor (default
   0.1*ln(factor)+1, or the mscale/mscale_all_dim ratio).
 
@@ -325,6 +330,11 @@ class Model:
             self.scaling = self.hd ** -0.5
         self.attn_cap = cfg.get("attn_logit_softcapping") if self.gemma else None
         self.final_cap = cfg.get("final_logit_softcapping") if self.gemma else None
+        # Phi3ForCausalLM.prepare_inputs_for_generation drops the cache at the step where the
+        # sequence first grows past original_max_position_embeddings, so generate recomputes
+        # every key with the long factors (rope_scaling set, 4.57; the top-level field, 5.x)
+        self.phi3_switch_reset = (self.fam == "phi3" and bool(cfg.get("rope_scaling") or cfg.get("rope_parameters"))
+                                  and "original_max_position_embeddings" in cfg)
         self.lm_head = w.get("lm_head.weight")
         if self.lm_head is None:
             if not cfg.get("tie_word_embeddings", False):
@@ -421,19 +431,27 @@ class Model:
 def greedy(model, ids, steps):
     """HF generate(do_sample=False) with a KV cache, from a fresh model state."""
     model.reset()
-    logits = model.forward(ids)[-1]
+    seq = list(ids)
+    logits = model.forward(seq)[-1]
     last = logits.copy()
     toks, margins, tops, rel = [], [], [], []
     for s in range(steps):
         order = np.argsort(-logits, kind="stable")
         t = int(order[0])
         toks.append(t)
+        seq.append(t)
         margins.append(float(logits[order[0]] - logits[order[1]]))
         tops.append(float(logits[order[0]]))
         rel.append(margins[-1] / float(np.max(np.abs(logits))))
         if s + 1 < steps:
-            logits = model.forward([t])[-1]
+            orig = model.cfg.get("original_max_position_embeddings")
+            if model.phi3_switch_reset and len(seq) >= orig + 1 and model.pos <= orig:
+                model.reset()
+                logits = model.forward(seq)[-1]
+            else:
+                logits = model.forward([t])[-1]
     return last, toks, margins, tops, rel
+
 
 # ----------------------------------------------------------------------------- cases
 
@@ -585,7 +603,8 @@ _case("llama3-rope-params-v5", 101, _v5(_llama_cfg(rope_scaling=dict(LLAMA3_SCAL
 _case("default-rope-params-v5", 103, _v5(_llama_cfg(rope_theta=500000.0)), 1)
 _case("linear-rope", 104, _llama_cfg(rope_scaling={"factor": 4.0, "rope_type": "linear"}), 1)
 _case("dynamic-rope", 105, _llama_cfg(max_position_embeddings=16,
-                                      rope_scaling={"factor": 2.0, "rope_type": "dynamic"}), 1)
+                                      rope_scaling={"factor": 2.0, "rope_type": "dynamic"}), 1,
+      discriminate=(12, 24, 60))
 _case("yarn-rope", 106, _llama_cfg(max_position_embeddings=64, rope_theta=1000.0,
                                    rope_scaling={"factor": 4.0, "original_max_position_embeddings": 16,
                                                  "rope_type": "yarn"}), 1)
@@ -598,8 +617,8 @@ _case("attention-bias", 110, _llama_cfg(attention_bias=True), 1)
 _case("qwen2", 111, _qwen2_cfg(), 1)
 _case("qwen3", 112, _qwen3_cfg(), 1)
 _case("mistral-sliding-window", 113, _mistral_cfg(), 1)
-_case("phi3-longrope", 201, _phi3_cfg(1.0, False, None, 2010), 2)
-_case("phi4-mini", 202, _phi3_cfg(0.75, True, 262144, 2020), 2)
+_case("phi3-longrope", 201, _phi3_cfg(1.0, False, None, 2010), 2, discriminate=(12,))
+_case("phi4-mini", 202, _phi3_cfg(0.75, True, 262144, 2020), 2, discriminate=(12,))
 _case("qwen3-params-v5", 112, _v5(_qwen3_cfg()), 2)
 _case("gemma2", 301, _gemma2_cfg(), 3)
 _case("gemma3-text", 302, _gemma3_cfg(), 3)
@@ -670,23 +689,47 @@ def make_weights(cfg, seed, gains=None):
         elif kind == "qk":
             a = rng.normal(0.0, 1.6 / math.sqrt(shape[1]), shape)
         else:
-            g = gains.get(name.split(".")[-2], 1.0)
+            g = float(gains.get(name.split(".")[-2], 1.0))
             a = rng.normal(0.0, g / math.sqrt(shape[1]), shape)
         out[name] = a.astype(np.float32)
     return out
 
 
-def pick_prompts(model, seed):
+def alternative(model, ids):
+    """The plausible mistake a discriminating prompt must expose: for Phi-3, keeping the
+    cache across the short->long switch; otherwise re-rotating every key each step."""
+    if model.phi3_switch_reset:
+        model.phi3_switch_reset = False
+        try:
+            return greedy(model, ids, GREEDY_STEPS)
+        finally:
+            model.phi3_switch_reset = True
+    return greedy_recompute(model, ids, GREEDY_STEPS)
+
+
+def pick_prompts(model, seed, discriminate=()):
+    """Per length, the first deterministic random prompt whose greedy margins are all
+    >= MIN_REL_MARGIN of the step's max |logit|. For lengths in `discriminate`, prefer
+    (within 200 tries) one whose greedy tokens change under `alternative`, so the fixture
+    tells the two cache semantics apart."""
     prompts = []
     for L in PROMPT_LENGTHS:
+        chosen = None
         for attempt in range(400):
             ids = [int(x) for x in np.random.default_rng([seed, L, attempt]).integers(0, 256, L)]
             last, toks, margins, tops, rel = greedy(model, ids, GREEDY_STEPS)
-            if min(rel) >= MIN_REL_MARGIN:
+            if min(rel) < MIN_REL_MARGIN:
+                continue
+            if chosen is None:
+                chosen = ids
+            if L not in discriminate or attempt >= 200:
                 break
-        else:
+            if alternative(model, ids)[1] != toks:
+                chosen = ids
+                break
+        if chosen is None:
             raise RuntimeError(f"no prompt of length {L} with greedy margins >= {MIN_REL_MARGIN} found")
-        prompts.append(ids)
+        prompts.append(chosen)
     return prompts
 
 
@@ -707,8 +750,29 @@ def build(name):
     seed, cfg, _ = CASES[name]
     w32 = make_weights(cfg, seed, GAINS[name])
     model = Model(cfg, weights_as_f64(w32))
-    prompts = pick_prompts(model, seed)
+    prompts = pick_prompts(model, seed, GAINS[name].get("discriminate", ()))
     return cfg, w32, reference_for(model, name, prompts)
+
+
+def greedy_recompute(model, ids, steps):
+    """Greedy decoding that re-runs the whole sequence each step (no cache): what an engine
+    that re-rotates every key with the current frequencies would produce."""
+    seq, toks = list(ids), []
+    model.reset()
+    last = model.forward(seq)[-1]
+    logits = last
+    for s in range(steps):
+        t = int(np.argmax(logits))
+        toks.append(t)
+        seq.append(t)
+        if s + 1 < steps:
+            model.reset()
+            logits = model.forward(seq)[-1]
+    return last, toks, None, None, None
+
+
+NO_CACHE = "no KV-cache semantics: all keys re-rotated every step"
+KEEP_CACHE = "cache kept across the short->long switch"
 
 
 def margin_summary(ref):
@@ -773,7 +837,7 @@ def check_case(out, name):
             problems.append(f"prompt of {len(a['ids'])}: greedy {a['greedy_8']} != stored {b['greedy_8']}")
     if worst > 1e-12:
         problems.append(f"last_logits differ by {worst:.3g} (relative)")
-    fresh_prompts = pick_prompts(model, seed)
+    fresh_prompts = pick_prompts(model, seed, GAINS[name].get("discriminate", ()))
     if fresh_prompts != [p["ids"] for p in ref_stored["prompts"]]:
         problems.append("prompt selection differs from the stored prompts")
     mins, maxs, minrel, top = margin_summary(ref_stored)
@@ -847,7 +911,8 @@ ABLATIONS = {
     "default-rope-params-v5": [("rope_theta 10000 instead of rope_parameters' 500000",
                                 _rope(rope_theta=10000.0))],
     "linear-rope": [("no linear scaling", _rope(rope_type="default"))],
-    "dynamic-rope": [("no dynamic scaling", _rope(rope_type="default")),
+    "dynamic-rope": [(NO_CACHE, _cfg()),
+                     ("no dynamic scaling", _rope(rope_type="default")),
                      ("linear instead of dynamic", _rope(rope_type="linear"))],
     "yarn-rope": [("attention_factor 1", _rope(attention_factor=1.0)),
                   ("no truncation of the correction range", _rope(truncate=False)),
@@ -865,10 +930,14 @@ ABLATIONS = {
                                                            "self_attn" in k else v) for k, v in w.items()}))],
     "mistral-sliding-window": [("no sliding window", _cfg(sliding_window=None)),
                                ("window off by one (i - j <= 16)", _cfg(sliding_window=17))],
-    "phi3-longrope": [("short_factor always", _rope(long_factor=None)),
+    "phi3-longrope": [(KEEP_CACHE, _cfg()),
+                      ("short_factor always", _rope(long_factor=None)),
                       ("long_factor always", _rope(short_factor=None)),
                       ("no attention factor", _rope(attention_factor=1.0))],
-    "phi4-mini": [("rotary on the whole head", _cfg(partial_rotary_factor=1.0)),
+    "phi4-mini": [(KEEP_CACHE, _cfg()),
+                  ("rotary on the whole head (factors padded with 1)", lambda c, w: (dict(
+        c, partial_rotary_factor=1.0, rope_scaling=dict(c["rope_scaling"], **{
+            k: c["rope_scaling"][k] + [1.0, 1.0] for k in ("long_factor", "short_factor")})), w)),
                   ("short_factor always", _rope(long_factor=None))],
     "qwen3-params-v5": [("rope_theta 10000 instead of 1e6", _rope(rope_theta=10000.0))],
     "gemma2": [("no attention soft-capping", _cfg(attn_logit_softcapping=None)),
@@ -903,7 +972,10 @@ def ablate(out, name):
         m = Model(c2, w2)
         worst, changed = 0.0, 0
         for p in ref["prompts"]:
-            last, toks, _, _, _ = greedy(m, p["ids"], GREEDY_STEPS)
+            run = greedy_recompute if label == NO_CACHE else greedy
+            if label == KEEP_CACHE:
+                m.phi3_switch_reset = False
+            last, toks, _, _, _ = run(m, p["ids"], GREEDY_STEPS)
             worst = max(worst, float(np.max(np.abs(last - np.asarray(p["last_logits"]))))
                         / max(abs(x) for x in p["last_logits"]))
             changed += toks != p["greedy_8"]
