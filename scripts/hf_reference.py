@@ -170,6 +170,8 @@ def rope_parameters(cfg):
         for t, d in rp.items():
             d = dict(d or {"rope_type": "default"})
             d.setdefault("rope_type", d.get("type", "default"))
+            if fam == "gemma3_text":   # Gemma3TextConfig.default_theta
+                d.setdefault("rope_theta", 1_000_000.0 if t == "full_attention" else 10_000.0)
             d.setdefault("rope_theta", theta)
             if prf is not None:
                 d.setdefault("partial_rotary_factor", prf)
@@ -557,9 +559,9 @@ def _gemma2_cfg():
     return {
         "architectures": ["Gemma2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
         "attn_logit_softcapping": 5.0, "bos_token_id": None, "cache_implementation": "hybrid",
-        "eos_token_id": None, "final_logit_softcapping": 8.0, "head_dim": 16,
+        "eos_token_id": None, "final_logit_softcapping": 15.0, "head_dim": 16,
         "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
-        "hidden_size": HID, "initializer_range": 0.02, "intermediate_size": 128,
+        "hidden_size": HID, "initializer_range": 0.02, "intermediate_size": 64,
         "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
         "max_position_embeddings": 256, "model_type": "gemma2", "num_attention_heads": NH,
         "num_hidden_layers": 4, "num_key_value_heads": NKV, "pad_token_id": None,
@@ -620,8 +622,28 @@ _case("mistral-sliding-window", 113, _mistral_cfg(), 1)
 _case("phi3-longrope", 201, _phi3_cfg(1.0, False, None, 2010), 2, discriminate=(12,))
 _case("phi4-mini", 202, _phi3_cfg(0.75, True, 262144, 2020), 2, discriminate=(12,))
 _case("qwen3-params-v5", 112, _v5(_qwen3_cfg()), 2)
-_case("gemma2", 301, _gemma2_cfg(), 3)
-_case("gemma3-text", 302, _gemma3_cfg(), 3)
+# Gemma scales embeddings by sqrt(hidden): small tied embeddings, a stronger final norm and
+# post-norms keep the residual from being the input token's own embedding (which would make
+# greedy decoding repeat the last prompt token whatever the layers compute)
+GEMMA_WEIGHTS = {"embed_tokens": (0.0, 0.1), "model.norm.": (3.0, 0.1), "post_": (1.0, 0.1)}
+_case("gemma2", 301, _gemma2_cfg(), 3, override=GEMMA_WEIGHTS)
+_case("gemma3-text", 302, _gemma3_cfg(), 3, override=GEMMA_WEIGHTS)
+
+
+def _gemma3_v5():
+    """gemma3-text as transformers 5.x writes it: rope_parameters per layer type."""
+    c = _gemma3_cfg()
+    for k in ("rope_theta", "rope_scaling", "rope_local_base_freq", "_sliding_window_pattern",
+              "sliding_window_pattern"):
+        c.pop(k)
+    c["rope_parameters"] = {"full_attention": {"factor": 8.0, "rope_theta": 1000000.0, "rope_type": "linear"},
+                            "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}
+    c["dtype"] = c.pop("torch_dtype")
+    c["transformers_version"] = "5.18.0"
+    return dict(sorted(c.items()))
+
+
+_case("gemma3-text-params-v5", 302, _gemma3_v5(), 3, override=GEMMA_WEIGHTS)
 
 
 def tensor_shapes(cfg):
@@ -678,7 +700,10 @@ def make_weights(cfg, seed, gains=None):
     gemma = _family(cfg) in ("gemma2", "gemma3_text")
     out = {}
     for name, (shape, kind) in sorted(tensor_shapes(cfg).items()):
-        if kind == "norm":
+        special = [ms for sub, ms in gains.get("override", {}).items() if sub in name]
+        if special:
+            a = rng.normal(special[0][0], special[0][1], shape)
+        elif kind == "norm":
             a = rng.normal(0.0, 0.1, shape) + (0.0 if gemma else 1.0)
         elif kind == "bias":
             a = rng.normal(0.0, 0.3, shape)
@@ -941,9 +966,15 @@ ABLATIONS = {
                   ("short_factor always", _rope(long_factor=None))],
     "qwen3-params-v5": [("rope_theta 10000 instead of 1e6", _rope(rope_theta=10000.0))],
     "gemma2": [("no attention soft-capping", _cfg(attn_logit_softcapping=None)),
+               ("RMSNorm x w instead of x (1 + w)", lambda c, w: (c, {k: (v + 1.0 if k.endswith("norm.weight") else v)
+                                                                     for k, v in w.items()})),
+               ("no embedding scale", lambda c, w: (c, dict(w, **{"model.embed_tokens.weight":
+                                                                  w["model.embed_tokens.weight"] / 8.0}))),
                ("no final soft-capping", _cfg(final_logit_softcapping=None)),
                ("scaling head_dim^-0.5 instead of query_pre_attn_scalar", _cfg(query_pre_attn_scalar=16)),
                ("no sliding window", _cfg(sliding_window=10 ** 6))],
+    "gemma3-text-params-v5": [("one rope dict for all layers (full_attention's)", lambda c, w: (dict(
+        c, rope_parameters=c["rope_parameters"]["full_attention"]), w))],
     "gemma3-text": [("global rope_theta on sliding layers too", _cfg(rope_local_base_freq=1000000.0)),
                     ("no linear scaling on global layers", _cfg(rope_scaling=None)),
                     ("no sliding window", _cfg(sliding_window=10 ** 6))],
