@@ -254,6 +254,10 @@ def compute_inv_freq(rp, hd, max_pos, seq_len=None):
         af = rp.get("attention_factor")
         if af is None:
             af = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(orig))
+        for key in ("long_factor", "short_factor"):
+            if len(rp[key]) != dim // 2:
+                raise ValueError(f"config.json: rope {key} has {len(rp[key])} entries, expected "
+                                 f"{dim // 2} (rotary dims {dim} / 2)")
         ext = np.asarray(rp["long_factor"] if (seq_len and seq_len > orig) else rp["short_factor"],
                          dtype=np.float64)
         return 1.0 / (ext * base ** expo), float(af)
@@ -803,7 +807,6 @@ KEEP_CACHE = "cache kept across the short->long switch"
 def margin_summary(ref):
     rels = []
     for p in ref["prompts"]:
-        mx = max(abs(x) for x in p["last_logits"])
         rels += [m / abs(t) if t else 0 for m, t in zip(p["greedy_margins"], p["greedy_top_logits"])]
     mins = min(min(p["greedy_margins"]) for p in ref["prompts"])
     maxs = max(max(p["greedy_margins"]) for p in ref["prompts"])
@@ -852,9 +855,13 @@ def check_case(out, name):
         if bad:
             problems.append(f"tensors differ from the generator's: {bad}")
     # recompute from the stored files alone
-    model = Model(cfg_stored, w_stored)
-    ref = reference_for(model, name, [p["ids"] for p in ref_stored["prompts"]])
     worst = 0.0
+    try:
+        model = Model(cfg_stored, w_stored)
+        ref = reference_for(model, name, [p["ids"] for p in ref_stored["prompts"]])
+    except (ValueError, KeyError) as e:
+        problems.append(f"the stored files do not run: {e}")
+        ref = {"prompts": []}
     for a, b in zip(ref["prompts"], ref_stored["prompts"]):
         diff = float(np.max(np.abs(np.asarray(a["last_logits"]) - np.asarray(b["last_logits"]))))
         worst = max(worst, diff / max(abs(x) for x in b["last_logits"]))
@@ -862,7 +869,7 @@ def check_case(out, name):
             problems.append(f"prompt of {len(a['ids'])}: greedy {a['greedy_8']} != stored {b['greedy_8']}")
     if worst > 1e-12:
         problems.append(f"last_logits differ by {worst:.3g} (relative)")
-    fresh_prompts = pick_prompts(model, seed, GAINS[name].get("discriminate", ()))
+    fresh_prompts = pick_prompts(Model(cfg, weights_as_f64(w32)), seed, GAINS[name].get("discriminate", ()))
     if fresh_prompts != [p["ids"] for p in ref_stored["prompts"]]:
         problems.append("prompt selection differs from the stored prompts")
     mins, maxs, minrel, top = margin_summary(ref_stored)
@@ -1010,7 +1017,12 @@ def ablate(out, name):
             worst = max(worst, float(np.max(np.abs(last - np.asarray(p["last_logits"]))))
                         / max(abs(x) for x in p["last_logits"]))
             changed += toks != p["greedy_8"]
-        verdict = "caught" if worst > 100 * TOLERANCE_REL or changed else "WEAK"
+        if worst > 100 * TOLERANCE_REL or changed:
+            verdict = "caught"
+        elif worst > TOLERANCE_REL:
+            verdict = f"caught by last_logits only, {worst / TOLERANCE_REL:.1f}x the tolerance"
+        else:
+            verdict = "MISSED"
         print(f"{name:24s} {label:58s} rel diff {worst:9.2e}  greedy changed in {changed}/"
               f"{len(ref['prompts'])} prompts  {verdict}")
 
@@ -1055,7 +1067,7 @@ def main(argv=None):
     for n in missing:
         print(f"MISSING {n}: no directory {os.path.join(a.check, n)}")
     print(f"checked {len(present)} cases: {'all OK' if ok and not missing else 'FAILURES'}")
-    return 0 if ok and (not missing or a.only is None and a.group is not None) else 1
+    return 0 if ok and not missing else 1
 
 
 if __name__ == "__main__":
