@@ -229,7 +229,7 @@ public final class ClusterPipeline implements TextGenerator {
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
         long id = PromptCheck.admitted(() -> pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline,
-                new Sampler(request.sampling())), new RootCauses(tracked)));
+                new Sampler(request.sampling(), prompt)), new RootCauses(tracked)));
         return tracked.bind(id, pipeline::cancel);
     }
 

@@ -227,7 +227,7 @@ public final class InferencePipeline implements TextGenerator {
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
         long id = PromptCheck.admitted(() -> pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline,
-                new Sampler(request.sampling())), tracked));
+                new Sampler(request.sampling(), prompt)), tracked));
         return tracked.bind(id, pipeline::cancel);
     }
 
