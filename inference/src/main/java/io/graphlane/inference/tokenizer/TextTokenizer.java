@@ -42,19 +42,28 @@ public final class TextTokenizer implements AutoCloseable {
     private final boolean addSpecialTokens;
     private final int maxTokenBytes;
     /** The id {@link #encode} puts first in place of the post-processor's additions, or -1 (see {@link #forModel}). */
-    private int bosId = -1;
+    private final int bosId;
     /** The id {@link #encode} puts last in place of the post-processor's additions, or -1. */
-    private int eosId = -1;
+    private final int eosId;
     /** Whether {@link #encode} adds {@link #bosId} and {@link #eosId} itself instead of tokenizer.json's post-processor. */
-    private boolean explicitSpecialTokens;
+    private final boolean explicitSpecialTokens;
     /** Whether decoded text is cleaned up ({@code clean_up_tokenization_spaces}). */
-    private boolean cleanUpSpaces;
+    private final boolean cleanUpSpaces;
 
     private TextTokenizer(HuggingFaceTokenizer tokenizer, Path file, boolean addSpecialTokens, int maxTokenBytes) {
+        this(tokenizer, file, addSpecialTokens, maxTokenBytes, false, -1, -1, false);
+    }
+
+    private TextTokenizer(HuggingFaceTokenizer tokenizer, Path file, boolean addSpecialTokens, int maxTokenBytes,
+                          boolean explicitSpecialTokens, int bosId, int eosId, boolean cleanUpSpaces) {
         this.tokenizer = tokenizer;
         this.file = file;
         this.addSpecialTokens = addSpecialTokens;
         this.maxTokenBytes = maxTokenBytes;
+        this.explicitSpecialTokens = explicitSpecialTokens;
+        this.bosId = bosId;
+        this.eosId = eosId;
+        this.cleanUpSpaces = cleanUpSpaces;
     }
 
     /**
@@ -75,18 +84,18 @@ public final class TextTokenizer implements AutoCloseable {
     public static TextTokenizer forModel(Path dir, TokenizerConfig config) {
         TextTokenizer t = load(dir, !config.overridesPostProcessor());
         try {
-            if (config.overridesPostProcessor()) {
-                t.explicitSpecialTokens = true;
-                // as transformers: a flag set without its token adds nothing
-                if (config.addBosToken().orElse(false) && !config.bosToken().isEmpty()) {
-                    t.bosId = t.singleId(config, "bos_token", config.bosToken());
-                }
-                if (config.addEosToken().orElse(false) && !config.eosToken().isEmpty()) {
-                    t.eosId = t.singleId(config, "eos_token", config.eosToken());
-                }
+            int bos = -1;
+            int eos = -1;
+            // as transformers: a flag set without its token adds nothing
+            if (config.addBosToken().orElse(false) && !config.bosToken().isEmpty()) {
+                bos = t.singleId(config, "bos_token", config.bosToken());
             }
-            t.cleanUpSpaces = config.cleanUpTokenizationSpaces();
-            return t;
+            if (config.addEosToken().orElse(false) && !config.eosToken().isEmpty()) {
+                eos = t.singleId(config, "eos_token", config.eosToken());
+            }
+            // the same native tokenizer, now owned by the configured instance
+            return new TextTokenizer(t.tokenizer, t.file, t.addSpecialTokens, t.maxTokenBytes, config.overridesPostProcessor(), bos, eos,
+                    config.cleanUpTokenizationSpaces());
         } catch (RuntimeException e) {
             t.close();
             throw e;
