@@ -7,6 +7,8 @@ import io.graphlane.checkpoint.TensorLocation;
 import io.graphlane.checkpoint.config.ModelConfig;
 import io.graphlane.checkpoint.json.StrictJson;
 import io.graphlane.core.tensor.DType;
+import io.graphlane.inference.sampling.GenerationDefaults;
+import io.graphlane.inference.tokenizer.TokenizerConfig;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -24,7 +26,8 @@ import picocli.CommandLine.Parameters;
 /**
  * {@code graphlane inspect DIR [--json]}: validates a model directory exactly as a load would
  * (config.json, every header, the shard index, the tensors the architecture needs) and prints its
- * catalogue. A refused checkpoint ends with exit status 2 and one line naming the file and problem.
+ * catalogue, then the settings a load applies from generation_config.json and tokenizer_config.json (sampling
+ * defaults, special tokens added, decode clean-up, chat template source). A refused checkpoint ends with exit status 2 and one line naming the file and problem.
  */
 @Command(name = "inspect",
         mixinStandardHelpOptions = true,
@@ -43,17 +46,38 @@ public final class InspectCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         ModelCheckpoint model = ModelCheckpoint.open(dir);
+        GenerationDefaults defaults = GenerationDefaults.read(dir);
+        TokenizerConfig tokenizer = TokenizerConfig.read(dir);
         PrintWriter out = spec.commandLine().getOut();
         if (json) {
-            out.println(toJson(model));
+            out.println(toJson(model, settings(defaults, tokenizer)));
         } else {
             printTable(model, out);
+            out.println();
+            settings(defaults, tokenizer).forEach((k, v) -> out.printf("%-22s %s%n", k + ":", v));
         }
         out.flush();
         return 0;
     }
 
-    private static String toJson(ModelCheckpoint model) {
+    /**
+     * What a load applies from generation_config.json and tokenizer_config.json (and chat_template.jinja): the sampling
+     * defaults a server gives a request that leaves them out, the special tokens encoding adds, the decode clean-up,
+     * and where the chat template comes from.
+     */
+    private static Map<String, String> settings(GenerationDefaults defaults, TokenizerConfig tokenizer) {
+        Map<String, String> s = new LinkedHashMap<>();
+        s.put("sampling defaults", defaults.describe() + (defaults.isEmpty() ? "" : " (" + GenerationDefaults.FILE_NAME + ")"));
+        s.put("special tokens added", tokenizer.overridesPostProcessor()
+                ? "add_bos_token " + tokenizer.addBosToken().orElse(false) + ", add_eos_token " + tokenizer.addEosToken().orElse(false)
+                        + " (" + TokenizerConfig.FILE_NAME + ")"
+                : "as tokenizer.json's post-processor adds them");
+        s.put("decode clean-up", "clean_up_tokenization_spaces " + tokenizer.cleanUpTokenizationSpaces());
+        s.put("chat template", tokenizer.chatTemplate().isPresent() ? tokenizer.chatTemplateSource() : "none");
+        return s;
+    }
+
+    private static String toJson(ModelCheckpoint model, Map<String, String> settings) {
         CheckpointCatalog catalog = model.catalog();
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("format", catalog.format());
@@ -71,6 +95,7 @@ public final class InspectCommand implements Callable<Integer> {
             tensors.add(entry);
         }
         root.put("tensors", tensors);
+        settings.forEach((k, v) -> root.put(k.replace(' ', '_').replace('-', '_'), v));
         try {
             return StrictJson.mapper().writeValueAsString(root);
         } catch (JsonProcessingException e) {

@@ -132,6 +132,8 @@ public final class ServeCommand implements Callable<Integer> {
                 + CacheMemory.format(running.model().kvBudget().bytes()) + ") on http://" + host + ":" + running.port()
                 + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics;"
                 + " Ctrl-C or SIGTERM drains and stops)");
+        out.println("graphlane: sampling defaults for fields a request leaves out: "
+                + running.model().generationDefaults().describe() + " (the model's generation_config.json; a field neither the request nor that file sets takes the API's default)");
         out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
         java.util.concurrent.atomic.AtomicBoolean draining = new java.util.concurrent.atomic.AtomicBoolean();

@@ -68,13 +68,39 @@ class InspectCommandTest {
     }
 
     @Test
+    void theSettingsALoadAppliesFromGenerationAndTokenizerConfigAreShown() throws IOException {
+        Path dir = copy("");
+        Files.writeString(dir.resolve("generation_config.json"), "{\"eos_token_id\": 2, \"temperature\": 0.6, \"top_p\": 0.9}");
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"add_bos_token\": true, \"clean_up_tokenization_spaces\": true,"
+                + " \"chat_template\": \"{{ messages }}\"}");
+        Run run = inspect(dir.toString());
+        assertEquals(0, run.status(), run.err());
+        assertTrue(run.out().contains("sampling defaults:     temperature 0.6, top_p 0.9 (generation_config.json)"), run.out());
+        assertTrue(run.out().contains("special tokens added:  add_bos_token true, add_eos_token false (tokenizer_config.json)"), run.out());
+        assertTrue(run.out().contains("decode clean-up:       clean_up_tokenization_spaces true"), run.out());
+        assertTrue(run.out().contains("chat template:         " + dir.resolve("tokenizer_config.json") + " field 'chat_template'"), run.out());
+    }
+
+    @Test
+    void anOutOfRangeGenerationDefaultIsRefusedInOneLine() throws IOException {
+        Path dir = copy("");
+        Files.writeString(dir.resolve("generation_config.json"), "{\"top_p\": 0}");
+        Run run = inspect(dir.toString());
+        assertEquals(2, run.status(), run.err());
+        assertOneLineRefusal(run, "generation_config.json", "'top_p'", "(0, 1]", "found 0.0");
+    }
+
+    @Test
     void jsonCatalogueOfTheSingleFileLayout() throws IOException {
         Run run = inspect(FIXTURE.toString(), "--json");
         assertEquals(0, run.status(), run.err());
         assertEquals("", run.err());
         JsonNode root = StrictJson.mapper().readTree(run.out());
         List<String> keys = names(root.fieldNames());
-        assertEquals(List.of("format", "architecture", "tensor_count", "total_bytes", "tensors"), keys);
+        assertEquals(List.of("format", "architecture", "tensor_count", "total_bytes", "tensors", "sampling_defaults",
+                "special_tokens_added", "decode_clean_up", "chat_template"), keys);
+        assertEquals("none", root.get("sampling_defaults").asText());
+        assertEquals("as tokenizer.json's post-processor adds them", root.get("special_tokens_added").asText());
         assertEquals("safetensors", root.get("format").asText());
         assertEquals("LlamaForCausalLM", root.get("architecture").asText());
         assertEquals(39, root.get("tensor_count").asInt());
@@ -124,7 +150,7 @@ class InspectCommandTest {
         assertTrue(out.contains("total bytes:  858368"), out);
         assertTrue(out.lines().anyMatch(l -> l.startsWith("model.norm.weight ") && l.contains("[64]")
                 && l.contains("256") && l.endsWith("model-00002-of-00002.safetensors")), out);
-        assertEquals(39 + 7, out.lines().count());
+        assertEquals(39 + 7 + 5, out.lines().count(), "the catalogue, then a blank line and four lines of settings");
     }
 
     @Test

@@ -8,6 +8,7 @@ import static io.graphlane.server.JsonFields.optionalText;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.inference.chat.ChatMessage;
+import io.graphlane.inference.sampling.GenerationDefaults;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -28,8 +29,11 @@ record ChatCompletionRequest(
         GenerationOptions options,
         boolean stream) {
 
-    /** The request in {@code body}, each message's content checked against {@code bounds}. */
-    static ChatCompletionRequest parse(ObjectMapper json, String body, PromptBounds bounds) {
+    /**
+     * The request in {@code body}, each message's content checked against {@code bounds}; the sampling fields it leaves
+     * out take {@code defaults}.
+     */
+    static ChatCompletionRequest parse(ObjectMapper json, String body, PromptBounds bounds, GenerationDefaults defaults) {
         JsonNode root = CompletionRequest.jsonObject(json, body);
         Optional<String> model = optionalText(root, "model");
         List<ChatMessage> messages = messages(root.get("messages"));
@@ -38,7 +42,7 @@ record ChatCompletionRequest(
         }
         OptionalInt maxTokens = maxTokens(root);
         boolean stream = bool(root, "stream", false);
-        GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.CHAT, stream);
+        GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.CHAT, stream, defaults);
         for (String field : List.of("tools", "functions")) {
             JsonNode v = root.get(field);
             if (v != null && !v.isNull() && !(v.isArray() && v.isEmpty())) {

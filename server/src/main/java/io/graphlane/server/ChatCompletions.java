@@ -64,7 +64,7 @@ final class ChatCompletions extends AllDirectives {
      * rendered prompt before it is tokenized.
      */
     Prepared prepare(String body) {
-        ChatCompletionRequest request = ChatCompletionRequest.parse(json, body, bounds);
+        ChatCompletionRequest request = ChatCompletionRequest.parse(json, body, bounds, generator.generationDefaults());
         CompletionRequest.checkModel(request.model(), generator.modelName());
         generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         ChatTemplate template = template();

@@ -3,6 +3,7 @@ package io.graphlane.server;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.inference.api.TokenCodec;
+import io.graphlane.inference.sampling.GenerationDefaults;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -27,9 +28,10 @@ record CompletionRequest(
 
     /**
      * The request in {@code body}, its text prompts tokenized with {@code tokenizer} once each of them was checked
-     * against {@code bounds}: no text is tokenized when one of them could never fit the model.
+     * against {@code bounds}: no text is tokenized when one of them could never fit the model. The sampling fields it
+     * leaves out take {@code defaults}.
      */
-    static CompletionRequest parse(ObjectMapper json, String body, TokenCodec tokenizer, PromptBounds bounds) {
+    static CompletionRequest parse(ObjectMapper json, String body, TokenCodec tokenizer, PromptBounds bounds, GenerationDefaults defaults) {
         JsonNode root = jsonObject(json, body);
         Optional<String> model = JsonFields.optionalText(root, "model");
         List<PromptInput> inputs = prompts(root.get("prompt"));
@@ -40,7 +42,7 @@ record CompletionRequest(
         }
         int maxTokens = JsonFields.intField(root, "max_tokens", DEFAULT_MAX_TOKENS, 1);
         boolean stream = JsonFields.bool(root, "stream", false);
-        GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.COMPLETIONS, stream);
+        GenerationOptions options = GenerationOptions.parse(root, GenerationOptions.LogprobsStyle.COMPLETIONS, stream, defaults);
         boolean echo = JsonFields.bool(root, "echo", false);
         if (echo && options.wantsLogprobs()) {
             throw ApiError.invalid("echo", "echo together with logprobs is not supported: the log-probabilities of prompt tokens are "

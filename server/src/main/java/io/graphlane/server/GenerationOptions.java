@@ -1,6 +1,7 @@
 package io.graphlane.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.graphlane.inference.sampling.GenerationDefaults;
 import io.graphlane.inference.sampling.SamplingParams;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -13,9 +14,11 @@ import java.util.Set;
 /**
  * The sampling and output options an OpenAI request shares between completions and chat completions, parsed and
  * range-checked: {@code temperature}, {@code top_p}, {@code seed}, {@code presence_penalty}, {@code frequency_penalty},
- * {@code logit_bias}, {@code stop}, {@code stop_token_ids}, {@code n}, {@code best_of}, the log-probability request
+ * vLLM's {@code top_k}, {@code min_p} and {@code repetition_penalty}, {@code logit_bias}, {@code stop}, {@code stop_token_ids}, {@code n}, {@code best_of}, the log-probability request
  * (completions' integer {@code logprobs}; chat's {@code logprobs} + {@code top_logprobs}) and
- * {@code stream_options.include_usage}. Every refusal is a 400 naming the field.
+ * {@code stream_options.include_usage}. Every refusal is a 400 naming the field. {@code temperature}, {@code top_p},
+ * {@code top_k}, {@code min_p} and {@code repetition_penalty} a request leaves out (or sends as null) take the model's
+ * {@link GenerationDefaults} (its generation_config.json), as vLLM does, else the API's defaults (1, 1, off, off, 1).
  *
  * @param sampling     how each choice's tokens are chosen (the seed is the first choice's; see {@link #samplingFor})
  * @param n            choices per prompt, 1..{@value #MAX_N}
@@ -47,15 +50,32 @@ record GenerationOptions(SamplingParams sampling, int n, List<String> stop, Set<
         stopTokenIds = Set.copyOf(stopTokenIds);
     }
 
-    /** The options of {@code root}; {@code stream} is whether the response is streamed (stream_options needs it). */
+    /** As {@link #parse(JsonNode, LogprobsStyle, boolean, GenerationDefaults)} without model defaults. */
     static GenerationOptions parse(JsonNode root, LogprobsStyle style, boolean stream) {
-        double temperature = JsonFields.number(root, "temperature", 1.0);
-        if (temperature < 0 || temperature > 2) {
+        return parse(root, style, stream, GenerationDefaults.NONE);
+    }
+
+    /**
+     * The options of {@code root}; {@code stream} is whether the response is streamed (stream_options needs it);
+     * {@code defaults} fill the sampling fields the request leaves out.
+     */
+    static GenerationOptions parse(JsonNode root, LogprobsStyle style, boolean stream, GenerationDefaults defaults) {
+        double temperature = JsonFields.number(root, "temperature", defaults.temperature().orElse(1.0));
+        if (JsonFields.present(root, "temperature") && (temperature < 0 || temperature > 2)) {
             throw ApiError.invalid("temperature", "temperature must be between 0 and 2, found " + temperature);
         }
-        double topP = JsonFields.number(root, "top_p", 1.0);
+        double topP = JsonFields.number(root, "top_p", defaults.topP().orElse(1.0));
         if (!(topP > 0 && topP <= 1)) {
             throw ApiError.invalid("top_p", "top_p must be in (0, 1], found " + topP);
+        }
+        int topK = topK(root, defaults.topK().orElse(-1));
+        double minP = JsonFields.number(root, "min_p", defaults.minP().orElse(0.0));
+        if (!(minP >= 0 && minP <= 1)) {
+            throw ApiError.invalid("min_p", "min_p must be in [0, 1], found " + minP);
+        }
+        double repetition = JsonFields.number(root, "repetition_penalty", defaults.repetitionPenalty().orElse(1.0));
+        if (!(repetition > 0) || Double.isInfinite(repetition)) {
+            throw ApiError.invalid("repetition_penalty", "repetition_penalty must be a finite number > 0 (1 is off), found " + repetition);
         }
         long seed = root.hasNonNull("seed") ? JsonFields.longField(root, "seed") : System.nanoTime();
         double presence = JsonFields.boundedNumber(root, "presence_penalty", 0, SamplingParams.MAX_PENALTY);
@@ -75,7 +95,9 @@ record GenerationOptions(SamplingParams sampling, int n, List<String> stop, Set<
         SamplingParams sampling = new SamplingParams(temperature, topP, seed)
                 .withPenalties(presence, frequency)
                 .withLogitBias(logitBias(root))
-                .withLogprobs(logprobs);
+                .withLogprobs(logprobs)
+                .withTopKMinP(topK, minP)
+                .withRepetitionPenalty(repetition);
         return new GenerationOptions(sampling, n, stop(root), stopTokenIds(root), includeUsage(root, stream));
     }
 
@@ -92,6 +114,18 @@ record GenerationOptions(SamplingParams sampling, int n, List<String> stop, Set<
     /** -1 for no log-probabilities, else how many alternatives each token carries (0..{@value #MAX_LOGPROBS}). */
     int logprobs() {
         return sampling.topLogprobs();
+    }
+
+    /** vLLM's {@code top_k}: -1 or 0 off, otherwise at least 1 (past the vocabulary it keeps every token). */
+    private static int topK(JsonNode root, int dflt) {
+        JsonNode v = root.get("top_k");
+        if (v == null || v.isNull()) {
+            return dflt;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() < -1) {
+            throw ApiError.invalid("top_k", "top_k must be an integer, -1 or 0 (off) or at least 1, found " + v);
+        }
+        return v.asInt();
     }
 
     private static int completionsLogprobs(JsonNode root) {

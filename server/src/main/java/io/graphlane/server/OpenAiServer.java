@@ -277,7 +277,7 @@ public final class OpenAiServer extends AllDirectives implements AutoCloseable {
 
     /** Reads, checks and tokenizes a text completion: the work of a preparation thread. */
     private CompletionRequest prepareCompletion(String body) {
-        CompletionRequest request = CompletionRequest.parse(json, body, generator.tokenizer(), promptBounds);
+        CompletionRequest request = CompletionRequest.parse(json, body, generator.tokenizer(), promptBounds, generator.generationDefaults());
         request.checkModel(generator.modelName());
         generator.vocabularySize().ifPresent(request.options()::checkVocabulary);
         checkFits(request);

@@ -133,6 +133,14 @@ class CompletionOptionsTest {
         assertError("\"stream_options\":{\"include_usage\":true}", "stream_options", "only allowed when stream is true");
         assertError("\"stream\":true,\"stream_options\":{\"include_usage\":1}", "stream_options", "true or false");
         assertError("\"suffix\":\"x\"", "suffix", "not supported");
+        assertError("\"top_k\":-2", "top_k", "-1 or 0 (off) or at least 1, found -2");
+        assertError("\"top_k\":1.5", "top_k", "found 1.5");
+        assertError("\"top_k\":\"5\"", "top_k", "found \"5\"");
+        assertError("\"min_p\":1.5", "min_p", "in [0, 1], found 1.5");
+        assertError("\"min_p\":-0.1", "min_p", "in [0, 1], found -0.1");
+        assertError("\"min_p\":\"a\"", "min_p", "must be a number");
+        assertError("\"repetition_penalty\":0", "repetition_penalty", "> 0 (1 is off), found 0.0");
+        assertError("\"repetition_penalty\":-1", "repetition_penalty", "found -1.0");
         // Fields this server does not know are ignored, as OpenAI does.
         assertEquals(200, server.complete("{\"prompt\":[5],\"max_tokens\":1,\"user\":\"u\",\"best_of\":1}").statusCode());
     }
@@ -144,6 +152,9 @@ class CompletionOptionsTest {
         assertError(server.post("/v1/chat/completions", "{" + messages + "\"logit_bias\":{\"1\":-101}}"), "logit_bias", "between -100 and 100");
         assertError(server.post("/v1/chat/completions", "{" + messages + "\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}"), "stop", "at most 4");
         assertError(server.post("/v1/chat/completions", "{" + messages + "\"top_logprobs\":9,\"logprobs\":true}"), "top_logprobs", "0 to 5");
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"top_k\":-5}"), "top_k", "found -5");
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"min_p\":2}"), "min_p", "found 2.0");
+        assertError(server.post("/v1/chat/completions", "{" + messages + "\"repetition_penalty\":0}"), "repetition_penalty", "found 0.0");
     }
 
     private static void assertError(String fields, String param, String messagePart) throws Exception {

@@ -17,6 +17,7 @@ import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.pipeline.PromptCheck;
 import io.graphlane.inference.pipeline.TrackedGeneration;
+import io.graphlane.inference.sampling.GenerationDefaults;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.tokenizer.TextTokenizer;
@@ -71,6 +72,7 @@ public final class ClusterPipeline implements TextGenerator {
     private final Set<Integer> eosTokenIds;
     private final int[] eosIds;
     private final Optional<ChatTemplate> chatTemplate;
+    private final GenerationDefaults generationDefaults;
     private final TextTokenizer tokenizer;
     private final TokenCodec codec;
     private final AtomicReference<String> unavailable = new AtomicReference<>(
@@ -87,6 +89,7 @@ public final class ClusterPipeline implements TextGenerator {
         this.eosTokenIds = model.eosTokenIds();
         this.eosIds = eosTokenIds.stream().mapToInt(Integer::intValue).toArray();
         this.chatTemplate = ChatTemplate.load(model.dir());
+        this.generationDefaults = GenerationDefaults.read(model.dir());
         this.tokenizer = model.tokenizer();
         this.codec = TokenCodec.of(tokenizer, eosIds.length == 0 ? -1 : eosIds[0]);
         int instance = INSTANCES.incrementAndGet();
@@ -188,6 +191,11 @@ public final class ClusterPipeline implements TextGenerator {
         return chatTemplate;
     }
 
+    @Override
+    public GenerationDefaults generationDefaults() {
+        return generationDefaults;
+    }
+
     /** Why new requests are refused now, or empty while every stage has a reachable host and the engine runs. */
     @Override
     public Optional<String> unavailableReason() {
@@ -229,7 +237,7 @@ public final class ClusterPipeline implements TextGenerator {
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
         long id = PromptCheck.admitted(() -> pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline,
-                new Sampler(request.sampling())), new RootCauses(tracked)));
+                new Sampler(request.sampling(), prompt)), new RootCauses(tracked)));
         return tracked.bind(id, pipeline::cancel);
     }
 

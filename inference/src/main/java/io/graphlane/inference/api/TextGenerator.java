@@ -31,6 +31,14 @@ public interface TextGenerator extends AutoCloseable {
     }
 
     /**
+     * The model's sampling defaults ({@code generation_config.json}), which a server applies to a request field the
+     * request leaves out; by default none.
+     */
+    default io.graphlane.inference.sampling.GenerationDefaults generationDefaults() {
+        return io.graphlane.inference.sampling.GenerationDefaults.NONE;
+    }
+
+    /**
      * Why new requests are refused now (it is shut down, its engine stopped, a stage has no host), or empty while it
      * serves: what a server's health and readiness report. The default: always available.
      */

@@ -12,7 +12,10 @@ public interface TokenCodec {
      */
     int DEFAULT_MAX_TOKEN_BYTES = 256;
 
-    /** The token ids of {@code text}, without special tokens added. */
+    /**
+     * The token ids of {@code text} as the model's tokenizer encodes a prompt (Hugging Face's
+     * {@code add_special_tokens=True}: with the BOS or EOS ids its tokenizer.json and tokenizer_config.json add).
+     */
     int[] encode(String text);
 
     /** The text of {@code ids}; bytes of an incomplete UTF-8 sequence at the end decode to U+FFFD. */
@@ -78,6 +81,16 @@ public interface TokenCodec {
             @Override
             public int maxTokenBytes() {
                 return tokenizer.maxTokenBytes() > 0 ? tokenizer.maxTokenBytes() : DEFAULT_MAX_TOKEN_BYTES;
+            }
+
+            @Override
+            public StreamingDecoder streamingDecoder() {
+                return tokenizer.streamingDecoder();
+            }
+
+            @Override
+            public StreamingDecoder contentStreamingDecoder() {
+                return tokenizer.contentStreamingDecoder();
             }
         };
     }

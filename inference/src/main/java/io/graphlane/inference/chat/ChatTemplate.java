@@ -1,7 +1,5 @@
 package io.graphlane.inference.chat;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.interpret.JinjavaInterpreter;
 import com.hubspot.jinjava.interpret.RenderResult;
@@ -9,8 +7,7 @@ import com.hubspot.jinjava.interpret.TemplateError;
 import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
 import com.hubspot.jinjava.lib.fn.Functions;
 import io.graphlane.core.GraphlaneException;
-import java.io.IOException;
-import java.nio.file.Files;
+import io.graphlane.inference.tokenizer.TokenizerConfig;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -21,7 +18,8 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * A model's chat template: the Jinja {@code chat_template} of its {@code tokenizer_config.json}, rendered as Hugging
+ * A model's chat template: its {@code chat_template.jinja}, else the Jinja {@code chat_template} of its
+ * {@code tokenizer_config.json} (see {@link TokenizerConfig}), rendered as Hugging
  * Face's {@code apply_chat_template} renders it ({@code trim_blocks}, {@code lstrip_blocks}, the variables
  * {@code messages}, {@code add_generation_prompt}, {@code bos_token}, {@code eos_token} and a {@code raise_exception}
  * function). Rendering is on Jinjava; thread-safe.
@@ -71,62 +69,19 @@ public final class ChatTemplate {
     }
 
     /**
-     * The chat template of model directory {@code dir}: empty when it has no tokenizer_config.json or that has no
-     * {@code chat_template}. A list of named templates (as some models ship) yields the one named {@code default}.
+     * The chat template of model directory {@code dir}, as {@link TokenizerConfig} finds it: {@code chat_template.jinja}
+     * when the directory has one, else tokenizer_config.json's {@code chat_template} (a string, or the one named
+     * {@code default} of a list of named templates); empty when neither has one.
      *
      * @throws GraphlaneException naming the file and field if they are unreadable or of the wrong kind
      */
     public static Optional<ChatTemplate> load(Path dir) {
-        Path file = dir.resolve(FILE_NAME);
-        if (!Files.isRegularFile(file)) {
-            return Optional.empty();
-        }
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(file.toFile());
-        } catch (IOException e) {
-            throw new GraphlaneException(file + ": cannot read: " + e.getMessage(), e);
-        }
-        if (root == null || !root.isObject()) {
-            throw new GraphlaneException(file + ": expected a JSON object");
-        }
-        JsonNode template = root.get("chat_template");
-        if (template == null || template.isNull()) {
-            return Optional.empty();
-        }
-        return Optional.of(new ChatTemplate(templateText(file, template), tokenText(file, root, "bos_token"),
-                tokenText(file, root, "eos_token")));
+        return load(TokenizerConfig.read(dir));
     }
 
-    private static String templateText(Path file, JsonNode template) {
-        if (template.isTextual()) {
-            return template.asText();
-        }
-        if (template.isArray()) {
-            for (JsonNode named : template) {
-                if ("default".equals(named.path("name").asText(null)) && named.path("template").isTextual()) {
-                    return named.get("template").asText();
-                }
-            }
-            throw new GraphlaneException(file + ": field 'chat_template' is a list without a template named 'default'");
-        }
-        throw new GraphlaneException(file + ": field 'chat_template' is " + template.getNodeType().name().toLowerCase()
-                + ", expected a string (or a list of {name, template})");
-    }
-
-    /** A special token's text: a string, or an object with its {@code content} (an AddedToken); "" when absent. */
-    private static String tokenText(Path file, JsonNode root, String field) {
-        JsonNode v = root.get(field);
-        if (v == null || v.isNull()) {
-            return "";
-        }
-        if (v.isTextual()) {
-            return v.asText();
-        }
-        if (v.isObject() && v.path("content").isTextual()) {
-            return v.get("content").asText();
-        }
-        throw new GraphlaneException(file + ": field '" + field + "' is " + v + ", expected a string or {\"content\": ...}");
+    /** The chat template {@code config} holds, with its BOS and EOS texts; empty when it has none. */
+    public static Optional<ChatTemplate> load(TokenizerConfig config) {
+        return config.chatTemplate().map(t -> new ChatTemplate(t, config.bosToken(), config.eosToken()));
     }
 
     /**

@@ -1,6 +1,7 @@
 /**
  * Chat templates: {@link io.graphlane.inference.chat.ChatTemplate} renders a conversation with the Jinja
- * {@code chat_template} of a model's {@code tokenizer_config.json} as Hugging Face's {@code apply_chat_template} does
+ * template of a model ({@code chat_template.jinja}, which wins as in transformers' loader, else {@code chat_template}
+ * of its {@code tokenizer_config.json}) as Hugging Face's {@code apply_chat_template} does
  * ({@code trim_blocks}, {@code lstrip_blocks}, {@code messages}, {@code add_generation_prompt}, {@code bos_token},
  * {@code eos_token}, {@code raise_exception}). Guarantees: a template's {@code raise_exception(message)} surfaces as a
  * {@link io.graphlane.inference.chat.ChatTemplateException} with that message; any other fatal template error names

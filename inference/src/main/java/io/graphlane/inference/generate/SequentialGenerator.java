@@ -40,7 +40,7 @@ public final class SequentialGenerator {
             List<Segment> segments = new ArrayList<>(n);
             int total = 0;
             for (int i = 0; i < n; i++) {
-                samplers[i] = new Sampler(requests.get(i).sampling());
+                samplers[i] = new Sampler(requests.get(i).sampling(), requests.get(i).promptIds());
                 generated.add(new ArrayList<>());
                 int length = requests.get(i).promptIds().length;
                 segments.add(new Segment(firstId + i, 0, length));

@@ -85,9 +85,12 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
         return checkpoint.openSource(maxOpenShards);
     }
 
-    /** The directory's tokenizer.json, loaded; Hugging Face's default of adding special tokens (such as BOS) applies. */
+    /**
+     * The directory's tokenizer.json, loaded with its tokenizer_config.json applied ({@link TextTokenizer#forModel}):
+     * encoding adds the special tokens (such as BOS) transformers would add to a prompt.
+     */
     public TextTokenizer tokenizer() {
-        return TextTokenizer.load(dir, true);
+        return TextTokenizer.forModel(dir);
     }
 
     /** The model's name for users: the directory's name. */

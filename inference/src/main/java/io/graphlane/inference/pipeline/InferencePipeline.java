@@ -27,6 +27,7 @@ import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageWeights;
 import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.sampling.GenerationDefaults;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
@@ -91,6 +92,7 @@ public final class InferencePipeline implements TextGenerator {
     private final Set<Integer> eosTokenIds;
     private final int[] eosIds;
     private final Optional<ChatTemplate> chatTemplate;
+    private final GenerationDefaults generationDefaults;
     private final TextTokenizer tokenizer;
     private final TokenCodec codec;
     private final ActorSystem<?> system;
@@ -105,6 +107,7 @@ public final class InferencePipeline implements TextGenerator {
         this.eosTokenIds = model.eosTokenIds();
         this.eosIds = eosTokenIds.stream().mapToInt(Integer::intValue).toArray();
         this.chatTemplate = ChatTemplate.load(model.dir());
+        this.generationDefaults = GenerationDefaults.read(model.dir());
         this.ownsSystem = b.system == null;
         this.system = b.system != null ? b.system : ActorSystem.create(Behaviors.empty(), "graphlane");
         this.tokenizer = model.tokenizer();
@@ -214,6 +217,11 @@ public final class InferencePipeline implements TextGenerator {
     }
 
     @Override
+    public GenerationDefaults generationDefaults() {
+        return generationDefaults;
+    }
+
+    @Override
     public Generation submit(GenerationRequest request, GenerationListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
@@ -227,7 +235,7 @@ public final class InferencePipeline implements TextGenerator {
         long deadline = request.timeout().map(t -> System.nanoTime() + t.toNanos()).orElse(Long.MAX_VALUE);
         TrackedGeneration tracked = new TrackedGeneration(request.promptIds(), listener);
         long id = PromptCheck.admitted(() -> pipeline.submit(new PipelineRequest(prompt, request.maxNewTokens(), eosIds, deadline,
-                new Sampler(request.sampling())), tracked));
+                new Sampler(request.sampling(), prompt)), tracked));
         return tracked.bind(id, pipeline::cancel);
     }
 

@@ -12,8 +12,8 @@ import java.util.SplittableRandom;
  * tokens on every run. One instance per request; not thread-safe.
  *
  * <p>It is the request's sampling state too: it counts the tokens it chose, which the presence and frequency
- * penalties read (a token it returns is taken as generated: the engines publish every token sampled by a step
- * that completed). With log-probabilities asked for, each token carries the log-softmax of the logits it was
+ * penalties read, and knows the prompt's tokens, which the repetition penalty reads with them (a token it returns is
+ * taken as generated: the engines publish every token sampled by a step that completed). With log-probabilities asked for, each token carries the log-softmax of the logits it was
  * chosen from after the bias and penalties, before temperature and top-p (the model's distribution as adjusted,
  * the same for greedy and sampled requests), and the most likely alternatives. Without adjustments and
  * log-probabilities it reads the logits in place and allocates nothing but the returned token.
@@ -27,11 +27,21 @@ public final class Sampler implements TokenSampler {
     private float[] adjusted = new float[0];
     /** How often each token id was generated so far; allocated only when a penalty needs it. */
     private int[] counts = new int[0];
+    /** The prompt's token ids, which the repetition penalty counts as seen. */
+    private final int[] promptIds;
+    /** Whether each token id is in the prompt or was generated; allocated only when the repetition penalty needs it. */
+    private boolean[] seen = new boolean[0];
 
-    /** A sampler for one request. */
+    /** A sampler for one request whose prompt the repetition penalty does not see (a request without one). */
     public Sampler(SamplingParams params) {
+        this(params, new int[0]);
+    }
+
+    /** A sampler for one request with the prompt {@code promptIds}, which the repetition penalty counts as seen. */
+    public Sampler(SamplingParams params, int[] promptIds) {
         this.params = params;
         this.random = new SplittableRandom(params.seed());
+        this.promptIds = params.repetitionPenalty() != 1 ? promptIds.clone() : new int[0];
     }
 
     /** The next token's id for these logits (one value per vocabulary entry): {@link #next(float[])}'s id. */
@@ -49,6 +59,9 @@ public final class Sampler implements TokenSampler {
         if (params.presencePenalty() != 0 || params.frequencyPenalty() != 0) {
             counts[id]++;
         }
+        if (params.repetitionPenalty() != 1) {
+            seen[id] = true;
+        }
         return params.wantsLogprobs() ? withLogprobs(id, scores, params.topLogprobs()) : SampledToken.of(id);
     }
 
@@ -58,15 +71,34 @@ public final class Sampler implements TokenSampler {
         }
         double[] p = softmax(scores, params.temperature());
         double draw = random.nextDouble();
-        if (params.topP() >= 1) {
+        if (params.minP() > 0) {
+            dropBelowMinP(p, params.minP());
+        }
+        if (params.topP() >= 1 && !params.filtersByRank()) {
             return pick(p, draw);
         }
-        return pickFromNucleus(p, params.topP(), draw);
+        return pickFromTop(p, params.topK() > 0 ? params.topK() : p.length, params.topP(), params.filtersByRank(), draw);
+    }
+
+    /** Zeroes every probability below {@code minP} times the largest (vLLM's min-p; the largest always stays). */
+    private static void dropBelowMinP(double[] p, double minP) {
+        double max = 0;
+        for (double v : p) {
+            max = Math.max(max, v);
+        }
+        double threshold = minP * max;
+        for (int i = 0; i < p.length; i++) {
+            if (p[i] < threshold) {
+                p[i] = 0;
+            }
+        }
     }
 
     /**
-     * The logits with the bias added and the penalties subtracted (OpenAI's formula:
-     * {@code logit[t] += bias[t] − count[t]·frequency − (count[t] > 0 ? presence : 0)}), in a buffer of this sampler.
+     * The logits with the bias added, the repetition penalty applied and the presence and frequency penalties
+     * subtracted, in vLLM's order: {@code logit[t] += bias[t]}; for a token of the prompt or generated,
+     * {@code logit[t] = logit[t] > 0 ? logit[t] / r : logit[t] · r}; {@code logit[t] −= count[t]·frequency +
+     * (count[t] > 0 ? presence : 0)} (OpenAI's formula), in a buffer of this sampler.
      */
     float[] adjust(float[] logits) {
         if (adjusted.length != logits.length) {
@@ -80,6 +112,23 @@ public final class Sampler implements TokenSampler {
                         + logits.length + ")");
             }
             adjusted[id] += bias.getValue();
+        }
+        double repetition = params.repetitionPenalty();
+        if (repetition != 1) {
+            if (seen.length != logits.length) {
+                seen = Arrays.copyOf(seen, logits.length);
+                for (int id : promptIds) {
+                    if (id >= 0 && id < seen.length) {
+                        seen[id] = true;
+                    }
+                }
+            }
+            for (int t = 0; t < seen.length; t++) {
+                if (seen[t]) {
+                    float v = adjusted[t];
+                    adjusted[t] = (float) (v > 0 ? v / repetition : v * repetition);
+                }
+            }
         }
         double presence = params.presencePenalty();
         double frequency = params.frequencyPenalty();
@@ -174,8 +223,12 @@ public final class Sampler implements TokenSampler {
         return lastNonZero(p);
     }
 
-    /** Sorts by probability (highest first, lower index first on ties), keeps the top-p nucleus, draws within it. */
-    private int pickFromNucleus(double[] p, double topP, double draw) {
+    /**
+     * Sorts by probability (highest first, lower index first on ties), keeps the {@code k} most likely tokens with a
+     * non-zero probability, then the top-p nucleus of their renormalized distribution, and draws within it.
+     * {@code renormalize} is false when nothing was dropped before top-p, so the kept mass is taken as 1.
+     */
+    private int pickFromTop(double[] p, int k, double topP, boolean renormalize, double draw) {
         if (order.length != p.length) {
             order = new long[p.length];
         }
@@ -185,12 +238,23 @@ public final class Sampler implements TokenSampler {
             order[i] = key;
         }
         Arrays.sort(order);
+        int candidates = 0;
+        double total = 0;
+        for (int j = order.length - 1; j >= 0 && candidates < k; j--) {
+            double v = p[indexOf(order[j])];
+            if (v <= 0 && candidates > 0) {
+                break;
+            }
+            total += v;
+            candidates++;
+        }
+        double reach = renormalize ? topP * total : topP;
         double mass = 0;
         int kept = 0;
-        for (int j = order.length - 1; j >= 0; j--) {
+        for (int j = order.length - 1; j >= order.length - candidates; j--) {
             mass += p[indexOf(order[j])];
             kept++;
-            if (mass >= topP) {
+            if (mass >= reach) {
                 break;
             }
         }

@@ -13,6 +13,8 @@ public final class StreamingDecoder {
     private static final char REPLACEMENT = '\uFFFD';
 
     private final Function<int[], String> decode;
+    /** Cleans the emitted text up (Hugging Face's {@code clean_up_tokenization_spaces}), or null. */
+    private final CleanUpSpaces.Stream cleanUp;
     private int[] ids = new int[16];
     private int count;
     private int prefixStart;
@@ -20,11 +22,25 @@ public final class StreamingDecoder {
 
     /** A decoder that turns whole id sequences into text with {@code decode}. */
     public StreamingDecoder(Function<int[], String> decode) {
+        this(decode, false);
+    }
+
+    /**
+     * A decoder that turns whole id sequences into text with {@code decode} and, with {@code cleanUpSpaces}, cleans
+     * the text up as {@link CleanUpSpaces#clean} (holding back the last few characters until they cannot change).
+     */
+    public StreamingDecoder(Function<int[], String> decode, boolean cleanUpSpaces) {
         this.decode = decode;
+        this.cleanUp = cleanUpSpaces ? new CleanUpSpaces.Stream() : null;
     }
 
     /** Adds {@code token}; returns the text it completes, possibly empty, never a partial character. */
     public String next(int token) {
+        String piece = nextRaw(token);
+        return cleanUp == null ? piece : cleanUp.next(piece);
+    }
+
+    private String nextRaw(int token) {
         if (count == ids.length) {
             ids = Arrays.copyOf(ids, count * 2);
         }
@@ -41,6 +57,11 @@ public final class StreamingDecoder {
 
     /** The text still held back at the end of the stream (an unfinished character shows as U+FFFD). */
     public String flush() {
+        String piece = flushRaw();
+        return cleanUp == null ? piece : cleanUp.next(piece) + cleanUp.flush();
+    }
+
+    private String flushRaw() {
         String prefix = decode.apply(Arrays.copyOfRange(ids, prefixStart, readStart));
         String text = decode.apply(Arrays.copyOfRange(ids, prefixStart, count));
         prefixStart = count;

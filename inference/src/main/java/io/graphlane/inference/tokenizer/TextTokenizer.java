@@ -41,12 +41,75 @@ public final class TextTokenizer implements AutoCloseable {
     private final Path file;
     private final boolean addSpecialTokens;
     private final int maxTokenBytes;
+    /** The id {@link #encode} puts first in place of the post-processor's additions, or -1 (see {@link #forModel}). */
+    private final int bosId;
+    /** The id {@link #encode} puts last in place of the post-processor's additions, or -1. */
+    private final int eosId;
+    /** Whether {@link #encode} adds {@link #bosId} and {@link #eosId} itself instead of tokenizer.json's post-processor. */
+    private final boolean explicitSpecialTokens;
+    /** Whether decoded text is cleaned up ({@code clean_up_tokenization_spaces}). */
+    private final boolean cleanUpSpaces;
 
     private TextTokenizer(HuggingFaceTokenizer tokenizer, Path file, boolean addSpecialTokens, int maxTokenBytes) {
+        this(tokenizer, file, addSpecialTokens, maxTokenBytes, false, -1, -1, false);
+    }
+
+    private TextTokenizer(HuggingFaceTokenizer tokenizer, Path file, boolean addSpecialTokens, int maxTokenBytes,
+                          boolean explicitSpecialTokens, int bosId, int eosId, boolean cleanUpSpaces) {
         this.tokenizer = tokenizer;
         this.file = file;
         this.addSpecialTokens = addSpecialTokens;
         this.maxTokenBytes = maxTokenBytes;
+        this.explicitSpecialTokens = explicitSpecialTokens;
+        this.bosId = bosId;
+        this.eosId = eosId;
+        this.cleanUpSpaces = cleanUpSpaces;
+    }
+
+    /**
+     * The tokenizer of model directory {@code dir} with the settings of its tokenizer_config.json applied as
+     * transformers applies them (see {@link TokenizerConfig}): when the config names {@code add_bos_token} or
+     * {@code add_eos_token}, {@link #encode} adds exactly the BOS and EOS ids those flags ask for instead of what
+     * tokenizer.json's post-processor adds; otherwise the post-processor's additions stand. Decoding cleans up
+     * spaces when {@code clean_up_tokenization_spaces} is true.
+     *
+     * @throws GraphlaneException naming the file and field when a flag asks for a BOS or EOS token whose text is not
+     *                            one token of the vocabulary
+     */
+    public static TextTokenizer forModel(Path dir) {
+        return forModel(dir, TokenizerConfig.read(dir));
+    }
+
+    /** As {@link #forModel(Path)}, with {@code config} read already. */
+    public static TextTokenizer forModel(Path dir, TokenizerConfig config) {
+        TextTokenizer t = load(dir, !config.overridesPostProcessor());
+        try {
+            int bos = -1;
+            int eos = -1;
+            // as transformers: a flag set without its token adds nothing
+            if (config.addBosToken().orElse(false) && !config.bosToken().isEmpty()) {
+                bos = t.singleId(config, "bos_token", config.bosToken());
+            }
+            if (config.addEosToken().orElse(false) && !config.eosToken().isEmpty()) {
+                eos = t.singleId(config, "eos_token", config.eosToken());
+            }
+            // the same native tokenizer, now owned by the configured instance
+            return new TextTokenizer(t.tokenizer, t.file, t.addSpecialTokens, t.maxTokenBytes, config.overridesPostProcessor(), bos, eos,
+                    config.cleanUpTokenizationSpaces());
+        } catch (RuntimeException e) {
+            t.close();
+            throw e;
+        }
+    }
+
+    private int singleId(TokenizerConfig config, String field, String text) {
+        int[] ids = encodeAsWritten(text);
+        if (ids.length != 1) {
+            String flag = field.equals("bos_token") ? "add_bos_token" : "add_eos_token";
+            throw new GraphlaneException(config.file() + ": field '" + field + "' is \"" + text + "\", which " + flag
+                    + " asks to add, but it is not one token of " + file + " (it encodes to " + ids.length + " tokens)");
+        }
+        return ids[0];
     }
 
     /**
@@ -75,7 +138,20 @@ public final class TextTokenizer implements AutoCloseable {
 
     /** The ids of {@code text}, with the special tokens this tokenizer was loaded to add. */
     public int[] encode(String text) {
-        return idsOf(text, addSpecialTokens);
+        if (!explicitSpecialTokens || (bosId < 0 && eosId < 0)) {
+            return idsOf(text, addSpecialTokens);
+        }
+        int[] body = idsOf(text, false);
+        int first = bosId < 0 ? 0 : 1;
+        int[] ids = new int[body.length + first + (eosId < 0 ? 0 : 1)];
+        if (bosId >= 0) {
+            ids[0] = bosId;
+        }
+        System.arraycopy(body, 0, ids, first, body.length);
+        if (eosId >= 0) {
+            ids[ids.length - 1] = eosId;
+        }
+        return ids;
     }
 
     /**
@@ -115,14 +191,34 @@ public final class TextTokenizer implements AutoCloseable {
         return result;
     }
 
-    /** The text of {@code ids}; bytes that do not form complete UTF-8 characters become U+FFFD. */
+    /**
+     * The text of {@code ids}; bytes that do not form complete UTF-8 characters become U+FFFD; cleaned up
+     * ({@link CleanUpSpaces}) when the model's config asks for it.
+     */
     public String decode(int[] ids) {
-        return tokenizer.decode(toLongs(ids), false);
+        return cleaned(rawDecode(ids));
     }
 
     /** The text of {@code ids} with special tokens (BOS, EOS, chat markers) left out; as {@link #decode} otherwise. */
     public String decodeSkippingSpecialTokens(int[] ids) {
+        return cleaned(rawDecodeSkippingSpecialTokens(ids));
+    }
+
+    private String rawDecode(int[] ids) {
+        return tokenizer.decode(toLongs(ids), false);
+    }
+
+    private String rawDecodeSkippingSpecialTokens(int[] ids) {
         return tokenizer.decode(toLongs(ids), true);
+    }
+
+    private String cleaned(String text) {
+        return cleanUpSpaces ? CleanUpSpaces.clean(text) : text;
+    }
+
+    /** Whether decoded text is cleaned up ({@code clean_up_tokenization_spaces}). */
+    public boolean cleansUpSpaces() {
+        return cleanUpSpaces;
     }
 
     private static long[] toLongs(int[] ids) {
@@ -133,9 +229,14 @@ public final class TextTokenizer implements AutoCloseable {
         return wide;
     }
 
-    /** A decoder for one stream of generated tokens that only emits complete characters. */
+    /** A decoder for one stream of generated tokens that only emits complete characters; its pieces add up to {@link #decode}. */
     public StreamingDecoder streamingDecoder() {
-        return new StreamingDecoder(this::decode);
+        return new StreamingDecoder(this::rawDecode, cleanUpSpaces);
+    }
+
+    /** As {@link #streamingDecoder()}, for the text of {@link #decodeSkippingSpecialTokens}. */
+    public StreamingDecoder contentStreamingDecoder() {
+        return new StreamingDecoder(this::rawDecodeSkippingSpecialTokens, cleanUpSpaces);
     }
 
     /** The tokenizer.json this was loaded from. */
