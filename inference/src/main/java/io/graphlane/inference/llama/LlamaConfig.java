@@ -1,6 +1,9 @@
 package io.graphlane.inference.llama;
 
 import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.nn.NeuralOps;
+import java.util.Collections;
+import java.util.List;
 
 /**
  * The hyperparameters of a Llama-family decoder (Llama, Mistral, Qwen2), with Hugging Face
@@ -19,10 +22,13 @@ import io.graphlane.core.GraphlaneException;
  * @param qkvBias             q/k/v projections carry biases (Qwen2; Llama with {@code attention_bias})
  * @param outputBias          the attention output projection carries a bias (Llama with {@code attention_bias})
  * @param maxPositions        the longest sequence a KV cache may hold ({@code max_position_embeddings})
+ * @param attentionWindows    per decoder layer, the positions a query attends to, its own included (a sliding window:
+ *                            Mistral's {@code sliding_window}, Qwen2's sliding layers), or {@link NeuralOps#NO_WINDOW}
+ *                            for full causal attention; one entry per layer
  */
 public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
                           int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
-                          int maxPositions) {
+                          int maxPositions, List<Integer> attentionWindows) {
 
     /** Validates every size, naming the HF field at fault. */
     public LlamaConfig {
@@ -43,6 +49,37 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
         if (!(rmsNormEps > 0) || !(ropeTheta > 0)) {
             throw new GraphlaneException("config: rms_norm_eps and rope_theta must be positive, found " + rmsNormEps + " and " + ropeTheta);
         }
+        if (attentionWindows.size() != layerCount) {
+            throw new GraphlaneException("config: " + attentionWindows.size() + " attention windows for " + layerCount + " layers");
+        }
+        for (int window : attentionWindows) {
+            requirePositive("sliding_window", window);
+        }
+        attentionWindows = List.copyOf(attentionWindows);
+    }
+
+    /** A configuration whose every layer attends to all earlier positions (no sliding window). */
+    public LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
+                       int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
+                       int maxPositions) {
+        this(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps, ropeTheta,
+                tieWordEmbeddings, qkvBias, outputBias, maxPositions, fullAttention(layerCount));
+    }
+
+    /** This configuration with {@code windows} as its per-layer attention windows. */
+    public LlamaConfig withAttentionWindows(List<Integer> windows) {
+        return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
+                ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, windows);
+    }
+
+    /** The attention window of decoder layer {@code layer} (the model's index, from 0): positions seen, or {@link NeuralOps#NO_WINDOW}. */
+    public int attentionWindow(int layer) {
+        return attentionWindows.get(layer);
+    }
+
+    /** True if some layer attends within a sliding window. */
+    public boolean slides() {
+        return attentionWindows.stream().anyMatch(w -> w != NeuralOps.NO_WINDOW);
     }
 
     /** Width of the concatenated query heads, {@code headCount × headDim}. */
@@ -53,6 +90,10 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
     /** Width of the concatenated key (or value) heads, {@code kvHeadCount × headDim}. */
     public int kvWidth() {
         return kvHeadCount * headDim;
+    }
+
+    private static List<Integer> fullAttention(int layerCount) {
+        return Collections.nCopies(Math.max(0, layerCount), NeuralOps.NO_WINDOW);
     }
 
     private static void requirePositive(String field, int value) {
