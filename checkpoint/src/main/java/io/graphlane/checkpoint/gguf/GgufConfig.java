@@ -88,18 +88,18 @@ public final class GgufConfig {
         ObjectNode c = JSON.objectNode();
         c.putArray("architectures").add(hfArch);
         c.put("model_type", arch);
-        c.put("hidden_size", hidden);
-        c.put("intermediate_size", ffn);
-        c.put("num_hidden_layers", layers);
-        c.put("num_attention_heads", heads);
-        c.put("num_key_value_heads", kvHeads);
+        c.put("hidden_size", (int) hidden);
+        c.put("intermediate_size", (int) ffn);
+        c.put("num_hidden_layers", (int) layers);
+        c.put("num_attention_heads", (int) heads);
+        c.put("num_key_value_heads", (int) kvHeads);
         if (keyLength.isPresent() || arch.equals("qwen3") || arch.equals("gemma2")) {
-            c.put("head_dim", headDim);
+            c.put("head_dim", (int) headDim);
         }
         c.put("rms_norm_eps", eps);
         c.put("rope_theta", theta);
-        c.put("max_position_embeddings", context);
-        c.put("vocab_size", vocab);
+        c.put("max_position_embeddings", (int) context);
+        c.put("vocab_size", (int) vocab);
         c.put("tie_word_embeddings", !tensors.containsKey("output.weight"));
         c.put("torch_dtype", "float32");
         switch (arch) {
@@ -120,16 +120,16 @@ public final class GgufConfig {
                 c.put("hidden_activation", "gelu_pytorch_tanh");
                 meta.number(p + "attn_logit_softcapping").ifPresent(v -> c.put("attn_logit_softcapping", v));
                 meta.number(p + "final_logit_softcapping").ifPresent(v -> c.put("final_logit_softcapping", v));
-                meta.integer(p + "attention.sliding_window", 1, max).ifPresent(v -> c.put("sliding_window", v));
+                meta.integer(p + "attention.sliding_window", 1, max).ifPresent(v -> c.put("sliding_window", (int) v));
                 // llama.cpp scales queries by 1/sqrt(hidden/heads) for the 46-layer (27B) model, 1/sqrt(head_dim) otherwise
-                c.put("query_pre_attn_scalar", layers == 46 ? hidden / heads : headDim);
+                c.put("query_pre_attn_scalar", (int) (layers == 46 ? hidden / heads : headDim));
             }
             case "phi3" -> {
                 c.put("hidden_act", "silu");
                 if (ropeDim != headDim) {
                     c.put("partial_rotary_factor", (double) ropeDim / headDim);
                 }
-                meta.integer(p + "attention.sliding_window", 1, max).ifPresent(v -> c.put("sliding_window", v));
+                meta.integer(p + "attention.sliding_window", 1, max).ifPresent(v -> c.put("sliding_window", (int) v));
             }
             default -> throw new IllegalStateException(arch);
         }
@@ -137,15 +137,15 @@ public final class GgufConfig {
         if (scaling != null) {
             c.set("rope_scaling", scaling);
         }
-        meta.integer("tokenizer.ggml.bos_token_id", 0, max).ifPresent(v -> c.put("bos_token_id", v));
+        meta.integer("tokenizer.ggml.bos_token_id", 0, max).ifPresent(v -> c.put("bos_token_id", (int) v));
         java.util.List<Long> eos = GgufTokenizer.endOfGenerationIds(meta);
         if (eos.size() == 1) {
-            c.put("eos_token_id", eos.get(0));
+            c.put("eos_token_id", eos.get(0).intValue());
         } else if (!eos.isEmpty()) {
             ArrayNode ids = c.putArray("eos_token_id");
-            eos.forEach(ids::add);
+            eos.forEach(id -> ids.add(id.intValue()));
         }
-        meta.integer("tokenizer.ggml.padding_token_id", 0, max).ifPresent(v -> c.put("pad_token_id", v));
+        meta.integer("tokenizer.ggml.padding_token_id", 0, max).ifPresent(v -> c.put("pad_token_id", (int) v));
         return c;
     }
 
@@ -197,7 +197,7 @@ public final class GgufConfig {
                 l.add(longF[i]);
                 sh.add(shortF[i]);
             }
-            s.put("original_max_position_embeddings", original.orElseThrow(() ->
+            s.put("original_max_position_embeddings", (int) original.orElseThrow(() ->
                     meta.missing(p + "rope.scaling.original_context_length", "LongRoPE's original context length")));
             return s;
         }
@@ -218,7 +218,7 @@ public final class GgufConfig {
                 s.put("type", "yarn");
                 s.put("rope_type", "yarn");
                 s.put("factor", factor);
-                s.put("original_max_position_embeddings", original.orElse(context));
+                s.put("original_max_position_embeddings", (int) original.orElse(context));
                 return s;
             }
             default:
@@ -264,7 +264,7 @@ public final class GgufConfig {
         s.put("factor", factor);
         s.put("low_freq_factor", low);
         s.put("high_freq_factor", high);
-        s.put("original_max_position_embeddings", (long) originalContext);
+        s.put("original_max_position_embeddings", (int) originalContext);
         return s;
     }
 
