@@ -439,12 +439,12 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
             if (axis != last) {
                 return input.slice(axis, start, end).dequantize(format);
             }
+            if (end == start) {
+                return input.slice(axis, 0, 0).dequantize(format);
+            }
             long per = format.blockValues();
             long firstBlock = start / per;
             long endBlock = (end + per - 1) / per;
-            if (end == start) {
-                endBlock = firstBlock;
-            }
             Recipe covering = input.slice(axis, firstBlock * format.blockBytes(), endBlock * format.blockBytes())
                     .dequantize(format);
             if (start == firstBlock * per && end == endBlock * per) {
