@@ -10,9 +10,7 @@ import io.graphlane.checkpoint.recipe.Recipe;
 import io.graphlane.checkpoint.recipe.RecipeException;
 import io.graphlane.checkpoint.safetensors.TensorEntry;
 import io.graphlane.core.param.EncodedLease;
-import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.Shape;
-import io.graphlane.core.tensor.TensorSpec;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -253,19 +251,8 @@ public final class GgufCheckpoint {
         return stored.reshape(heads, half, 2, cols).transpose(0, 2, 1, 3).reshape(rows, cols);
     }
 
-    /** The dtype and shape of a stored tensor under which a lease reads it. */
-    public TensorSpec storedSpec(String name) {
-        return catalog.tensor(name).spec();
-    }
-
     /** Names of the tensors in table order. */
     public List<String> tensorNames() {
         return new ArrayList<>(file.tensors().keySet());
-    }
-
-    /** The element dtype a derived weight of tensor {@code name} has: F32 for a quantized tensor. */
-    public DType derivedDtype(String name) {
-        GgufTensorInfo t = file.tensor(name);
-        return t.type().dtype().orElse(DType.F32);
     }
 }
