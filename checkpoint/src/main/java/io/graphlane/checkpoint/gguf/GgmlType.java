@@ -145,8 +145,8 @@ public enum GgmlType implements BlockFormat {
             case BF16 -> out[0] = HalfPrecision.bf16ToF32(in.getShort(at));
             case Q8_0 -> decodeQ80(in, at, out);
             case Q4_0 -> decodeQ40(in, at, out);
-            case Q4_K -> decodeQ4K(in, at, out);
-            case Q5_K -> decodeQ5K(in, at, out);
+            case Q4_K -> decodeK(in, at, out, false);
+            case Q5_K -> decodeK(in, at, out, true);
             case Q6_K -> decodeQ6K(in, at, out);
             default -> throw new IllegalStateException("no decoder for " + this);
         }
@@ -182,38 +182,17 @@ public enum GgmlType implements BlockFormat {
         return new int[] {sc, m};
     }
 
-    private static void decodeQ4K(ByteBuffer in, int at, float[] out) {
-        float d = HalfPrecision.f16ToF32(in.getShort(at));
-        float min = HalfPrecision.f16ToF32(in.getShort(at + 2));
-        int scales = at + 4;
-        int q = at + 16;
-        int y = 0;
-        for (int is = 0; is < 8; is += 2) {
-            int[] a = scaleMinK4(in, scales, is);
-            float d1 = d * a[0];
-            float m1 = min * a[1];
-            int[] b = scaleMinK4(in, scales, is + 1);
-            float d2 = d * b[0];
-            float m2 = min * b[1];
-            for (int l = 0; l < 32; l++) {
-                out[y++] = d1 * ((in.get(q + l) & 0xFF) & 0xF) - m1;
-            }
-            for (int l = 0; l < 32; l++) {
-                out[y++] = d2 * ((in.get(q + l) & 0xFF) >> 4) - m2;
-            }
-            q += 32;
-        }
-    }
-
-    private static void decodeQ5K(ByteBuffer in, int at, float[] out) {
+    /**
+     * Q4_K, or Q5_K when {@code fifthBit}: eight sub-blocks of 32 with 6-bit scales and mins; Q5_K's
+     * {@code qh} (32 bytes before the nibbles) adds 16 where bit {@code s} of {@code qh[l]} is set.
+     */
+    private static void decodeK(ByteBuffer in, int at, float[] out, boolean fifthBit) {
         float d = HalfPrecision.f16ToF32(in.getShort(at));
         float min = HalfPrecision.f16ToF32(in.getShort(at + 2));
         int scales = at + 4;
         int qh = at + 16;
-        int ql = at + 48;
+        int q = fifthBit ? at + 48 : at + 16;
         int y = 0;
-        int u1 = 1;
-        int u2 = 2;
         for (int is = 0; is < 8; is += 2) {
             int[] a = scaleMinK4(in, scales, is);
             float d1 = d * a[0];
@@ -222,16 +201,14 @@ public enum GgmlType implements BlockFormat {
             float d2 = d * b[0];
             float m2 = min * b[1];
             for (int l = 0; l < 32; l++) {
-                int h = in.get(qh + l) & 0xFF;
-                out[y++] = d1 * (((in.get(ql + l) & 0xFF) & 0xF) + ((h & u1) != 0 ? 16 : 0)) - m1;
+                int high = fifthBit && ((in.get(qh + l) >> is) & 1) != 0 ? 16 : 0;
+                out[y++] = d1 * (((in.get(q + l) & 0xFF) & 0xF) + high) - m1;
             }
             for (int l = 0; l < 32; l++) {
-                int h = in.get(qh + l) & 0xFF;
-                out[y++] = d2 * (((in.get(ql + l) & 0xFF) >> 4) + ((h & u2) != 0 ? 16 : 0)) - m2;
+                int high = fifthBit && ((in.get(qh + l) >> (is + 1)) & 1) != 0 ? 16 : 0;
+                out[y++] = d2 * (((in.get(q + l) & 0xFF) >> 4) + high) - m2;
             }
-            ql += 32;
-            u1 <<= 2;
-            u2 <<= 2;
+            q += 32;
         }
     }
 
