@@ -23,13 +23,20 @@ public final class CheckpointCatalog {
     public static final String SINGLE_FILE = "model.safetensors";
 
     private final Path dir;
+    private final String format;
     private final boolean sharded;
     private final List<SafetensorsHeader> shards;
     private final SortedMap<String, TensorLocation> tensors;
 
     private CheckpointCatalog(Path dir, boolean sharded, List<SafetensorsHeader> shards,
                               SortedMap<String, TensorLocation> tensors) {
+        this(dir, "safetensors", sharded, shards, tensors);
+    }
+
+    private CheckpointCatalog(Path dir, String format, boolean sharded, List<SafetensorsHeader> shards,
+                              SortedMap<String, TensorLocation> tensors) {
         this.dir = dir;
+        this.format = format;
         this.sharded = sharded;
         this.shards = Collections.unmodifiableList(shards);
         this.tensors = Collections.unmodifiableSortedMap(tensors);
@@ -61,6 +68,16 @@ public final class CheckpointCatalog {
         }
         throw new CheckpointException(dir + ": no " + SINGLE_FILE + " and no " + ShardIndex.FILE_NAME
                 + " (expected the weights of a Hugging Face model directory)");
+    }
+
+    /**
+     * The catalogue of one weights file in another format ({@code format}, e.g. {@code "gguf"}) whose
+     * reader has validated every tensor in {@code tensors}; {@link #shards()} is then empty.
+     */
+    public static CheckpointCatalog ofFile(Path dir, String format, Map<String, TensorLocation> tensors) {
+        java.util.Objects.requireNonNull(dir, "dir");
+        java.util.Objects.requireNonNull(format, "format");
+        return new CheckpointCatalog(dir, format, false, List.of(), new TreeMap<>(tensors));
     }
 
     private static CheckpointCatalog openSingle(Path dir, Path file) {
@@ -129,9 +146,9 @@ public final class CheckpointCatalog {
         return dir;
     }
 
-    /** The weights format; always {@code "safetensors"}. */
+    /** The weights format: {@code "safetensors"}, or the format of a catalogue made by {@link #ofFile}. */
     public String format() {
-        return "safetensors";
+        return format;
     }
 
     /** True if the weights come from an index and shards. */
@@ -139,7 +156,7 @@ public final class CheckpointCatalog {
         return sharded;
     }
 
-    /** The validated headers of the weight files, in index order. */
+    /** The validated safetensors headers of the weight files, in index order (empty for another format). */
     public List<SafetensorsHeader> shards() {
         return shards;
     }

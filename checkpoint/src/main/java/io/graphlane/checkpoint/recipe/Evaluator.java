@@ -59,6 +59,11 @@ final class Evaluator {
             }
             Shape shape = input.spec().shape();
             BlockQ8.quantize(src, (int) shape.dim(0), (int) shape.dim(1), out);
+        } else if (r instanceof Recipe.Dequantize dequantize) {
+            ByteBuffer src = eval(dequantize.input(), in, null);
+            BlockFormat format = dequantize.format();
+            long blocks = dequantize.input().spec().byteSize() / format.blockBytes();
+            format.decode(src, src.position(), (int) blocks, out, 0);
         } else {
             throw new IllegalStateException("no evaluation for recipe step " + r);
         }

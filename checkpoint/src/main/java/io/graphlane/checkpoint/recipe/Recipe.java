@@ -20,7 +20,7 @@ import java.util.stream.Collectors;
  * only its part of the checkpoint.
  */
 public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Concat, Recipe.Stack,
-        Recipe.Reshape, Recipe.Transpose, Recipe.Cast, Recipe.View, Recipe.QuantizeQ8 {
+        Recipe.Reshape, Recipe.Transpose, Recipe.Cast, Recipe.View, Recipe.QuantizeQ8, Recipe.Dequantize {
 
     /** The inferred dtype and shape of this step's result. */
     TensorSpec spec();
@@ -119,6 +119,36 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
             throw new RecipeException("recipe step quantizeQ8 of " + this + ": " + e.getMessage());
         }
         return new QuantizeQ8(this, out);
+    }
+
+    /**
+     * These raw bytes ({@code U8}, the last axis holding whole blocks of {@code format}) decoded to F32:
+     * the result has the same leading axes and {@code blocks × format.blockValues()} values on the last.
+     *
+     * @throws RecipeException naming the step if the input is not U8 or its last axis is not whole blocks
+     */
+    default Recipe dequantize(BlockFormat format) {
+        Objects.requireNonNull(format, "format");
+        String step = "recipe step dequantize(" + format.name() + ") of " + this;
+        if (spec().dtype() != DType.U8) {
+            throw new RecipeException(step + ": input dtype " + spec().dtype() + " is not supported, expected U8 (the "
+                    + format.name() + " blocks as raw bytes)");
+        }
+        Shape in = spec().shape();
+        if (in.rank() < 1) {
+            throw new RecipeException(step + ": input is a scalar, expected at least one axis of blocks");
+        }
+        long last = in.dim(in.rank() - 1);
+        if (format.blockBytes() < 1 || format.blockValues() < 1 || last % format.blockBytes() != 0) {
+            throw new RecipeException(step + ": last axis holds " + last + " bytes, expected a multiple of "
+                    + format.blockBytes() + " (one " + format.name() + " block of " + format.blockValues() + " values)");
+        }
+        long[] dims = in.dims();
+        dims[dims.length - 1] = Steps.check(() -> Math.multiplyExact(last / format.blockBytes(), (long) format.blockValues()),
+                () -> "dequantize(" + format.name() + ")");
+        TensorSpec out = new TensorSpec(DType.F32, Steps.check(() -> Shape.of(dims), () -> "dequantize(" + format.name() + ")"));
+        Steps.check(out::byteSize, () -> "dequantize(" + format.name() + ") of " + this);
+        return new Dequantize(this, format, out);
     }
 
     /** The same bytes reinterpreted as {@code dtype} with shape {@code dims} (equal byte count). */
@@ -389,6 +419,43 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
         @Override
         public String toString() {
             return "quantizeQ8(" + input + ")";
+        }
+    }
+    /**
+     * The input's raw blocks decoded to F32. A range of a leading axis, or of the last axis on block
+     * boundaries, pushes down to the raw bytes; any other range of the last axis decodes the blocks that
+     * cover it and selects from them.
+     */
+    record Dequantize(Recipe input, BlockFormat format, TensorSpec spec) implements Recipe {
+        @Override
+        public List<Source> sources() {
+            return input.sources();
+        }
+
+        @Override
+        public Recipe slice(int axis, long start, long end) {
+            Steps.checkSlice(this, axis, start, end);
+            int last = spec.shape().rank() - 1;
+            if (axis != last) {
+                return input.slice(axis, start, end).dequantize(format);
+            }
+            if (end == start) {
+                return input.slice(axis, 0, 0).dequantize(format);
+            }
+            long per = format.blockValues();
+            long firstBlock = start / per;
+            long endBlock = (end + per - 1) / per;
+            Recipe covering = input.slice(axis, firstBlock * format.blockBytes(), endBlock * format.blockBytes())
+                    .dequantize(format);
+            if (start == firstBlock * per && end == endBlock * per) {
+                return covering;
+            }
+            return covering.select(Selection.range(axis, start - firstBlock * per, end - firstBlock * per));
+        }
+
+        @Override
+        public String toString() {
+            return "dequantize(" + format.name() + ", " + input + ")";
         }
     }
 }
