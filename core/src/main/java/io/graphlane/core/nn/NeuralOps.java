@@ -97,21 +97,42 @@ public interface NeuralOps<T> {
     void addBias(T x, T bias);
 
     /**
+     * Plain rotary position embedding with base {@code theta} over the whole head: {@link #rope(Object, int[], int, RotaryTable)}
+     * with {@link RotaryTable#standard}.
+     */
+    default void rope(T x, int[] positions, int headDim, float theta) {
+        rope(x, positions, headDim, RotaryTable.standard(headDim, theta));
+    }
+
+    /**
      * Rotary position embedding in the rotate-half layout (Hugging Face Llama, not interleaved),
      * in place: each row {@code r} is a sequence of heads of {@code headDim} features at position
-     * {@code positions[r]}; in each head the pair {@code (i, i + headDim/2)} rotates by the angle
-     * {@code positions[r] · theta^(-2i/headDim)}.
+     * {@code positions[r]}; in each head the pair {@code (i, i + rotaryDim/2)} of the first {@code table.rotaryDim()}
+     * features rotates by the angle {@code positions[r] · table.frequency(i)}, with cos and sin scaled by
+     * {@code table.attentionScaling()}; features past the rotary width are left as they are.
      */
-    void rope(T x, int[] positions, int headDim, float theta);
+    void rope(T x, int[] positions, int headDim, RotaryTable table);
+
+    /** {@link #ropeQk(Object, Object, int[], int, RotaryTable)} with {@link RotaryTable#standard}. */
+    default void ropeQk(T q, T k, int[] positions, int headDim, float theta) {
+        ropeQk(q, k, positions, headDim, RotaryTable.standard(headDim, theta));
+    }
 
     /**
      * {@link #rope} on the queries {@code q} and the keys {@code k} of the same rows (each with its own
      * head count), in place. The default rotates one, then the other; a backend may share the angles.
      */
-    default void ropeQk(T q, T k, int[] positions, int headDim, float theta) {
-        rope(q, positions, headDim, theta);
-        rope(k, positions, headDim, theta);
+    default void ropeQk(T q, T k, int[] positions, int headDim, RotaryTable table) {
+        rope(q, positions, headDim, table);
+        rope(k, positions, headDim, table);
     }
+
+    /**
+     * RMSNorm of every head of every row, in place: row {@code r} of {@code x} is a sequence of heads of
+     * {@code headDim} features, each normalized on its own and multiplied by {@code weight} ({@code 1 × headDim}),
+     * as Qwen3 norms its queries and keys before RoPE.
+     */
+    void rmsNormHeads(T x, T weight, float eps, int headDim);
 
     /**
      * Causal grouped-query attention over a key/value cache. Row {@code r} of {@code q}
@@ -128,6 +149,12 @@ public interface NeuralOps<T> {
      * {@code out} may be {@code gate} or {@code up}.
      */
     void siluMul(T gate, T up, T out);
+
+    /**
+     * The gated MLP's product {@code out = act(gate) · up} element-wise, in F32; {@code out} may be {@code gate} or
+     * {@code up}. {@link GateActivation#SILU} is {@link #siluMul}.
+     */
+    void gatedMul(T gate, T up, T out, GateActivation activation);
 
     /** Element-wise sum {@code out = a + b} (a residual connection); {@code out} may be {@code a} or {@code b}. */
     void add(T a, T b, T out);

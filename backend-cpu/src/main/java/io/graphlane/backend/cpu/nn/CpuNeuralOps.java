@@ -6,7 +6,9 @@ import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
 import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemv;
 
+import io.graphlane.core.nn.GateActivation;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.RotaryTable;
 import io.graphlane.core.nn.ShapeMismatchException;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
@@ -302,38 +304,46 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     }
 
     @Override
-    public void rope(CpuTensor x, int[] positions, int headDim, float theta) {
-        requireRopeShape("x", x, positions, headDim);
-        rotate(x, null, positions, headDim, theta);
+    public void rope(CpuTensor x, int[] positions, int headDim, RotaryTable table) {
+        requireRopeShape("x", x, positions, headDim, table);
+        rotate(x, null, positions, headDim, table);
     }
 
     /** Rotates {@code q} and {@code k} in one pass over the positions: each angle's cosine and sine serve both. */
     @Override
-    public void ropeQk(CpuTensor q, CpuTensor k, int[] positions, int headDim, float theta) {
-        requireRopeShape("q", q, positions, headDim);
-        requireRopeShape("k", k, positions, headDim);
-        rotate(q, k, positions, headDim, theta);
+    public void ropeQk(CpuTensor q, CpuTensor k, int[] positions, int headDim, RotaryTable table) {
+        requireRopeShape("q", q, positions, headDim, table);
+        requireRopeShape("k", k, positions, headDim, table);
+        rotate(q, k, positions, headDim, table);
     }
 
-    private static void requireRopeShape(String operand, CpuTensor x, int[] positions, int headDim) {
+    private static void requireRopeShape(String operand, CpuTensor x, int[] positions, int headDim, RotaryTable table) {
         ShapeMismatchException.require("rope", "positions", "length (rows of " + operand + ")", x.rows(), positions.length);
         if (headDim <= 0 || headDim % 2 != 0 || x.cols() % headDim != 0) {
             throw new ShapeMismatchException("rope", operand, "cols a multiple of an even headDim " + headDim, "cols = " + x.cols());
         }
+        if (table.rotaryDim() > headDim) {
+            throw new ShapeMismatchException("rope", "table", "a rotary width of at most headDim " + headDim,
+                    "rotaryDim = " + table.rotaryDim());
+        }
     }
 
-    /** Rotates every head of {@code a} and, unless null, of {@code b}, both of {@code positions.length} rows. */
-    private void rotate(CpuTensor a, CpuTensor b, int[] positions, int headDim, float theta) {
-        float[] invFreq = inverseFrequencies(headDim, theta);
-        int half = headDim / 2;
+    /**
+     * Rotates the first {@code table.rotaryDim()} features of every head of {@code a} and, unless null, of {@code b},
+     * both of {@code positions.length} rows. The angle is computed in double (position times frequency), then its
+     * cosine and sine are scaled and rounded to F32.
+     */
+    private void rotate(CpuTensor a, CpuTensor b, int[] positions, int headDim, RotaryTable table) {
+        int half = table.rotaryDim() / 2;
+        double scaling = table.attentionScaling();
         FloatBuffer first = a.data();
         FloatBuffer second = b == null ? null : b.data();
         for (int r = 0; r < positions.length; r++) {
-            float position = positions[r];
+            double position = positions[r];
             for (int i = 0; i < half; i++) {
-                float angle = position * invFreq[i];
-                float cos = (float) Math.cos(angle);
-                float sin = (float) Math.sin(angle);
+                double angle = position * table.frequency(i);
+                float cos = (float) (Math.cos(angle) * scaling);
+                float sin = (float) (Math.sin(angle) * scaling);
                 rotatePair(first, r * a.cols() + i, a.cols() / headDim, headDim, half, cos, sin);
                 if (second != null) {
                     rotatePair(second, r * b.cols() + i, b.cols() / headDim, headDim, half, cos, sin);
@@ -351,6 +361,29 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             float x2 = data.get(second);
             data.put(first, x1 * cos - x2 * sin);
             data.put(second, x2 * cos + x1 * sin);
+        }
+    }
+
+    @Override
+    public void rmsNormHeads(CpuTensor x, CpuTensor weight, float eps, int headDim) {
+        if (headDim <= 0 || x.cols() % headDim != 0) {
+            throw new ShapeMismatchException("rmsNormHeads", "x", "cols a multiple of headDim " + headDim, "cols = " + x.cols());
+        }
+        requireVector("rmsNormHeads", "weight", weight, headDim);
+        FloatBuffer data = x.data();
+        FloatBuffer w = weight.data();
+        int heads = x.rows() * (x.cols() / headDim);
+        for (int h = 0; h < heads; h++) {
+            int base = h * headDim;
+            double sum = 0;
+            for (int i = 0; i < headDim; i++) {
+                float v = data.get(base + i);
+                sum += v * v;
+            }
+            float inv = (float) (1.0 / Math.sqrt(sum / headDim + eps));
+            for (int i = 0; i < headDim; i++) {
+                data.put(base + i, data.get(base + i) * inv * w.get(i));
+            }
         }
     }
 
@@ -433,6 +466,23 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         for (int i = 0; i < n; i++) {
             float x = g.get(i);
             target.put(i, x / (1f + (float) Math.exp(-x)) * u.get(i));
+        }
+    }
+
+    @Override
+    public void gatedMul(CpuTensor gate, CpuTensor up, CpuTensor out, GateActivation activation) {
+        if (activation == GateActivation.SILU) {
+            siluMul(gate, up, out);
+            return;
+        }
+        requireSameShape("gatedMul", "up", gate, up);
+        requireSameShape("gatedMul", "out", gate, out);
+        FloatBuffer g = gate.data();
+        FloatBuffer u = up.data();
+        FloatBuffer target = out.data();
+        int n = gate.rows() * gate.cols();
+        for (int i = 0; i < n; i++) {
+            target.put(i, (float) (activation.apply(g.get(i)) * u.get(i)));
         }
     }
 

@@ -10,7 +10,9 @@ import io.graphlane.backend.gpu.JavaCppAddresses;
 import io.graphlane.backend.gpu.PinnedBuffer;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.HostCopy;
+import io.graphlane.core.nn.GateActivation;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.RotaryTable;
 import io.graphlane.core.nn.ShapeMismatchException;
 import java.util.Objects;
 import jcuda.Pointer;
@@ -181,18 +183,35 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     }
 
     @Override
-    public void rope(GpuMatrix x, int[] positions, int headDim, float theta) {
-        OpShapes.requireRope(x.cols(), headDim);
+    public void rope(GpuMatrix x, int[] positions, int headDim, RotaryTable table) {
+        OpShapes.requireRope(x.cols(), headDim, table.rotaryDim());
         ShapeMismatchException.require("rope", "positions", "length (rows of x)", x.rows(), positions.length);
         if (x.elements() == 0) {
             return;
         }
         DeviceBuffer pos = uploadInts(positions);
-        long pairs = x.elements() / 2;
+        DeviceBuffer frequencies = uploadFloats(table.frequenciesF32());
+        long pairs = (long) x.rows() * (x.cols() / headDim) * (table.rotaryDim() / 2);
         kernels.launch(stream, "gl_rope", LaunchGeometry.elementwiseGrid(pairs, BLOCK), BLOCK, 0,
-                Pointer.to(x.pointer()), Pointer.to(pos.pointer()), Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}),
-                Pointer.to(new int[] {headDim}), Pointer.to(new float[] {theta}));
+                Pointer.to(x.pointer()), Pointer.to(pos.pointer()), Pointer.to(frequencies.pointer()),
+                Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}), Pointer.to(new int[] {headDim}),
+                Pointer.to(new int[] {table.rotaryDim()}), Pointer.to(new float[] {(float) table.attentionScaling()}));
         releaseAfterEnqueuedWork(pos, "rope positions");
+        releaseAfterEnqueuedWork(frequencies, "rope frequencies");
+    }
+
+    @Override
+    public void rmsNormHeads(GpuMatrix x, GpuMatrix weight, float eps, int headDim) {
+        OpShapes.requireRope(x.cols(), headDim, headDim);
+        OpShapes.requireVector("rmsNormHeads", "weight", headDim, weight.rows(), weight.cols());
+        if (x.elements() == 0) {
+            return;
+        }
+        // the heads are contiguous: the row kernel over rows x heads rows of headDim, in place
+        int heads = Math.multiplyExact(x.rows(), x.cols() / headDim);
+        kernels.launch(stream, "gl_rms_norm", heads, BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(weight.pointer()), Pointer.to(x.pointer()), Pointer.to(new int[] {heads}),
+                Pointer.to(new int[] {headDim}), Pointer.to(new float[] {eps}));
     }
 
     @Override
@@ -218,6 +237,17 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         OpShapes.requireSame("siluMul", "up", gate.rows(), gate.cols(), up.rows(), up.cols());
         OpShapes.requireSame("siluMul", "out", gate.rows(), gate.cols(), out.rows(), out.cols());
         elementwise("gl_silu_mul", gate, up, out);
+    }
+
+    @Override
+    public void gatedMul(GpuMatrix gate, GpuMatrix up, GpuMatrix out, GateActivation activation) {
+        OpShapes.requireSame("gatedMul", "up", gate.rows(), gate.cols(), up.rows(), up.cols());
+        OpShapes.requireSame("gatedMul", "out", gate.rows(), gate.cols(), out.rows(), out.cols());
+        elementwise(switch (activation) {
+            case SILU -> "gl_silu_mul";
+            case GELU -> "gl_gelu_mul";
+            case GELU_TANH -> "gl_gelu_tanh_mul";
+        }, gate, up, out);
     }
 
     @Override
@@ -345,6 +375,12 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
             throw new ShapeMismatchException("allocate", "shape", "non-negative rows and cols", rows + " x " + cols);
         }
         return new GpuMatrix(DeviceBuffer.allocate(stream, (long) rows * cols * Float.BYTES), 0, rows, cols, false);
+    }
+
+    private DeviceBuffer uploadFloats(float[] values) {
+        DeviceBuffer buffer = DeviceBuffer.allocate(stream, (long) values.length * Float.BYTES);
+        uploadOnStream(buffer.pointer(), Pointer.to(values), (long) values.length * Float.BYTES);
+        return buffer;
     }
 
     private DeviceBuffer uploadInts(int[] values) {

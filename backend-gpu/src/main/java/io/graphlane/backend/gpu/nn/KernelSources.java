@@ -15,7 +15,7 @@ public final class KernelSources {
 
     /** The names of the kernels {@link #llama()} defines, in the order they appear. */
     public static final List<String> KERNELS = List.of(
-            "gl_embedding", "gl_rms_norm", "gl_rope", "gl_silu_mul", "gl_add", "gl_add_bias",
+            "gl_embedding", "gl_rms_norm", "gl_rope", "gl_silu_mul", "gl_gelu_mul", "gl_gelu_tanh_mul", "gl_add", "gl_add_bias",
             "gl_softmax_rows", "gl_attention", "gl_argmax_rows", "gl_f16_to_f32", "gl_bf16_to_f32");
 
     private KernelSources() {
@@ -82,23 +82,38 @@ public final class KernelSources {
                 for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long) r * cols + c] = row[c] * inv * w[c];
             }
 
-            // Rotate-half RoPE: in each head the pair (i, i + headDim/2) turns by pos * theta^(-2i/headDim).
-            extern "C" __global__ void gl_rope(float* x, const int* pos, int rows, int cols, int headDim, float theta) {
-                int half = headDim / 2;
-                long long pairs = (long long) rows * (cols / headDim) * half;
+            // Rotate-half RoPE from a host-computed table: in each head the pair (i, i + rotaryDim/2) of the first
+            // rotaryDim features turns by pos * invFreq[i], cos and sin scaled by `scaling`; the rest of the head stays.
+            extern "C" __global__ void gl_rope(float* x, const int* pos, const float* invFreq, int rows, int cols, int headDim,
+                                               int rotaryDim, float scaling) {
+                int half = rotaryDim / 2;
+                int headsPerRow = cols / headDim;
+                long long pairs = (long long) rows * headsPerRow * half;
                 for (long long p = blockIdx.x * (long long) blockDim.x + threadIdx.x; p < pairs; p += (long long) gridDim.x * blockDim.x) {
                     int i = (int) (p % half);
                     long long headIndex = p / half;
-                    int headsPerRow = cols / headDim;
                     int r = (int) (headIndex / headsPerRow);
                     int h = (int) (headIndex % headsPerRow);
-                    float invFreq = 1.0f / powf(theta, (float) (2 * i) / (float) headDim);
-                    float angle = (float) pos[r] * invFreq;
-                    float c = cosf(angle), s = sinf(angle);
+                    float angle = (float) pos[r] * invFreq[i];
+                    float c = cosf(angle) * scaling, s = sinf(angle) * scaling;
                     float* head = x + (long long) r * cols + (long long) h * headDim;
                     float a = head[i], b = head[i + half];
                     head[i] = a * c - b * s;
                     head[i + half] = b * c + a * s;
+                }
+            }
+
+            extern "C" __global__ void gl_gelu_mul(const float* gate, const float* up, float* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    float g = gate[i];
+                    out[i] = 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * up[i];
+                }
+            }
+
+            extern "C" __global__ void gl_gelu_tanh_mul(const float* gate, const float* up, float* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    float g = gate[i];
+                    out[i] = 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * up[i];
                 }
             }
 
