@@ -3,6 +3,7 @@ package io.graphlane.inference.llama;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.RotaryTable;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.Consumer;
@@ -13,10 +14,15 @@ import java.util.function.Consumer;
  * intermediate columns and sums the partial output projections across its group):
  *
  * <pre>
- *   h = rmsnorm(x);  q, k, v = h·Wqᵀ (+bq), h·Wkᵀ (+bk), h·Wvᵀ (+bv);  q, k = rope(q), rope(k);  cache ← k, v
+ *   h = rmsnorm(x);  q, k, v = h·Wqᵀ (+bq), h·Wkᵀ (+bk), h·Wvᵀ (+bv);  (q, k = headnorm(q), headnorm(k));
+ *   q, k = rope(q), rope(k);  cache ← k, v
  *   x = x + reduce(attention(q, cache)·Woᵀ) (+bo)
- *   h = rmsnorm(x);  x = x + reduce((silu(h·Wgateᵀ) · h·Wupᵀ)·Wdownᵀ)
+ *   h = rmsnorm(x);  x = x + reduce((act(h·Wgateᵀ (+bgate)) · (h·Wupᵀ (+bup)))·Wdownᵀ) (+bdown)
  * </pre>
+ *
+ * RoPE uses the config's rotary table; where it depends on the forward's sequence length ({@code dynamic},
+ * {@code longrope}) each segment (one request's rows) is rotated with the table of its own length, as transformers
+ * recomputes the frequencies per forward pass; the keys already cached keep the rotation they were written with.
  *
  * @param <T> the backend tensor
  */
@@ -29,6 +35,8 @@ public final class DecoderLayers<T> {
     private final Consumer<T> reduceProjection;
     /** {@link #ops} when they are the CPU's: projections that share their input then run in one pass of its threads. */
     private final CpuNeuralOps cpuOps;
+    /** The rotary table of every forward pass, unless it depends on the sequence length (then null). */
+    private final RotaryTable fixedRotary;
 
     /**
      * Blocks over {@code headCount} query heads, {@code kvHeadCount} key/value heads and {@code intermediateWidth}
@@ -44,6 +52,7 @@ public final class DecoderLayers<T> {
         this.intermediateWidth = intermediateWidth;
         this.reduceProjection = reduceProjection;
         this.cpuOps = ops instanceof CpuNeuralOps cpu ? cpu : null;
+        this.fixedRotary = config.rope().dependsOnLength() ? null : config.rotaryTable(config.maxPositions());
     }
 
     /** Blocks over every head and column of {@code config}: a whole stage. */
@@ -80,6 +89,9 @@ public final class DecoderLayers<T> {
             ops.addRmsNorm(x, s.projected, w.ffnNorm(), config.rmsNormEps(), s.normed);
             mlp(w, s, s.projected);
             reduceProjection.accept(s.projected);
+            if (w.bDown() != null) {
+                ops.addBias(s.projected, w.bDown());
+            }
             if (l + 1 < weights.size()) {
                 ops.addRmsNorm(x, s.projected, weights.get(l + 1).attentionNorm(), config.rmsNormEps(), s.normed);
             } else {
@@ -113,10 +125,16 @@ public final class DecoderLayers<T> {
     public void feedForward(LayerWeights<T> w, T x, Scratch<T> s) {
         feedForwardPartial(w, x, s, s.projected);
         reduceProjection.accept(s.projected);
+        if (w.bDown() != null) {
+            ops.addBias(s.projected, w.bDown());
+        }
         ops.add(x, s.projected, x);
     }
 
-    /** The SwiGLU MLP block up to its down projection, which it writes to {@code partial} (these columns' share of it) instead of adding it to {@code x}. */
+    /**
+     * The gated MLP block up to its down projection, which it writes to {@code partial} (these columns' share of it, without
+     * the down projection's bias) instead of adding it to {@code x}.
+     */
     public void feedForwardPartial(LayerWeights<T> w, T x, Scratch<T> s, T partial) {
         ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
         mlp(w, s, partial);
@@ -138,7 +156,21 @@ public final class DecoderLayers<T> {
             ops.addBias(s.k, w.bk());
             ops.addBias(s.v, w.bv());
         }
-        ops.ropeQk(s.q, s.k, positions, config.headDim(), config.ropeTheta());
+        if (w.qNorm() != null) {
+            ops.rmsNormHeads(s.q, w.qNorm(), config.rmsNormEps(), config.headDim());
+            ops.rmsNormHeads(s.k, w.kNorm(), config.rmsNormEps(), config.headDim());
+        }
+        if (fixedRotary != null) {
+            ops.ropeQk(s.q, s.k, positions, config.headDim(), fixedRotary);
+        } else {
+            int from = 0;
+            for (Segment segment : segments) {
+                int to = from + segment.length();
+                ops.ropeQk(ops.rowSlice(s.q, from, to), ops.rowSlice(s.k, from, to), Arrays.copyOfRange(positions, from, to),
+                        config.headDim(), config.rotaryTable(segment.startPosition() + segment.length()));
+                from = to;
+            }
+        }
         int row = 0;
         for (int i = 0; i < segments.size(); i++) {
             Segment segment = segments.get(i);
@@ -152,7 +184,7 @@ public final class DecoderLayers<T> {
         ops.linear(s.attended, w.wo(), partial);
     }
 
-    /** The SwiGLU MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce). */
+    /** The gated MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce, no down bias). */
     private void mlp(LayerWeights<T> w, Scratch<T> s, T partial) {
         if (cpuOps != null) {
             cpuOps.linearAll((CpuTensor) s.normed, new CpuTensor[] {(CpuTensor) w.wGate(), (CpuTensor) w.wUp()},
@@ -161,7 +193,11 @@ public final class DecoderLayers<T> {
             ops.linear(s.normed, w.wGate(), s.gate);
             ops.linear(s.normed, w.wUp(), s.up);
         }
-        ops.siluMul(s.gate, s.up, s.gate);
+        if (w.bGate() != null) {
+            ops.addBias(s.gate, w.bGate());
+            ops.addBias(s.up, w.bUp());
+        }
+        ops.gatedMul(s.gate, s.up, s.gate, config.activation());
         ops.linear(s.gate, w.wDown(), partial);
     }
 

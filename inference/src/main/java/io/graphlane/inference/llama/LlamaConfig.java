@@ -1,9 +1,13 @@
 package io.graphlane.inference.llama;
 
+import io.graphlane.checkpoint.config.RopeConfig;
 import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.nn.GateActivation;
+import io.graphlane.core.nn.RotaryTable;
+import java.util.Objects;
 
 /**
- * The hyperparameters of a Llama-family decoder (Llama, Mistral, Qwen2), with Hugging Face
+ * The hyperparameters of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, Phi-3), with Hugging Face
  * meanings. Validated on construction: every size positive, heads dividing into kv-head groups.
  *
  * @param hiddenSize          width of the residual stream ({@code hidden_size})
@@ -19,10 +23,17 @@ import io.graphlane.core.GraphlaneException;
  * @param qkvBias             q/k/v projections carry biases (Qwen2; Llama with {@code attention_bias})
  * @param outputBias          the attention output projection carries a bias (Llama with {@code attention_bias})
  * @param maxPositions        the longest sequence a KV cache may hold ({@code max_position_embeddings})
+ * @param rope                the rotary embedding, as transformers computes it (its base is {@code ropeTheta})
+ * @param activation          the MLP's gate activation ({@code hidden_act})
+ * @param mlpBias             the gate, up and down projections carry biases ({@code mlp_bias})
+ * @param qkNorm              queries and keys pass a per-head RMSNorm before RoPE (Qwen3's {@code q_norm}, {@code k_norm})
+ * @param fusedProjections    the checkpoint fuses q/k/v into {@code qkv_proj} and gate/up into {@code gate_up_proj} (Phi-3),
+ *                            split at load
  */
 public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
                           int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
-                          int maxPositions) {
+                          int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
+                          boolean fusedProjections) {
 
     /** Validates every size, naming the HF field at fault. */
     public LlamaConfig {
@@ -43,6 +54,31 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
         if (!(rmsNormEps > 0) || !(ropeTheta > 0)) {
             throw new GraphlaneException("config: rms_norm_eps and rope_theta must be positive, found " + rmsNormEps + " and " + ropeTheta);
         }
+        Objects.requireNonNull(rope, "rope");
+        Objects.requireNonNull(activation, "activation");
+        if (rope.rotaryDim(headDim) > headDim || rope.rotaryDim(headDim) < 2) {
+            throw new GraphlaneException("config: partial_rotary_factor " + rope.partialRotaryFactor() + " does not fit head_dim " + headDim);
+        }
+    }
+
+    /** A Llama 2-shaped decoder: plain RoPE with base {@code ropeTheta} over whole heads, silu, no MLP biases. */
+    public LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
+                       int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
+                       int maxPositions) {
+        this(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps, ropeTheta,
+                tieWordEmbeddings, qkvBias, outputBias, maxPositions, RopeConfig.plain(ropeTheta, maxPositions), GateActivation.SILU,
+                false, false, false);
+    }
+
+    /** This configuration with a KV cache of at most {@code positions} positions; everything else as it is. */
+    public LlamaConfig withMaxPositions(int positions) {
+        return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
+                ropeTheta, tieWordEmbeddings, qkvBias, outputBias, positions, rope, activation, mlpBias, qkNorm, fusedProjections);
+    }
+
+    /** The rotary frequencies of a forward pass whose largest position is {@code sequenceLength - 1}. */
+    public RotaryTable rotaryTable(int sequenceLength) {
+        return rope.table(headDim, sequenceLength);
     }
 
     /** Width of the concatenated query heads, {@code headCount × headDim}. */

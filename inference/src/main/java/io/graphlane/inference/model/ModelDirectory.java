@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.checkpoint.ModelCheckpoint;
 import io.graphlane.checkpoint.config.ModelConfig;
+import io.graphlane.checkpoint.config.ModelTensors;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.tokenizer.TextTokenizer;
@@ -39,7 +40,8 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
      * Opens and validates {@code dir}.
      *
      * @throws GraphlaneException naming the file and field (or tensor) at fault, or a configuration this
-     *                            implementation does not run (such as {@code rope_scaling})
+     *                            implementation does not run; config.json and the tensors are checked by
+     *                            {@link ModelCheckpoint#open}, the same checks {@code graphlane inspect} runs
      */
     public static ModelDirectory open(Path dir) {
         if (!Files.isDirectory(dir)) {
@@ -47,11 +49,6 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
         }
         ModelCheckpoint checkpoint = ModelCheckpoint.open(dir);
         JsonNode raw = rawConfig(dir.resolve(ModelConfig.FILE_NAME));
-        JsonNode scaling = raw.get("rope_scaling");
-        if (scaling != null && !scaling.isNull()) {
-            throw new GraphlaneException(dir.resolve(ModelConfig.FILE_NAME) + ": field 'rope_scaling' " + scaling
-                    + " is not supported; graphlane applies plain rotary embeddings with rope_theta");
-        }
         LlamaConfig config = withinSlidingWindow(toLlama(checkpoint.config()), raw);
         return new ModelDirectory(dir, checkpoint, config, eosIds(dir, raw));
     }
@@ -67,17 +64,15 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
         if (!applies || window.intValue() >= c.maxPositions()) {
             return c;
         }
-        return new LlamaConfig(c.hiddenSize(), c.intermediateSize(), c.layerCount(), c.headCount(), c.kvHeadCount(), c.headDim(),
-                c.vocabSize(), c.rmsNormEps(), c.ropeTheta(), c.tieWordEmbeddings(), c.qkvBias(), c.outputBias(), window.intValue());
+        return c.withMaxPositions(window.intValue());
     }
 
     /** The configuration the model code runs, from the checkpoint module's validated config.json. */
     public static LlamaConfig toLlama(ModelConfig c) {
-        boolean qkvBias = c.architecture().hasQkvBias() || c.attentionBias();
-        boolean outputBias = c.architecture() == io.graphlane.checkpoint.config.Architecture.LLAMA && c.attentionBias();
         return new LlamaConfig(c.hiddenSize(), c.intermediateSize(), c.numHiddenLayers(), c.numAttentionHeads(), c.numKeyValueHeads(),
-                c.headDim(), c.vocabSize(), (float) c.rmsNormEps(), (float) c.ropeTheta(), c.tieWordEmbeddings(), qkvBias, outputBias,
-                c.maxPositionEmbeddings());
+                c.headDim(), c.vocabSize(), (float) c.rmsNormEps(), (float) c.ropeTheta(), c.tieWordEmbeddings(),
+                ModelTensors.qkvBias(c), ModelTensors.outputBias(c), c.maxPositionEmbeddings(), c.rope(), c.hiddenAct(), c.mlpBias(),
+                c.architecture().hasQkNorm(), c.architecture().fusesProjections());
     }
 
     /** A lease source on the weights, with at most {@code maxOpenShards} shard files mapped at once; close it after loading. */

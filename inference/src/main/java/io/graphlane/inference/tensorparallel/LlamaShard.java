@@ -253,6 +253,9 @@ public final class LlamaShard<T> implements AutoCloseable {
         if (phase % 2 == 0 && w.bo() != null) {
             ops.addBias(sum, w.bo());
         }
+        if (phase % 2 == 1 && w.bDown() != null) {
+            ops.addBias(sum, w.bDown());
+        }
         ops.add(step.x, sum, step.x);
     }
 

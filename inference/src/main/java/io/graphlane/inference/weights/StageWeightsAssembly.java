@@ -93,7 +93,7 @@ public final class StageWeightsAssembly {
         distinct.add(weights.lmHead());
         for (LayerWeights<T> l : weights.layers()) {
             distinct.addAll(Arrays.asList(l.attentionNorm(), l.wq(), l.wk(), l.wv(), l.wo(), l.bq(), l.bk(), l.bv(), l.bo(),
-                    l.ffnNorm(), l.wGate(), l.wUp(), l.wDown()));
+                    l.ffnNorm(), l.wGate(), l.wUp(), l.wDown(), l.qNorm(), l.kNorm(), l.bGate(), l.bUp(), l.bDown()));
         }
         distinct.remove(null);
         return distinct;
@@ -129,6 +129,11 @@ public final class StageWeightsAssembly {
                 made.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")),
                 made.get(LlamaTensors.layer(l, "mlp.gate_proj.weight")),
                 made.get(LlamaTensors.layer(l, "mlp.up_proj.weight")),
-                made.get(LlamaTensors.layer(l, "mlp.down_proj.weight")));
+                made.get(LlamaTensors.layer(l, "mlp.down_proj.weight")),
+                c.qkNorm() ? made.get(LlamaTensors.layer(l, "self_attn.q_norm.weight")) : null,
+                c.qkNorm() ? made.get(LlamaTensors.layer(l, "self_attn.k_norm.weight")) : null,
+                c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.gate_proj.bias")) : null,
+                c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.up_proj.bias")) : null,
+                c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.down_proj.bias")) : null);
     }
 }
