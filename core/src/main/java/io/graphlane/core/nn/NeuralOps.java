@@ -19,6 +19,8 @@ package io.graphlane.core.nn;
  * @param <T> the backend-native tensor (a host buffer, a device pointer)
  */
 public interface NeuralOps<T> {
+    /** The attention window of a layer that attends to every earlier position (full causal attention). */
+    int NO_WINDOW = Integer.MAX_VALUE;
 
     /** A new zero-filled {@code rows × cols} tensor owned by the caller until {@link #release}. */
     T allocate(int rows, int cols);
@@ -142,7 +144,21 @@ public interface NeuralOps<T> {
      * {@code h / (headCount / kvHeadCount)}. Scores are scaled by {@code 1/sqrt(headDim)} and
      * normalized with a softmax in F32. {@code out} has the shape of {@code q}.
      */
-    void attention(T q, T keys, T values, int[] positions, int headCount, int kvHeadCount, int headDim, T out);
+    default void attention(T q, T keys, T values, int[] positions, int headCount, int kvHeadCount, int headDim, T out) {
+        attention(q, keys, values, positions, headCount, kvHeadCount, headDim, NO_WINDOW, out);
+    }
+
+    /**
+     * {@link #attention(Object, Object, Object, int[], int, int, int, Object) Causal attention} within a sliding window:
+     * row {@code r} attends only to cache rows {@code j} with {@code positions[r] - j < window}, that is rows
+     * {@code [max(0, positions[r] - window + 1), positions[r]]}, the {@code window} latest positions, its own included.
+     * This is Hugging Face's mask ({@code masking_utils.sliding_window_overlay}: {@code kv_idx > q_idx - sliding_window},
+     * and-ed with the causal {@code kv_idx <= q_idx}), which Mistral and Qwen2 use for their sliding layers.
+     * {@link #NO_WINDOW} attends to every earlier position.
+     *
+     * @param window the positions a query sees, its own included: at least 1, or {@link #NO_WINDOW}
+     */
+    void attention(T q, T keys, T values, int[] positions, int headCount, int kvHeadCount, int headDim, int window, T out);
 
     /**
      * The SwiGLU gate: {@code out = silu(gate) · up} element-wise, with {@code silu(x) = x / (1 + e^-x)};

@@ -16,7 +16,7 @@ import java.util.function.Consumer;
  * <pre>
  *   h = rmsnorm(x);  q, k, v = h·Wqᵀ (+bq), h·Wkᵀ (+bk), h·Wvᵀ (+bv);  (q, k = headnorm(q), headnorm(k));
  *   q, k = rope(q), rope(k);  cache ← k, v
- *   x = x + reduce(attention(q, cache)·Woᵀ) (+bo)
+ *   x = x + reduce(attention(q, cache, window of the layer)·Woᵀ) (+bo)
  *   h = rmsnorm(x);  x = x + reduce((act(h·Wgateᵀ (+bgate)) · (h·Wupᵀ (+bup)))·Wdownᵀ) (+bdown)
  * </pre>
  *
@@ -24,11 +24,16 @@ import java.util.function.Consumer;
  * {@code longrope}) each segment (one request's rows) is rotated with the table of its own length, as transformers
  * recomputes the frequencies per forward pass; the keys already cached keep the rotation they were written with.
  *
+ * <p>A layer with a sliding window ({@link LlamaConfig#attentionWindow}) attends, at position {@code i}, to the
+ * positions {@code j} with {@code i - j < window} only; its cache still holds every position.
+ *
  * @param <T> the backend tensor
  */
 public final class DecoderLayers<T> {
     private final NeuralOps<T> ops;
     private final LlamaConfig config;
+    /** The model's index of this stage's first layer: stage-local layer {@code l} is the model's {@code firstLayer + l}. */
+    private final int firstLayer;
     private final int headCount;
     private final int kvHeadCount;
     private final int intermediateWidth;
@@ -41,12 +46,17 @@ public final class DecoderLayers<T> {
     /**
      * Blocks over {@code headCount} query heads, {@code kvHeadCount} key/value heads and {@code intermediateWidth}
      * MLP columns; {@code reduceProjection} turns a partial output projection into the full one in place (identity for
-     * a whole stage, an all-reduce sum for a shard).
+     * a whole stage, an all-reduce sum for a shard). {@code firstLayer} is the model's index of the stage's first layer,
+     * which places each stage-local layer in the config's per-layer attention windows.
      */
-    public DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int headCount, int kvHeadCount, int intermediateWidth,
+    public DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int firstLayer, int headCount, int kvHeadCount, int intermediateWidth,
                          Consumer<T> reduceProjection) {
+        if (firstLayer < 0 || firstLayer > config.layerCount()) {
+            throw new IllegalArgumentException("first layer " + firstLayer + " is outside the model's " + config.layerCount() + " layers");
+        }
         this.ops = ops;
         this.config = config;
+        this.firstLayer = firstLayer;
         this.headCount = headCount;
         this.kvHeadCount = kvHeadCount;
         this.intermediateWidth = intermediateWidth;
@@ -55,9 +65,9 @@ public final class DecoderLayers<T> {
         this.fixedRotary = config.rope().dependsOnLength() ? null : config.rotaryTable(config.maxPositions());
     }
 
-    /** Blocks over every head and column of {@code config}: a whole stage. */
-    public static <T> DecoderLayers<T> whole(NeuralOps<T> ops, LlamaConfig config) {
-        return new DecoderLayers<>(ops, config, config.headCount(), config.kvHeadCount(), config.intermediateSize(), t -> { });
+    /** Blocks over every head and column of {@code config}: a whole stage, whose first layer is the model's {@code firstLayer}. */
+    public static <T> DecoderLayers<T> whole(NeuralOps<T> ops, LlamaConfig config, int firstLayer) {
+        return new DecoderLayers<>(ops, config, firstLayer, config.headCount(), config.kvHeadCount(), config.intermediateSize(), t -> { });
     }
 
     /**
@@ -171,6 +181,7 @@ public final class DecoderLayers<T> {
                 from = to;
             }
         }
+        int window = config.attentionWindow(firstLayer + l);
         int row = 0;
         for (int i = 0; i < segments.size(); i++) {
             Segment segment = segments.get(i);
@@ -178,7 +189,7 @@ public final class DecoderLayers<T> {
             int end = row + segment.length();
             cache.write(l, segment.startPosition(), ops.rowSlice(s.k, row, end), ops.rowSlice(s.v, row, end));
             ops.attention(ops.rowSlice(s.q, row, end), cache.keys(l), cache.values(l), Arrays.copyOfRange(positions, row, end),
-                    headCount, kvHeadCount, config.headDim(), ops.rowSlice(s.attended, row, end));
+                    headCount, kvHeadCount, config.headDim(), window, ops.rowSlice(s.attended, row, end));
             row = end;
         }
         ops.linear(s.attended, w.wo(), partial);

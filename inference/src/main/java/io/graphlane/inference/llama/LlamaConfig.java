@@ -3,7 +3,10 @@ package io.graphlane.inference.llama;
 import io.graphlane.checkpoint.config.RopeConfig;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.GateActivation;
+import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.core.nn.RotaryTable;
+import java.util.Collections;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -29,11 +32,14 @@ import java.util.Objects;
  * @param qkNorm              queries and keys pass a per-head RMSNorm before RoPE (Qwen3's {@code q_norm}, {@code k_norm})
  * @param fusedProjections    the checkpoint fuses q/k/v into {@code qkv_proj} and gate/up into {@code gate_up_proj} (Phi-3),
  *                            split at load
+ * @param attentionWindows    per decoder layer, the positions a query attends to, its own included (a sliding window:
+ *                            Mistral's {@code sliding_window}, Qwen2's sliding layers), or {@link NeuralOps#NO_WINDOW}
+ *                            for full causal attention; one entry per layer
  */
 public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
                           int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
                           int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
-                          boolean fusedProjections) {
+                          boolean fusedProjections, List<Integer> attentionWindows) {
 
     /** Validates every size, naming the HF field at fault. */
     public LlamaConfig {
@@ -59,9 +65,32 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
         if (rope.rotaryDim(headDim) > headDim || rope.rotaryDim(headDim) < 2) {
             throw new GraphlaneException("config: partial_rotary_factor " + rope.partialRotaryFactor() + " does not fit head_dim " + headDim);
         }
+        if (attentionWindows.size() != layerCount) {
+            throw new GraphlaneException("config: " + attentionWindows.size() + " attention windows for " + layerCount + " layers");
+        }
+        for (int window : attentionWindows) {
+            requirePositive("sliding_window", window);
+        }
+        attentionWindows = List.copyOf(attentionWindows);
     }
 
-    /** A Llama 2-shaped decoder: plain RoPE with base {@code ropeTheta} over whole heads, silu, no MLP biases. */
+    /**
+     * A configuration whose every layer attends to all earlier positions (no sliding window), with the rotary embedding,
+     * activation and projection layout given.
+     */
+    public LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
+                       int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
+                       int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
+                       boolean fusedProjections) {
+        this(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps, ropeTheta,
+                tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
+                fullAttention(layerCount));
+    }
+
+    /**
+     * A Llama 2-shaped decoder: plain RoPE with base {@code ropeTheta} over whole heads, silu, no MLP biases, every layer
+     * attending to all earlier positions (no sliding window).
+     */
     public LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
                        int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
                        int maxPositions) {
@@ -73,12 +102,30 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
     /** This configuration with a KV cache of at most {@code positions} positions; everything else as it is. */
     public LlamaConfig withMaxPositions(int positions) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
-                ropeTheta, tieWordEmbeddings, qkvBias, outputBias, positions, rope, activation, mlpBias, qkNorm, fusedProjections);
+                ropeTheta, tieWordEmbeddings, qkvBias, outputBias, positions, rope, activation, mlpBias, qkNorm, fusedProjections,
+                attentionWindows);
+    }
+
+    /** This configuration with {@code windows} as its per-layer attention windows. */
+    public LlamaConfig withAttentionWindows(List<Integer> windows) {
+        return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
+                ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
+                windows);
     }
 
     /** The rotary frequencies of a forward pass whose largest position is {@code sequenceLength - 1}. */
     public RotaryTable rotaryTable(int sequenceLength) {
         return rope.table(headDim, sequenceLength);
+    }
+
+    /** The attention window of decoder layer {@code layer} (the model's index, from 0): positions seen, or {@link NeuralOps#NO_WINDOW}. */
+    public int attentionWindow(int layer) {
+        return attentionWindows.get(layer);
+    }
+
+    /** True if some layer attends within a sliding window. */
+    public boolean slides() {
+        return attentionWindows.stream().anyMatch(w -> w != NeuralOps.NO_WINDOW);
     }
 
     /** Width of the concatenated query heads, {@code headCount × headDim}. */
@@ -89,6 +136,10 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
     /** Width of the concatenated key (or value) heads, {@code kvHeadCount × headDim}. */
     public int kvWidth() {
         return kvHeadCount * headDim;
+    }
+
+    private static List<Integer> fullAttention(int layerCount) {
+        return Collections.nCopies(Math.max(0, layerCount), NeuralOps.NO_WINDOW);
     }
 
     private static void requirePositive(String field, int value) {

@@ -44,7 +44,7 @@ public final class LlamaStage<T> implements StageForward<T> {
         this.config = config;
         this.weights = weights;
         this.ops = ops;
-        this.layers = DecoderLayers.whole(ops, config);
+        this.layers = DecoderLayers.whole(ops, config, weights.stage().layers().start());
         this.caches = new RequestCaches<>(ops, weights.stage().toString(), weights.layers().size(), config.kvWidth(), config.maxPositions());
         this.residual = new RowBuffer<>(ops, config.hiddenSize());
         this.lastRows = new RowBuffer<>(ops, config.hiddenSize());

@@ -18,8 +18,9 @@ import java.util.Set;
 /**
  * A Hugging Face Llama-family model directory, validated as a load validates it (config.json,
  * every weight header, the architecture's tensors and shapes), with the model's configuration
- * and its end-of-sequence ids. Reads no weight byte until a loader asks. A sliding attention window
- * ({@code sliding_window}) caps the sequence length, since within it full attention is exact.
+ * and its end-of-sequence ids. Reads no weight byte until a loader asks. Layers with a sliding attention window
+ * (Mistral's {@code sliding_window}, Qwen2's sliding layers: {@link AttentionWindows}) attend within it; the sequence
+ * may still grow to {@code max_position_embeddings}.
  *
  * @param dir          the directory
  * @param checkpoint   the validated checkpoint
@@ -49,22 +50,9 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
         }
         ModelCheckpoint checkpoint = ModelCheckpoint.open(dir);
         JsonNode raw = rawConfig(dir.resolve(ModelConfig.FILE_NAME));
-        LlamaConfig config = withinSlidingWindow(toLlama(checkpoint.config()), raw);
+        LlamaConfig config = toLlama(checkpoint.config()).withAttentionWindows(AttentionWindows.of(dir.resolve(ModelConfig.FILE_NAME),
+                checkpoint.config().architecture(), checkpoint.config().numHiddenLayers(), raw));
         return new ModelDirectory(dir, checkpoint, config, eosIds(dir, raw));
-    }
-
-    /**
-     * Full attention equals sliding-window attention (Mistral, Qwen2 with {@code use_sliding_window})
-     * only within the window, so a sequence may not grow past it: the window caps the positions.
-     */
-    private static LlamaConfig withinSlidingWindow(LlamaConfig c, JsonNode raw) {
-        JsonNode window = raw.get("sliding_window");
-        JsonNode used = raw.get("use_sliding_window");
-        boolean applies = window != null && window.isInt() && window.intValue() > 0 && (used == null || used.isNull() || used.asBoolean());
-        if (!applies || window.intValue() >= c.maxPositions()) {
-            return c;
-        }
-        return c.withMaxPositions(window.intValue());
     }
 
     /** The configuration the model code runs, from the checkpoint module's validated config.json. */

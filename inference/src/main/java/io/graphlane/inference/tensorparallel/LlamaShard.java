@@ -51,7 +51,7 @@ public final class LlamaShard<T> implements AutoCloseable {
         this.weights = weights;
         this.ops = ops;
         this.rank = weights.rank();
-        this.layers = new DecoderLayers<>(ops, config, tp.headsPerRank(), tp.kvHeadsPerRank(),
+        this.layers = new DecoderLayers<>(ops, config, weights.stage().layers().start(), tp.headsPerRank(), tp.kvHeadsPerRank(),
                 config.intermediateSize() / tp.size(), LlamaShard::noCollective);
         this.caches = new RequestCaches<>(ops, weights.stage() + " rank " + rank, weights.layers().size(),
                 tp.kvHeadsPerRank() * config.headDim(), config.maxPositions());

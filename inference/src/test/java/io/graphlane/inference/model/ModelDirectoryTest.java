@@ -4,10 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import static io.graphlane.core.nn.NeuralOps.NO_WINDOW;
+
 import io.graphlane.core.GraphlaneException;
+import io.graphlane.inference.llama.LlamaConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -54,17 +58,50 @@ class ModelDirectoryTest {
     }
 
     @Test
-    void aSlidingWindowCapsTheSequenceLength(@TempDir Path tmp) throws IOException {
-        assertEquals(32, ModelDirectory.open(withConfig(tmp.resolve("on"), "\"eos_token_id\": null",
-                "\"eos_token_id\": null, \"sliding_window\": 32")).config().maxPositions());
-        assertEquals(256, ModelDirectory.open(withConfig(tmp.resolve("off"), "\"eos_token_id\": null",
-                "\"eos_token_id\": null, \"sliding_window\": 32, \"use_sliding_window\": false")).config().maxPositions());
+    void mistralsSlidingWindowAppliesToEveryLayerAndNoLongerCapsTheSequence(@TempDir Path tmp) throws IOException {
+        LlamaConfig on = ModelDirectory.open(mistral(tmp.resolve("on"), "\"sliding_window\": 32")).config();
+        assertEquals(256, on.maxPositions(), "max_position_embeddings, not the window");
+        assertEquals(List.of(32, 32, 32, 32), on.attentionWindows());
+        LlamaConfig off = ModelDirectory.open(mistral(tmp.resolve("off"), "\"sliding_window\": null")).config();
+        assertEquals(List.of(NO_WINDOW, NO_WINDOW, NO_WINDOW, NO_WINDOW), off.attentionWindows());
+        // Mistral reads no use_sliding_window; a config without sliding_window gets MistralConfig's 4096
+        assertEquals(List.of(32, 32, 32, 32), ModelDirectory.open(mistral(tmp.resolve("unused"),
+                "\"sliding_window\": 32, \"use_sliding_window\": false")).config().attentionWindows());
+        assertEquals(List.of(4096, 4096, 4096, 4096), ModelDirectory.open(mistral(tmp.resolve("absent"), ""))
+                .config().attentionWindows());
+    }
+
+    @Test
+    void aLlamaConfigsSlidingWindowChangesNothing(@TempDir Path tmp) throws IOException {
+        LlamaConfig c = ModelDirectory.open(withConfig(tmp, "\"eos_token_id\": null",
+                "\"eos_token_id\": null, \"sliding_window\": 32")).config();
+        assertEquals(256, c.maxPositions());
+        assertEquals(List.of(NO_WINDOW, NO_WINDOW, NO_WINDOW, NO_WINDOW), c.attentionWindows());
+    }
+
+    @Test
+    void aBadSlidingWindowIsRefusedNamingTheFileAndField(@TempDir Path tmp) throws IOException {
+        for (String bad : List.of("0", "-4", "\"32\"", "1.5")) {
+            Path dir = mistral(tmp.resolve("w" + bad.hashCode()), "\"sliding_window\": " + bad);
+            GraphlaneException e = assertThrows(GraphlaneException.class, () -> ModelDirectory.open(dir));
+            assertTrue(e.getMessage().contains("config.json: field 'sliding_window' is " + bad)
+                    && e.getMessage().contains("expected a positive integer or null"), e.getMessage());
+        }
     }
 
     @Test
     void aMissingDirectoryIsNamed(@TempDir Path tmp) {
         GraphlaneException e = assertThrows(GraphlaneException.class, () -> ModelDirectory.open(tmp.resolve("nowhere")));
         assertTrue(e.getMessage().contains("nowhere") && e.getMessage().contains("--model"), e.getMessage());
+    }
+
+    /** The F32 fixture as a Mistral model (the same tensors) with {@code fields} added to its config.json. */
+    private static Path mistral(Path dir, String fields) throws IOException {
+        withConfig(dir, "\"eos_token_id\": null", fields.isEmpty() ? "\"eos_token_id\": null" : "\"eos_token_id\": null, " + fields);
+        Path config = dir.resolve("config.json");
+        String text = Files.readString(config);
+        Files.writeString(config, text.replace("\"llama\"", "\"mistral\"").replace("LlamaForCausalLM", "MistralForCausalLM"));
+        return dir;
     }
 
     /** A copy of the F32 fixture whose config.json has {@code from} replaced by {@code to}. */

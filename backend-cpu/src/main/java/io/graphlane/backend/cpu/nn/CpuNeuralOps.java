@@ -388,18 +388,97 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     }
 
     /**
-     * For each query row and each key/value head, over the cache rows the row sees: the scores of the head's group
-     * of query heads against the keys, {@code S = scale · Q·Kᵀ}, then after a row softmax {@code S·V}, written
-     * straight into {@code out}. The cache is read in place (strided by its width). With the Vector API
-     * {@link VectorAttention} computes each (row, head) unit and the units are split over {@link RowParallel}'s threads;
-     * otherwise two small OpenBLAS products per unit, the scores in one scratch buffer reused across calls.
+     * For each query row and each key/value head, over the cache rows the row sees (those of its window, see
+     * {@link io.graphlane.core.nn.NeuralOps#attention(Object, Object, Object, int[], int, int, int, int, Object)}): the
+     * scores of the head's group of query heads against the keys, {@code S = scale · Q·Kᵀ}, then after a row softmax
+     * {@code S·V}, written straight into {@code out}. The cache is read in place (strided by its width), from the window's
+     * first row. With the Vector API {@link VectorAttention} computes each (row, head) unit and the units are split over
+     * {@link RowParallel}'s threads; otherwise two small OpenBLAS products per unit ({@link #blasAttention}), the scores
+     * in one scratch buffer reused across calls.
      */
     @Override
     public void attention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
-                          int headCount, int kvHeadCount, int headDim, CpuTensor out) {
+                          int headCount, int kvHeadCount, int headDim, int window, CpuTensor out) {
+        int seenMost = checkAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+        if (!PackedKernels.VECTOR) {
+            blasAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+            return;
+        }
+        int groupSize = headCount / kvHeadCount;
+        int kvWidth = keys.cols();
+        int groupWidth = groupSize * headDim;
+        float scale = (float) (1.0 / Math.sqrt(headDim));
+        FloatBuffer queries = q.data();
+        FloatBuffer target = out.data();
+        // one unit per query row and key/value head, split over the threads a projection uses
+        ByteBuffer keyBytes = keys.bytes();
+        ByteBuffer valueBytes = values.bytes();
+        int qCols = q.cols();
+        RowParallel.forRows(q.rows() * kvHeadCount, 2L * Float.BYTES * seenMost * headDim, (from, to) -> {
+            for (int unit = from; unit < to; unit++) {
+                int r = unit / kvHeadCount;
+                int kvHead = unit % kvHeadCount;
+                int queryBase = r * qCols + kvHead * groupWidth;
+                int first = firstAttended(positions[r], window);
+                // the window's rows as rows [0, seen) of a cache that starts at row `first`
+                VectorAttention.attend(queries, queryBase, groupSize, headDim, scale, keyBytes, valueBytes, kvWidth,
+                        first * kvWidth + kvHead * headDim, positions[r] + 1 - first, target, queryBase);
+            }
+        });
+    }
+
+    /**
+     * {@link #attention} through OpenBLAS (the form used without the Vector API): per query row and key/value head,
+     * {@code S = scale · Q·Kᵀ} over the window's cache rows, a row softmax, then {@code S·V}.
+     */
+    void blasAttention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
+                       int headCount, int kvHeadCount, int headDim, int window, CpuTensor out) {
+        checkAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+        int groupSize = headCount / kvHeadCount;
+        int kvWidth = keys.cols();
+        int groupWidth = groupSize * headDim;
+        float scale = (float) (1.0 / Math.sqrt(headDim));
+        FloatBuffer queries = q.data();
+        FloatBuffer target = out.data();
+        FloatBuffer k = keys.data();
+        FloatBuffer v = values.data();
+        for (int r = 0; r < q.rows(); r++) {
+            int first = firstAttended(positions[r], window);
+            int seen = positions[r] + 1 - first;
+            FloatBuffer s = scores(groupSize * seen);
+            // the cache rows [first, first + seen) of one head: seen rows of headDim floats, kvWidth apart
+            int cacheSpan = (seen - 1) * kvWidth + headDim;
+            for (int kvHead = 0; kvHead < kvHeadCount; kvHead++) {
+                int queryBase = r * q.cols() + kvHead * groupWidth;
+                int kvOffset = first * kvWidth + kvHead * headDim;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, groupSize, seen, headDim, scale,
+                        queries.slice(queryBase, groupWidth), headDim, k.slice(kvOffset, cacheSpan), kvWidth, 0f, s, seen);
+                softmaxRows(s, groupSize, seen);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, groupSize, headDim, seen, 1f,
+                        s, seen, v.slice(kvOffset, cacheSpan), kvWidth, 0f, target.slice(queryBase, groupWidth), headDim);
+            }
+        }
+    }
+
+    /**
+     * The first cache row a query at {@code position} attends to within {@code window}: the keys {@code j <= position}
+     * with {@code position - j < window} (Hugging Face's {@code kv_idx > q_idx - sliding_window}), so
+     * {@code max(0, position - window + 1)}; 0 for {@link io.graphlane.core.nn.NeuralOps#NO_WINDOW}.
+     */
+    static int firstAttended(int position, int window) {
+        // position >= 0 and window >= 1: position - window + 1 cannot overflow
+        return Math.max(0, position - window + 1);
+    }
+
+    /** Checks the attention operands; returns the most cache rows any query row reads. */
+    private static int checkAttention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
+                                      int headCount, int kvHeadCount, int headDim, int window, CpuTensor out) {
         if (headCount <= 0 || kvHeadCount <= 0 || headCount % kvHeadCount != 0) {
             throw new ShapeMismatchException("attention", "kvHeadCount", "a positive divisor of headCount " + headCount,
                     String.valueOf(kvHeadCount));
+        }
+        if (window < 1) {
+            throw new IllegalArgumentException("attention: window must be at least 1 position (or NO_WINDOW), got " + window);
         }
         ShapeMismatchException.require("attention", "q", "cols (headCount x headDim)", (long) headCount * headDim, q.cols());
         ShapeMismatchException.require("attention", "keys", "cols (kvHeadCount x headDim)", (long) kvHeadCount * headDim, keys.cols());
@@ -408,51 +487,13 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         ShapeMismatchException.require("attention", "positions", "length (rows of q)", q.rows(), positions.length);
         int seenMost = 0;
         for (int r = 0; r < q.rows(); r++) {
-            seenMost = Math.max(seenMost, positions[r] + 1);
             if (positions[r] < 0 || positions[r] >= keys.rows()) {
                 throw new IndexOutOfBoundsException("attention: position " + positions[r] + " of query row " + r
                         + " is outside the key/value cache of " + keys.rows() + " rows");
             }
+            seenMost = Math.max(seenMost, positions[r] + 1 - firstAttended(positions[r], window));
         }
-        int groupSize = headCount / kvHeadCount;
-        int kvWidth = keys.cols();
-        int groupWidth = groupSize * headDim;
-        float scale = (float) (1.0 / Math.sqrt(headDim));
-        FloatBuffer queries = q.data();
-        FloatBuffer target = out.data();
-        if (PackedKernels.VECTOR) {
-            // one unit per query row and key/value head, split over the threads a projection uses
-            ByteBuffer keyBytes = keys.bytes();
-            ByteBuffer valueBytes = values.bytes();
-            int qCols = q.cols();
-            RowParallel.forRows(q.rows() * kvHeadCount, 2L * Float.BYTES * seenMost * headDim, (from, to) -> {
-                for (int unit = from; unit < to; unit++) {
-                    int r = unit / kvHeadCount;
-                    int kvHead = unit % kvHeadCount;
-                    int queryBase = r * qCols + kvHead * groupWidth;
-                    VectorAttention.attend(queries, queryBase, groupSize, headDim, scale, keyBytes, valueBytes, kvWidth,
-                            kvHead * headDim, positions[r] + 1, target, queryBase);
-                }
-            });
-            return;
-        }
-        FloatBuffer k = keys.data();
-        FloatBuffer v = values.data();
-        for (int r = 0; r < q.rows(); r++) {
-            int seen = positions[r] + 1;
-            FloatBuffer s = scores(groupSize * seen);
-            // the cache rows [0, seen) of one head: seen rows of headDim floats, kvWidth apart
-            int cacheSpan = (seen - 1) * kvWidth + headDim;
-            for (int kvHead = 0; kvHead < kvHeadCount; kvHead++) {
-                int queryBase = r * q.cols() + kvHead * groupWidth;
-                int kvOffset = kvHead * headDim;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, groupSize, seen, headDim, scale,
-                        queries.slice(queryBase, groupWidth), headDim, k.slice(kvOffset, cacheSpan), kvWidth, 0f, s, seen);
-                softmaxRows(s, groupSize, seen);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, groupSize, headDim, seen, 1f,
-                        s, seen, v.slice(kvOffset, cacheSpan), kvWidth, 0f, target.slice(queryBase, groupWidth), headDim);
-            }
-        }
+        return seenMost;
     }
 
     @Override

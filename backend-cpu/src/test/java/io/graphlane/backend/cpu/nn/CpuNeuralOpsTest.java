@@ -10,11 +10,15 @@ import io.graphlane.core.nn.ShapeMismatchException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** Each CPU neural op against a straightforward loop over Java arrays, on small random tensors. */
 class CpuNeuralOpsTest {
@@ -253,6 +257,90 @@ class CpuNeuralOpsTest {
         ops.attention(ops.fromHost(q, 1, heads * headDim), ops.fromHost(k, cacheRows, headDim), ops.fromHost(v, cacheRows, headDim),
                 new int[] {2}, heads, kvHeads, headDim, second);
         assertArrayEquals(host(first), host(second), 0f);
+    }
+
+    /**
+     * A sliding window of 1, 3, and more positions than the sequence, against the naive masked attention: a prefill of
+     * rows at positions 0..7, then decode steps one row at a time up to position 15, well past the window, each through
+     * the Vector API kernels and through OpenBLAS. Both read the full cache, its rows before the window included.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3, 5, 16, 1000, Integer.MAX_VALUE})
+    void slidingWindowAttentionMatchesTheNaiveMaskedComputation(int window) {
+        int heads = 4, kvHeads = 2, headDim = 8, cacheRows = 16;
+        float[] k = randoms(cacheRows * kvHeads * headDim);
+        float[] v = randoms(cacheRows * kvHeads * headDim);
+        CpuTensor keys = ops.fromHost(k, cacheRows, kvHeads * headDim);
+        CpuTensor values = ops.fromHost(v, cacheRows, kvHeads * headDim);
+        List<int[]> steps = new ArrayList<>();
+        steps.add(new int[] {0, 1, 2, 3, 4, 5, 6, 7});
+        for (int p = 8; p < cacheRows; p++) {
+            steps.add(new int[] {p});
+        }
+        for (int[] positions : steps) {
+            float[] q = randoms(positions.length * heads * headDim);
+            float[] expected = Reference.attention(q, k, v, positions, heads, kvHeads, headDim, window);
+            CpuTensor query = ops.fromHost(q, positions.length, heads * headDim);
+            CpuTensor out = ops.allocate(positions.length, heads * headDim);
+            ops.attention(query, keys, values, positions, heads, kvHeads, headDim, window, out);
+            assertArrayEquals(expected, host(out), TOLERANCE, "window " + window + " at " + Arrays.toString(positions));
+            CpuTensor blas = ops.allocate(positions.length, heads * headDim);
+            ops.blasAttention(query, keys, values, positions, heads, kvHeads, headDim, window, blas);
+            assertArrayEquals(expected, host(blas), TOLERANCE, "OpenBLAS, window " + window + " at " + Arrays.toString(positions));
+        }
+    }
+
+    @Test
+    void aWindowOfOnePositionReturnsTheQuerysOwnValues() {
+        int heads = 2, kvHeads = 1, headDim = 4, cacheRows = 6;
+        float[] k = randoms(cacheRows * headDim);
+        float[] v = randoms(cacheRows * headDim);
+        CpuTensor out = ops.allocate(2, heads * headDim);
+        ops.attention(ops.fromHost(randoms(2 * heads * headDim), 2, heads * headDim), ops.fromHost(k, cacheRows, headDim),
+                ops.fromHost(v, cacheRows, headDim), new int[] {0, 5}, heads, kvHeads, headDim, 1, out);
+        float[] found = host(out);
+        for (int h = 0; h < heads; h++) {
+            for (int d = 0; d < headDim; d++) {
+                assertEquals(v[d], found[h * headDim + d], 1e-6f, "row at position 0, head " + h);
+                assertEquals(v[5 * headDim + d], found[heads * headDim + h * headDim + d], 1e-6f, "row at position 5, head " + h);
+            }
+        }
+    }
+
+    @Tag("simd-kernels")
+    @Test
+    void aSlidingWindowSplitOverTwoThreadsNeverReadsRowsBeforeIt() {
+        int heads = 8, kvHeads = 4, headDim = 64, cacheRows = 700, window = 300;
+        int[] positions = {699, 350, 17, 698, 0};
+        float[] q = randoms(positions.length * heads * headDim);
+        float[] k = randoms(cacheRows * kvHeads * headDim);
+        float[] v = randoms(cacheRows * kvHeads * headDim);
+        float[] expected = Reference.attention(q, k, v, positions, heads, kvHeads, headDim, window);
+        // rows no query's window reaches (before 699 - 300 + 1, except those the rows at 17 and 0 see) poisoned
+        for (int i = 18 * kvHeads * headDim; i < 51 * kvHeads * headDim; i++) {
+            k[i] = Float.NaN;
+            v[i] = Float.NaN;
+        }
+        int before = CpuNeuralBackend.blasThreads();
+        int restore = before > 0 ? before : Runtime.getRuntime().availableProcessors();
+        try {
+            CpuNeuralBackend.setBlasThreads(2);
+            CpuTensor out = ops.allocate(positions.length, heads * headDim);
+            ops.attention(ops.fromHost(q, positions.length, heads * headDim), ops.fromHost(k, cacheRows, kvHeads * headDim),
+                    ops.fromHost(v, cacheRows, kvHeads * headDim), positions, heads, kvHeads, headDim, window, out);
+            assertArrayEquals(expected, host(out), TOLERANCE);
+        } finally {
+            CpuNeuralBackend.setBlasThreads(restore);
+        }
+    }
+
+    @Test
+    void attentionRefusesAWindowOfNoPosition() {
+        CpuTensor q = ops.allocate(1, 4);
+        CpuTensor cache = ops.allocate(3, 4);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ops.attention(q, cache, cache, new int[] {2}, 1, 1, 4, 0, ops.allocate(1, 4)));
+        assertTrue(e.getMessage().contains("window") && e.getMessage().contains("0"), e.getMessage());
     }
 
     @Test

@@ -53,15 +53,30 @@ final class Reference {
     }
 
     static float[] attention(float[] q, float[] k, float[] v, int[] positions, int heads, int kvHeads, int headDim) {
+        return attention(q, k, v, positions, heads, kvHeads, headDim, Integer.MAX_VALUE);
+    }
+
+    /**
+     * Attention with a full mask, as Hugging Face builds it: query row {@code r} may attend to key {@code t} when
+     * {@code t <= positions[r]} (causal) and {@code positions[r] - t < window} (masking_utils' sliding_window_overlay,
+     * {@code kv_idx > q_idx - sliding_window}); masked scores are minus infinity before the softmax, in float64.
+     */
+    static float[] attention(float[] q, float[] k, float[] v, int[] positions, int heads, int kvHeads, int headDim, int window) {
         int width = heads * headDim;
         int kvWidth = kvHeads * headDim;
         float[] out = new float[positions.length * width];
         for (int r = 0; r < positions.length; r++) {
             for (int h = 0; h < heads; h++) {
                 int kvh = h / (heads / kvHeads);
-                double[] scores = new double[positions[r] + 1];
+                int keys = k.length / kvWidth;
+                double[] scores = new double[keys];
                 double max = Double.NEGATIVE_INFINITY;
-                for (int t = 0; t < scores.length; t++) {
+                for (int t = 0; t < keys; t++) {
+                    boolean allowed = t <= positions[r] && (long) positions[r] - t < window;
+                    if (!allowed) {
+                        scores[t] = Double.NEGATIVE_INFINITY;
+                        continue;
+                    }
                     double dot = 0;
                     for (int i = 0; i < headDim; i++) {
                         dot += (double) q[r * width + h * headDim + i] * k[t * kvWidth + kvh * headDim + i];
@@ -70,7 +85,7 @@ final class Reference {
                     max = Math.max(max, scores[t]);
                 }
                 double sum = 0;
-                for (int t = 0; t < scores.length; t++) {
+                for (int t = 0; t < keys; t++) {
                     scores[t] = Math.exp(scores[t] - max);
                     sum += scores[t];
                 }

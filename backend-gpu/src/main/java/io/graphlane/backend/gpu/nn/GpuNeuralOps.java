@@ -216,19 +216,21 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
 
     @Override
     public void attention(GpuMatrix q, GpuMatrix keys, GpuMatrix values, int[] positions, int headCount, int kvHeadCount, int headDim,
-                          GpuMatrix out) {
-        int maxPosition = OpShapes.requireAttention(q.rows(), q.cols(), keys.rows(), keys.cols(), values.rows(), values.cols(),
+                          int window, GpuMatrix out) {
+        OpShapes.requireAttention(q.rows(), q.cols(), keys.rows(), keys.cols(), values.rows(), values.cols(),
                 positions, headCount, kvHeadCount, headDim, out.rows(), out.cols());
+        int span = OpShapes.attentionSpan(positions, window);
         if (q.rows() == 0) {
             return;
         }
-        int shared = LaunchGeometry.attentionSharedBytes(maxPosition, DEFAULT_SHARED_LIMIT);
+        // scores of the window's positions only: a sliding window bounds the shared memory, however long the sequence
+        int shared = LaunchGeometry.attentionSharedBytes(span - 1, DEFAULT_SHARED_LIMIT);
         DeviceBuffer pos = uploadInts(positions);
         kernels.launch(stream, "gl_attention", q.rows() * headCount, BLOCK, shared,
                 Pointer.to(q.pointer()), Pointer.to(keys.pointer()), Pointer.to(values.pointer()), Pointer.to(pos.pointer()),
                 Pointer.to(out.pointer()), Pointer.to(new int[] {q.rows()}), Pointer.to(new int[] {headCount}),
                 Pointer.to(new int[] {kvHeadCount}), Pointer.to(new int[] {headDim}),
-                Pointer.to(new float[] {(float) (1.0 / Math.sqrt(headDim))}));
+                Pointer.to(new float[] {(float) (1.0 / Math.sqrt(headDim))}), Pointer.to(new int[] {window}));
         releaseAfterEnqueuedWork(pos, "attention positions");
     }
 

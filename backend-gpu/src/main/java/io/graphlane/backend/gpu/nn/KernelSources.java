@@ -155,9 +155,13 @@ public final class KernelSources {
                 for (int c = threadIdx.x; c < cols; c += blockDim.x) row[c] *= inv;
             }
 
-            // One block per (query row, head). Scores live in dynamic shared memory: (maxPosition + 1) floats.
+            // One block per (query row, head). The row at position p attends to keys j in [first, p] with
+            // p - j < window (Hugging Face's sliding_window_overlay: kv_idx > q_idx - sliding_window), so
+            // first = max(0, p - window + 1); window = INT_MAX is plain causal attention. Scores live in dynamic
+            // shared memory, one float per attended key: min(maxPosition + 1, window) floats.
             extern "C" __global__ void gl_attention(const float* q, const float* keys, const float* values, const int* pos,
-                                                   float* out, int rows, int heads, int kvHeads, int headDim, float scale) {
+                                                   float* out, int rows, int heads, int kvHeads, int headDim, float scale,
+                                                   int window) {
                 extern __shared__ float scores[];
                 __shared__ float shared[GL_BLOCK];
                 int r = blockIdx.x / heads;
@@ -167,9 +171,12 @@ public final class KernelSources {
                 int qStride = heads * headDim, kvStride = kvHeads * headDim;
                 const float* qh = q + (long long) r * qStride + (long long) h * headDim;
                 int last = pos[r];
+                int first = last - window + 1;
+                if (first < 0) first = 0;
+                int seen = last - first + 1;
                 float m = GL_NEG_INF;
-                for (int t = threadIdx.x; t <= last; t += blockDim.x) {
-                    const float* k = keys + (long long) t * kvStride + (long long) kvh * headDim;
+                for (int t = threadIdx.x; t < seen; t += blockDim.x) {
+                    const float* k = keys + (long long) (first + t) * kvStride + (long long) kvh * headDim;
                     float dot = 0.0f;
                     for (int d = 0; d < headDim; d++) dot += qh[d] * k[d];
                     dot *= scale;
@@ -178,7 +185,7 @@ public final class KernelSources {
                 }
                 m = gl_block_max(m, shared);
                 float sum = 0.0f;
-                for (int t = threadIdx.x; t <= last; t += blockDim.x) {
+                for (int t = threadIdx.x; t < seen; t += blockDim.x) {
                     float e = expf(scores[t] - m);
                     scores[t] = e;
                     sum += e;
@@ -187,7 +194,9 @@ public final class KernelSources {
                 float* o = out + (long long) r * qStride + (long long) h * headDim;
                 for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
                     float acc = 0.0f;
-                    for (int t = 0; t <= last; t++) acc += scores[t] * values[(long long) t * kvStride + (long long) kvh * headDim + d];
+                    for (int t = 0; t < seen; t++) {
+                        acc += scores[t] * values[(long long) (first + t) * kvStride + (long long) kvh * headDim + d];
+                    }
                     o[d] = acc * inv;
                 }
             }

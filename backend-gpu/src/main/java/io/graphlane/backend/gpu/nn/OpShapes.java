@@ -65,6 +65,21 @@ final class OpShapes {
         }
     }
 
+    /**
+     * The most cache positions any query row attends to within {@code window} (at least 1, or {@code NO_WINDOW}):
+     * {@code min(positions[r] + 1, window)}, which sizes the attention kernel's shared memory; 0 for no rows.
+     */
+    static int attentionSpan(int[] positions, int window) {
+        if (window < 1) {
+            throw new IllegalArgumentException("attention: window must be at least 1 position (or NO_WINDOW), got " + window);
+        }
+        int span = 0;
+        for (int p : positions) {
+            span = Math.max(span, Math.min(p + 1, window));
+        }
+        return span;
+    }
+
     /** Checks attention operands; returns the largest position attended, which sizes the kernel's shared memory. */
     static int requireAttention(int qRows, int qCols, int keyRows, int keyCols, int valueRows, int valueCols, int[] positions,
                                 int headCount, int kvHeadCount, int headDim, int outRows, int outCols) {

@@ -19,6 +19,7 @@
  * freed at the exact completion of the work enqueued before the release (or, after the lane's
  * stream was shut down, once it drained). The embedded pipeline runs the Llama stages on these ops
  * through {@code io.graphlane.inference.gpu.GpuInference} ({@code graphlane run --backend gpu}). Refuses: attention over more
- * positions than one block's shared memory holds (about 12k with the default 48 KiB).
+ * positions than one block's shared memory holds (about 12k with the default 48 KiB); a layer's sliding window bounds
+ * the positions a query attends to, so windowed layers run at any sequence length.
  */
 package io.graphlane.backend.gpu.nn;

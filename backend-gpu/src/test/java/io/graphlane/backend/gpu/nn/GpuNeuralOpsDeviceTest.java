@@ -98,6 +98,27 @@ class GpuNeuralOpsDeviceTest {
     }
 
     @Test
+    void slidingWindowAttentionMatchesTheCpu() {
+        int heads = 4;
+        int kvHeads = 2;
+        int headDim = 16;
+        int cache = 40;
+        float[] q = randoms(4 * heads * headDim);
+        float[] k = randoms(cache * kvHeads * headDim);
+        float[] v = randoms(cache * kvHeads * headDim);
+        int[] positions = {0, 2, 3, 39};
+        for (int window : new int[] {1, 3, 64}) {
+            GpuMatrix gOut = gpu.allocate(4, heads * headDim);
+            gpu.attention(gpu.fromHost(q, 4, heads * headDim), gpu.fromHost(k, cache, kvHeads * headDim),
+                    gpu.fromHost(v, cache, kvHeads * headDim), positions, heads, kvHeads, headDim, window, gOut);
+            CpuTensor cOut = cpu.allocate(4, heads * headDim);
+            cpu.attention(cpu.fromHost(q, 4, heads * headDim), cpu.fromHost(k, cache, kvHeads * headDim),
+                    cpu.fromHost(v, cache, kvHeads * headDim), positions, heads, kvHeads, headDim, window, cOut);
+            assertClose(read(cpu, cOut), read(gpu, gOut));
+        }
+    }
+
+    @Test
     void embeddingGathersRowsAndCopyOfASliceWritesThrough() {
         float[] table = randoms(10 * 8);
         GpuMatrix out = gpu.allocate(3, 8);

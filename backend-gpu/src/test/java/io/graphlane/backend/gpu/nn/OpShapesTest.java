@@ -32,6 +32,19 @@ class OpShapesTest {
     }
 
     @Test
+    void aSlidingWindowBoundsTheAttendedPositions() {
+        assertEquals(10, OpShapes.attentionSpan(new int[] {3, 9}, Integer.MAX_VALUE));
+        assertEquals(4, OpShapes.attentionSpan(new int[] {3, 9}, 4));
+        assertEquals(1, OpShapes.attentionSpan(new int[] {3, 9}, 1));
+        assertEquals(2, OpShapes.attentionSpan(new int[] {1, 0}, 3));
+        // a window keeps the kernel's shared memory small however far the sequence runs
+        assertEquals(4096 * Float.BYTES, LaunchGeometry.attentionSharedBytes(OpShapes.attentionSpan(new int[] {1_000_000}, 4096) - 1,
+                48 * 1024));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> OpShapes.attentionSpan(new int[] {3}, 0));
+        assertTrue(e.getMessage().contains("window"), e.getMessage());
+    }
+
+    @Test
     void ropeNeedsAnEvenHeadDimDividingTheRow() {
         OpShapes.requireRope(128, 16);
         assertThrows(ShapeMismatchException.class, () -> OpShapes.requireRope(128, 15));
