@@ -8,11 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
+import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.demo.SeededWeights;
 import io.graphlane.inference.generate.SequentialGenerator;
 import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.sampling.SamplingParams;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -30,6 +32,30 @@ class LlamaStageTest {
     @Test
     void tiedModelWithAttentionBiasesMatchesTheReference() {
         checkAgainstReference(TestModels.small(true, true), 12L);
+    }
+
+    /**
+     * Per-layer windows (layer 0 sees 2 positions, layer 1 all, layer 2 three, layer 3 one) through 1, 2 and 4 stages,
+     * so each stage must place its layers in the model's list: decode steps past every window against the reference.
+     */
+    @Test
+    void perLayerSlidingWindowsMatchTheReferenceForEverySplit() {
+        LlamaConfig config = TestModels.small(false, true).withAttentionWindows(List.of(2, NeuralOps.NO_WINDOW, 3, 1));
+        Map<String, float[]> tensors = SeededWeights.generate(config, 13);
+        double[][] expected = new ReferenceLlama(config, tensors).logits(PROMPT);
+        double[][] full = new ReferenceLlama(config.withAttentionWindows(Collections.nCopies(4, NeuralOps.NO_WINDOW)), tensors)
+                .logits(PROMPT);
+        assertTrue(Math.abs(expected[PROMPT.length - 1][0] - full[PROMPT.length - 1][0]) > 1e-2, "the windows change the logits");
+        for (int stages : new int[] {1, 2, 4}) {
+            try (StagedModel<CpuTensor> model = TestModels.staged(config, tensors, stages)) {
+                float[][] prefill = model.step(List.of(new Segment(1, 0, 4)), java.util.Arrays.copyOf(PROMPT, 4));
+                assertClose(expected[3], prefill[0], stages + " stage(s), prefill");
+                for (int p = 4; p < PROMPT.length; p++) {
+                    float[] found = model.step(List.of(new Segment(1, p, 1)), new int[] {PROMPT[p]})[0];
+                    assertClose(expected[p], found, stages + " stage(s), position " + p);
+                }
+            }
+        }
     }
 
     @Test
@@ -169,6 +195,12 @@ class LlamaStageTest {
                     assertEquals(expected[p][v], found[v], 2e-4, "position " + p + " token " + v);
                 }
             }
+        }
+    }
+
+    private static void assertClose(double[] expected, float[] found, String where) {
+        for (int v = 0; v < expected.length; v++) {
+            assertEquals(expected[v], found[v], 2e-4, where + ", token " + v);
         }
     }
 

@@ -33,7 +33,7 @@ final class ReferenceLlama {
             double[][] v = linear(h, w.get(LlamaTensors.layer(l, "self_attn.v_proj.weight")), c.kvWidth(), bias(l, "v"));
             rope(q);
             rope(k);
-            double[][] attended = attention(q, k, v);
+            double[][] attended = attention(q, k, v, c.attentionWindow(l));
             float[] outputBias = c.outputBias() ? w.get(LlamaTensors.layer(l, "self_attn.o_proj.bias")) : null;
             add(x, linear(attended, w.get(LlamaTensors.layer(l, "self_attn.o_proj.weight")), d, outputBias));
             h = rmsNorm(x, w.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")));
@@ -102,7 +102,8 @@ final class ReferenceLlama {
         }
     }
 
-    private double[][] attention(double[][] q, double[][] k, double[][] v) {
+    /** Causal attention within {@code window}: position {@code t} attends to {@code s <= t} with {@code t - s < window}. */
+    private double[][] attention(double[][] q, double[][] k, double[][] v, int window) {
         int hd = c.headDim();
         int group = c.headCount() / c.kvHeadCount();
         double[][] out = new double[q.length][c.queryWidth()];
@@ -111,7 +112,8 @@ final class ReferenceLlama {
                 int kv = h / group;
                 double[] p = new double[t + 1];
                 double max = Double.NEGATIVE_INFINITY;
-                for (int s = 0; s <= t; s++) {
+                int first = (int) Math.max(0, (long) t - window + 1);
+                for (int s = first; s <= t; s++) {
                     double dot = 0;
                     for (int i = 0; i < hd; i++) {
                         dot += q[t][h * hd + i] * k[s][kv * hd + i];
@@ -120,11 +122,11 @@ final class ReferenceLlama {
                     max = Math.max(max, p[s]);
                 }
                 double sum = 0;
-                for (int s = 0; s <= t; s++) {
+                for (int s = first; s <= t; s++) {
                     p[s] = Math.exp(p[s] - max);
                     sum += p[s];
                 }
-                for (int s = 0; s <= t; s++) {
+                for (int s = first; s <= t; s++) {
                     for (int i = 0; i < hd; i++) {
                         out[t][h * hd + i] += p[s] / sum * v[s][kv * hd + i];
                     }
