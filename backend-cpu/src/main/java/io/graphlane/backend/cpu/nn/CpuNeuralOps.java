@@ -161,6 +161,11 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
 
     @Override
     public void rmsNorm(CpuTensor x, CpuTensor weight, float eps, CpuTensor out) {
+        rmsNorm(x, weight, eps, 0f, out);
+    }
+
+    @Override
+    public void rmsNorm(CpuTensor x, CpuTensor weight, float eps, float weightOffset, CpuTensor out) {
         int dim = x.cols();
         requireVector("rmsNorm", "weight", weight, dim);
         requireSameShape("rmsNorm", "out", x, out);
@@ -174,7 +179,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 float v = in.get(base + i);
                 sumOfSquares += v * v;
             }
-            normalizeRow(in, w, base, dim, sumOfSquares, eps, target);
+            normalizeRow(in, w, weightOffset, base, dim, sumOfSquares, eps, target);
         }
     }
 
@@ -185,6 +190,12 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
      */
     @Override
     public void addRmsNorm(CpuTensor x, CpuTensor residual, CpuTensor weight, float eps, CpuTensor out) {
+        addRmsNorm(x, residual, weight, eps, 0f, out);
+    }
+
+    /** {@link #addRmsNorm(CpuTensor, CpuTensor, CpuTensor, float, CpuTensor)} with the scale {@code weightOffset + weight}. */
+    @Override
+    public void addRmsNorm(CpuTensor x, CpuTensor residual, CpuTensor weight, float eps, float weightOffset, CpuTensor out) {
         int dim = x.cols();
         requireSameShape("addRmsNorm", "residual", x, residual);
         requireVector("addRmsNorm", "weight", weight, dim);
@@ -201,15 +212,43 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 sum.put(base + i, v);
                 sumOfSquares += v * v;
             }
-            normalizeRow(sum, w, base, dim, sumOfSquares, eps, target);
+            normalizeRow(sum, w, weightOffset, base, dim, sumOfSquares, eps, target);
         }
     }
 
-    private static void normalizeRow(FloatBuffer in, FloatBuffer w, int base, int dim, double sumOfSquares, float eps, FloatBuffer target) {
+    private static void normalizeRow(FloatBuffer in, FloatBuffer w, float weightOffset, int base, int dim, double sumOfSquares,
+                                     float eps, FloatBuffer target) {
         float scale = (float) (1.0 / Math.sqrt((float) (sumOfSquares / dim) + eps));
         for (int i = 0; i < dim; i++) {
-            target.put(base + i, w.get(i) * (in.get(base + i) * scale));
+            target.put(base + i, (weightOffset + w.get(i)) * (in.get(base + i) * scale));
         }
+    }
+
+    @Override
+    public void scale(CpuTensor x, float factor) {
+        FloatBuffer data = x.data();
+        int n = x.rows() * x.cols();
+        for (int i = 0; i < n; i++) {
+            data.put(i, data.get(i) * factor);
+        }
+    }
+
+    /** {@code x = cap · tanh(x / cap)} element-wise, the division and the product in F32 and tanh in double. */
+    @Override
+    public void softcap(CpuTensor x, float cap) {
+        if (!(cap > 0) || Float.isInfinite(cap)) {
+            throw new IllegalArgumentException("softcap: cap must be a positive finite number, got " + cap);
+        }
+        FloatBuffer data = x.data();
+        int n = x.rows() * x.cols();
+        for (int i = 0; i < n; i++) {
+            data.put(i, capped(data.get(i), cap));
+        }
+    }
+
+    /** {@code cap · tanh(v / cap)}: the soft cap of one value. */
+    static float capped(float v, float cap) {
+        return cap * (float) Math.tanh(v / cap);
     }
 
     @Override
@@ -366,6 +405,11 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
 
     @Override
     public void rmsNormHeads(CpuTensor x, CpuTensor weight, float eps, int headDim) {
+        rmsNormHeads(x, weight, eps, headDim, 0f);
+    }
+
+    @Override
+    public void rmsNormHeads(CpuTensor x, CpuTensor weight, float eps, int headDim, float weightOffset) {
         if (headDim <= 0 || x.cols() % headDim != 0) {
             throw new ShapeMismatchException("rmsNormHeads", "x", "cols a multiple of headDim " + headDim, "cols = " + x.cols());
         }
@@ -382,7 +426,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
             }
             float inv = (float) (1.0 / Math.sqrt(sum / headDim + eps));
             for (int i = 0; i < headDim; i++) {
-                data.put(base + i, data.get(base + i) * inv * w.get(i));
+                data.put(base + i, data.get(base + i) * inv * (weightOffset + w.get(i)));
             }
         }
     }
@@ -399,15 +443,25 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     @Override
     public void attention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
                           int headCount, int kvHeadCount, int headDim, int window, CpuTensor out) {
+        attention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, NeuralOps.plainAttentionScale(headDim), 0f, out);
+    }
+
+    /**
+     * {@link #attention(CpuTensor, CpuTensor, CpuTensor, int[], int, int, int, int, CpuTensor)} with the scores
+     * {@code scale · Q·Kᵀ}, soft-capped to {@code softcap · tanh(S / softcap)} when {@code softcap > 0} before the softmax.
+     */
+    @Override
+    public void attention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
+                          int headCount, int kvHeadCount, int headDim, int window, float scale, float softcap, CpuTensor out) {
         int seenMost = checkAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+        checkScores(scale, softcap);
         if (!PackedKernels.VECTOR) {
-            blasAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+            blasAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, scale, softcap, out);
             return;
         }
         int groupSize = headCount / kvHeadCount;
         int kvWidth = keys.cols();
         int groupWidth = groupSize * headDim;
-        float scale = (float) (1.0 / Math.sqrt(headDim));
         FloatBuffer queries = q.data();
         FloatBuffer target = out.data();
         // one unit per query row and key/value head, split over the threads a projection uses
@@ -421,7 +475,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 int queryBase = r * qCols + kvHead * groupWidth;
                 int first = firstAttended(positions[r], window);
                 // the window's rows as rows [0, seen) of a cache that starts at row `first`
-                VectorAttention.attend(queries, queryBase, groupSize, headDim, scale, keyBytes, valueBytes, kvWidth,
+                VectorAttention.attend(queries, queryBase, groupSize, headDim, scale, softcap, keyBytes, valueBytes, kvWidth,
                         first * kvWidth + kvHead * headDim, positions[r] + 1 - first, target, queryBase);
             }
         });
@@ -433,11 +487,17 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
      */
     void blasAttention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
                        int headCount, int kvHeadCount, int headDim, int window, CpuTensor out) {
+        blasAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, NeuralOps.plainAttentionScale(headDim), 0f, out);
+    }
+
+    /** {@link #blasAttention(CpuTensor, CpuTensor, CpuTensor, int[], int, int, int, int, CpuTensor)} with a score scale and soft cap. */
+    void blasAttention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
+                       int headCount, int kvHeadCount, int headDim, int window, float scale, float softcap, CpuTensor out) {
         checkAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+        checkScores(scale, softcap);
         int groupSize = headCount / kvHeadCount;
         int kvWidth = keys.cols();
         int groupWidth = groupSize * headDim;
-        float scale = (float) (1.0 / Math.sqrt(headDim));
         FloatBuffer queries = q.data();
         FloatBuffer target = out.data();
         FloatBuffer k = keys.data();
@@ -453,6 +513,11 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 int kvOffset = first * kvWidth + kvHead * headDim;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, groupSize, seen, headDim, scale,
                         queries.slice(queryBase, groupWidth), headDim, k.slice(kvOffset, cacheSpan), kvWidth, 0f, s, seen);
+                if (softcap > 0) {
+                    for (int i = 0; i < groupSize * seen; i++) {
+                        s.put(i, capped(s.get(i), softcap));
+                    }
+                }
                 softmaxRows(s, groupSize, seen);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, groupSize, headDim, seen, 1f,
                         s, seen, v.slice(kvOffset, cacheSpan), kvWidth, 0f, target.slice(queryBase, groupWidth), headDim);
@@ -468,6 +533,15 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     static int firstAttended(int position, int window) {
         // position >= 0 and window >= 1: position - window + 1 cannot overflow
         return Math.max(0, position - window + 1);
+    }
+
+    private static void checkScores(float scale, float softcap) {
+        if (!(scale > 0) || Float.isInfinite(scale)) {
+            throw new IllegalArgumentException("attention: score scale must be a positive finite number, got " + scale);
+        }
+        if (!(softcap >= 0) || Float.isInfinite(softcap)) {
+            throw new IllegalArgumentException("attention: soft cap must be 0 (none) or a positive finite number, got " + softcap);
+        }
     }
 
     /** Checks the attention operands; returns the most cache rows any query row reads. */

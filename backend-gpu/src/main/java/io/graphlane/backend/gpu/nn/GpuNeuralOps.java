@@ -139,6 +139,11 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
 
     @Override
     public void rmsNorm(GpuMatrix x, GpuMatrix weight, float eps, GpuMatrix out) {
+        rmsNorm(x, weight, eps, 0f, out);
+    }
+
+    @Override
+    public void rmsNorm(GpuMatrix x, GpuMatrix weight, float eps, float weightOffset, GpuMatrix out) {
         OpShapes.requireVector("rmsNorm", "weight", x.cols(), weight.rows(), weight.cols());
         OpShapes.requireSame("rmsNorm", "out", x.rows(), x.cols(), out.rows(), out.cols());
         if (x.rows() == 0) {
@@ -146,7 +151,8 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         }
         kernels.launch(stream, "gl_rms_norm", x.rows(), BLOCK, 0,
                 Pointer.to(x.pointer()), Pointer.to(weight.pointer()), Pointer.to(out.pointer()),
-                Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}), Pointer.to(new float[] {eps}));
+                Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}), Pointer.to(new float[] {eps}),
+                Pointer.to(new float[] {weightOffset}));
     }
 
     @Override
@@ -202,6 +208,11 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
 
     @Override
     public void rmsNormHeads(GpuMatrix x, GpuMatrix weight, float eps, int headDim) {
+        rmsNormHeads(x, weight, eps, headDim, 0f);
+    }
+
+    @Override
+    public void rmsNormHeads(GpuMatrix x, GpuMatrix weight, float eps, int headDim, float weightOffset) {
         OpShapes.requireRope(x.cols(), headDim, headDim);
         OpShapes.requireVector("rmsNormHeads", "weight", headDim, weight.rows(), weight.cols());
         if (x.elements() == 0) {
@@ -211,12 +222,22 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         int heads = Math.multiplyExact(x.rows(), x.cols() / headDim);
         kernels.launch(stream, "gl_rms_norm", heads, BLOCK, 0,
                 Pointer.to(x.pointer()), Pointer.to(weight.pointer()), Pointer.to(x.pointer()), Pointer.to(new int[] {heads}),
-                Pointer.to(new int[] {headDim}), Pointer.to(new float[] {eps}));
+                Pointer.to(new int[] {headDim}), Pointer.to(new float[] {eps}), Pointer.to(new float[] {weightOffset}));
     }
 
     @Override
     public void attention(GpuMatrix q, GpuMatrix keys, GpuMatrix values, int[] positions, int headCount, int kvHeadCount, int headDim,
                           int window, GpuMatrix out) {
+        attention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, NeuralOps.plainAttentionScale(headDim), 0f, out);
+    }
+
+    @Override
+    public void attention(GpuMatrix q, GpuMatrix keys, GpuMatrix values, int[] positions, int headCount, int kvHeadCount, int headDim,
+                          int window, float scale, float softcap, GpuMatrix out) {
+        if (!(scale > 0) || Float.isInfinite(scale) || !(softcap >= 0) || Float.isInfinite(softcap)) {
+            throw new IllegalArgumentException("attention: score scale must be positive and soft cap 0 or positive, got " + scale
+                    + " and " + softcap);
+        }
         OpShapes.requireAttention(q.rows(), q.cols(), keys.rows(), keys.cols(), values.rows(), values.cols(),
                 positions, headCount, kvHeadCount, headDim, out.rows(), out.cols());
         int span = OpShapes.attentionSpan(positions, window);
@@ -230,8 +251,29 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
                 Pointer.to(q.pointer()), Pointer.to(keys.pointer()), Pointer.to(values.pointer()), Pointer.to(pos.pointer()),
                 Pointer.to(out.pointer()), Pointer.to(new int[] {q.rows()}), Pointer.to(new int[] {headCount}),
                 Pointer.to(new int[] {kvHeadCount}), Pointer.to(new int[] {headDim}),
-                Pointer.to(new float[] {(float) (1.0 / Math.sqrt(headDim))}), Pointer.to(new int[] {window}));
+                Pointer.to(new float[] {scale}), Pointer.to(new int[] {window}), Pointer.to(new float[] {softcap}));
         releaseAfterEnqueuedWork(pos, "attention positions");
+    }
+
+    @Override
+    public void scale(GpuMatrix x, float factor) {
+        if (x.elements() == 0 || factor == 1f) {
+            return;
+        }
+        kernels.launch(stream, "gl_scale", LaunchGeometry.elementwiseGrid(x.elements(), BLOCK), BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(new float[] {factor}), Pointer.to(new long[] {x.elements()}));
+    }
+
+    @Override
+    public void softcap(GpuMatrix x, float cap) {
+        if (!(cap > 0) || Float.isInfinite(cap)) {
+            throw new IllegalArgumentException("softcap: cap must be a positive finite number, got " + cap);
+        }
+        if (x.elements() == 0) {
+            return;
+        }
+        kernels.launch(stream, "gl_softcap", LaunchGeometry.elementwiseGrid(x.elements(), BLOCK), BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(new float[] {cap}), Pointer.to(new long[] {x.elements()}));
     }
 
     @Override
