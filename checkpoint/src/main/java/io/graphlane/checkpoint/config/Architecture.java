@@ -16,15 +16,22 @@ public enum Architecture {
     /** Qwen3: Llama's tensors plus a per-head RMSNorm of the queries and keys before RoPE, and an explicit head width. */
     QWEN3("Qwen3ForCausalLM", "qwen3"),
     /** Phi-3 and Phi-4-mini: fused {@code qkv_proj} and {@code gate_up_proj}, split at load. */
-    PHI3("Phi3ForCausalLM", "phi3");
+    PHI3("Phi3ForCausalLM", "phi3"),
+    /**
+     * Gemma 2: (1 + w) RMSNorms, embeddings scaled by sqrt(hidden), GeGLU, norms before and after attention and the MLP,
+     * {@code query_pre_attn_scalar}, attention and final-logit soft-capping, alternating sliding-window layers.
+     */
+    GEMMA2("Gemma2ForCausalLM", "gemma2"),
+    /**
+     * Gemma 3's text decoder: Gemma 2's layer plus (1 + w) q/k norms before RoPE, a local RoPE base for the sliding
+     * layers, no soft-capping by default.
+     */
+    GEMMA3_TEXT("Gemma3ForCausalLM", "gemma3_text");
 
     /** Architectures people meet that graphlane refuses, with the reason. */
     private static final Map<String, String> REFUSED = Map.ofEntries(
-            Map.entry("Gemma2ForCausalLM", "Gemma 2 needs (1 + w) RMSNorms, embedding scaling, pre/post-feedforward norms, "
-                    + "query_pre_attn_scalar and logit soft-capping"),
-            Map.entry("Gemma3ForCausalLM", "Gemma 3 needs (1 + w) RMSNorms, embedding scaling, pre/post-feedforward norms, "
-                    + "q/k norms and local/global RoPE bases"),
-            Map.entry("Gemma3ForConditionalGeneration", "a vision-language model; Gemma 3 text is not supported either"),
+            Map.entry("Gemma3ForConditionalGeneration", "a vision-language model (its text decoder alone, saved as "
+                    + "Gemma3ForCausalLM with model_type gemma3_text, is supported)"),
             Map.entry("GemmaForCausalLM", "Gemma needs (1 + w) RMSNorms and embedding scaling"),
             Map.entry("Phi3SmallForCausalLM", "Phi-3-small uses block-sparse attention and gegelu"),
             Map.entry("PhiForCausalLM", "Phi-1/2 use LayerNorm, a parallel attention/MLP block and no gate"),
@@ -59,7 +66,12 @@ public enum Architecture {
 
     /** True if queries and keys pass a per-head RMSNorm before RoPE ({@code q_norm}, {@code k_norm}). */
     public boolean hasQkNorm() {
-        return this == QWEN3;
+        return this == QWEN3 || this == GEMMA3_TEXT;
+    }
+
+    /** True for Gemma 2 and Gemma 3 (text): the layer of {@link GemmaConfig}. */
+    public boolean isGemma() {
+        return this == GEMMA2 || this == GEMMA3_TEXT;
     }
 
     /** True if the checkpoint fuses q/k/v into {@code qkv_proj} and gate/up into {@code gate_up_proj}. */

@@ -60,6 +60,10 @@ final class ConfigFieldList {
             if (name.equals("quantization_config")) {
                 throw f.refuse(name, "is present: graphlane reads unquantized checkpoints (F32, F16, BF16) only");
             }
+            if (arch.isGemma() && (GemmaConfig.FIELDS.contains(name) || name.equals("cache_implementation"))) {
+                // Gemma's own fields (GemmaConfig), and its generation cache default ("hybrid"), which changes no output
+                continue;
+            }
             if (!APPLIED.contains(name) && !WINDOW.contains(name) && !HARMLESS.contains(name)) {
                 JsonNode v = f.root.get(name);
                 String shown = v.toString().length() > 60 ? v.toString().substring(0, 60) + "..." : v.toString();
@@ -67,7 +71,7 @@ final class ConfigFieldList {
                         + "; it may change the model's math, so the model is refused rather than run wrong");
             }
         }
-        if (arch != Architecture.LLAMA && arch != Architecture.QWEN3 && f.bool("attention_bias", false)) {
+        if (arch != Architecture.LLAMA && arch != Architecture.QWEN3 && !arch.isGemma() && f.bool("attention_bias", false)) {
             throw f.refuse("attention_bias", "is true, but " + arch.hfName() + " has no such option");
         }
         if (arch != Architecture.LLAMA && f.bool("mlp_bias", false)) {

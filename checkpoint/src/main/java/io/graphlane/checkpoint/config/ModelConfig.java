@@ -35,12 +35,13 @@ import io.graphlane.core.nn.GateActivation;
  * @param rope the rotary embedding (base, rotating share, scaling variant), from either transformers layout
  * @param hiddenAct the MLP's gate activation ({@code hidden_act}, default silu)
  * @param mlpBias whether the MLP projections carry biases ({@code mlp_bias}; default false)
+ * @param gemma what Gemma 2 and Gemma 3 add to the layer; empty for the other architectures
  */
 public record ModelConfig(Architecture architecture, int hiddenSize, int intermediateSize, int numHiddenLayers,
                           int numAttentionHeads, int numKeyValueHeads, int headDim, int vocabSize,
                           int maxPositionEmbeddings, double rmsNormEps, double ropeTheta, boolean tieWordEmbeddings,
                           boolean attentionBias, Optional<String> torchDtype, RopeConfig rope, GateActivation hiddenAct,
-                          boolean mlpBias) {
+                          boolean mlpBias, Optional<GemmaConfig> gemma) {
     /** The file name Hugging Face gives the model configuration. */
     public static final String FILE_NAME = "config.json";
 
@@ -53,6 +54,21 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         Objects.requireNonNull(torchDtype, "torchDtype");
         Objects.requireNonNull(rope, "rope");
         Objects.requireNonNull(hiddenAct, "hiddenAct");
+        Objects.requireNonNull(gemma, "gemma");
+        if (gemma.isPresent() != architecture.isGemma()) {
+            throw new IllegalArgumentException(architecture.hfName() + (architecture.isGemma() ? " needs" : " has no") + " Gemma parameters");
+        }
+    }
+
+    /** A configuration of a non-Gemma architecture. */
+    public ModelConfig(Architecture architecture, int hiddenSize, int intermediateSize, int numHiddenLayers,
+                       int numAttentionHeads, int numKeyValueHeads, int headDim, int vocabSize,
+                       int maxPositionEmbeddings, double rmsNormEps, double ropeTheta, boolean tieWordEmbeddings,
+                       boolean attentionBias, Optional<String> torchDtype, RopeConfig rope, GateActivation hiddenAct,
+                       boolean mlpBias) {
+        this(architecture, hiddenSize, intermediateSize, numHiddenLayers, numAttentionHeads, numKeyValueHeads, headDim,
+                vocabSize, maxPositionEmbeddings, rmsNormEps, ropeTheta, tieWordEmbeddings, attentionBias, torchDtype, rope,
+                hiddenAct, mlpBias, Optional.empty());
     }
 
     /** A plain-RoPE, silu, bias-free configuration (the Llama 2 shape), for tests and generated models. */
@@ -123,7 +139,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         int vocab = f.boundedInt("vocab_size", MAX_VOCAB, "the largest supported vocabulary");
         int maxPositions = f.boundedInt("max_position_embeddings", MAX_POSITIONS, "the longest supported context");
         int kvHeads = f.has("num_key_value_heads") ? f.positiveInt("num_key_value_heads") : heads;
-        if (!f.has("head_dim") && hidden % heads != 0) {
+        if (!f.has("head_dim") && !arch.isGemma() && hidden % heads != 0) {
             throw new ModelConfigException(file + ": field 'num_attention_heads' (" + heads
                     + ") does not divide field 'hidden_size' (" + hidden + ")");
         }
@@ -131,7 +147,9 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             throw new ModelConfigException(file + ": field 'num_key_value_heads' (" + kvHeads
                     + ") does not divide field 'num_attention_heads' (" + heads + ")");
         }
-        int headDim = f.has("head_dim") ? f.boundedInt("head_dim", MAX_HEAD_DIM, "the widest supported head") : hidden / heads;
+        // Gemma2Config and Gemma3TextConfig default head_dim to 256, not hidden / heads
+        int headDim = f.has("head_dim") ? f.boundedInt("head_dim", MAX_HEAD_DIM, "the widest supported head")
+                : arch.isGemma() ? 256 : hidden / heads;
         if (headDim % 2 != 0) {
             throw new ModelConfigException(file + ": head width " + headDim + (f.has("head_dim") ? " (field 'head_dim')"
                     : " (hidden_size / num_attention_heads)") + " is odd; rotary embeddings need an even head width");
@@ -140,17 +158,37 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             throw f.refuse("head_dim", "is " + headDim + ": " + heads + " heads of it are wider than " + (MAX_WIDTH * 4));
         }
         double eps = f.has("rms_norm_eps") ? f.positiveDouble("rms_norm_eps") : 1e-6;
-        RopeConfig rope = RopeReader.read(f, headDim, maxPositions);
-        boolean tied = f.bool("tie_word_embeddings", false);
+        RopeConfig rope;
+        RopeConfig slidingRope;
+        if (arch == Architecture.GEMMA3_TEXT) {
+            RopeConfig[] both = RopeReader.gemma3(f, headDim, maxPositions);
+            rope = both[0];
+            slidingRope = both[1];
+        } else {
+            rope = RopeReader.read(f, headDim, maxPositions);
+            slidingRope = rope;
+        }
+        if (arch != Architecture.GEMMA3_TEXT && f.root.get("rope_local_base_freq") != null) {
+            throw f.refuse("rope_local_base_freq", "is Gemma 3's local RoPE base, which " + arch.hfName() + " does not have");
+        }
+        // Gemma's configs tie the head to the embedding unless they say otherwise
+        boolean tied = f.bool("tie_word_embeddings", arch.isGemma());
         boolean bias = f.bool("attention_bias", false);
         if (bias && arch == Architecture.QWEN2) {
             throw f.refuse("attention_bias", "is true, but Qwen2ForCausalLM's attention has q/k/v biases and no other");
         }
         boolean mlpBias = f.bool("mlp_bias", false);
-        GateActivation act = activation(f);
+        // Gemma's MLP reads hidden_activation (default gelu_pytorch_tanh) and ignores hidden_act, as transformers does
+        GateActivation act = arch.isGemma() ? activation(f, "hidden_activation", "gelu_pytorch_tanh") : activation(f, "hidden_act", "silu");
         Optional<String> dtype = f.optionalString("torch_dtype").or(() -> f.optionalString("dtype"));
+        Optional<GemmaConfig> gemma = arch.isGemma()
+                ? Optional.of(GemmaConfig.read(f, arch, hidden, slidingRope, dtype)) : Optional.empty();
+        if (arch == Architecture.GEMMA3_TEXT && f.optionalString("model_type").filter(t -> !t.equals("gemma3_text")).isPresent()) {
+            throw f.refuse("model_type", "is \"" + f.optionalString("model_type").get() + "\"; Gemma3ForCausalLM runs the text decoder "
+                    + "config, model_type \"gemma3_text\" (a \"gemma3\" config nests it under text_config)");
+        }
         return new ModelConfig(arch, hidden, intermediate, layers, heads, kvHeads, headDim, vocab, maxPositions,
-                eps, rope.theta(), tied, bias, dtype, rope, act, mlpBias);
+                eps, rope.theta(), tied, bias, dtype, rope, act, mlpBias, gemma);
     }
 
     /** The largest hidden size read (the widest models have 16384-32768). */
@@ -164,13 +202,13 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
     /** The longest context read (the longest models claim about 10^7 positions). */
     public static final int MAX_POSITIONS = 1 << 26;
 
-    private static GateActivation activation(ConfigFields f) {
-        String name = f.optionalString("hidden_act").orElse("silu");
+    private static GateActivation activation(ConfigFields f, String field, String absent) {
+        String name = f.optionalString(field).orElse(absent);
         return switch (name) {
             case "silu", "swish" -> GateActivation.SILU;
             case "gelu" -> GateActivation.GELU;
             case "gelu_new", "gelu_pytorch_tanh" -> GateActivation.GELU_TANH;
-            default -> throw f.refuse("hidden_act", "is \"" + name + "\", which graphlane does not apply; supported: "
+            default -> throw f.refuse(field, "is \"" + name + "\", which graphlane does not apply; supported: "
                     + "silu, gelu, gelu_new, gelu_pytorch_tanh");
         };
     }

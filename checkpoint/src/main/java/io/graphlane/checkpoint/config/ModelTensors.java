@@ -86,7 +86,12 @@ public final class ModelTensors {
         if (outputBias(c)) {
             out.put(layer(i, "self_attn.o_proj.bias"), Shape.of(h));
         }
+        // Llama's pre-MLP norm; Gemma's norm of the attention output, which adds a norm before and after the MLP
         out.put(layer(i, "post_attention_layernorm.weight"), Shape.of(h));
+        if (c.architecture().isGemma()) {
+            out.put(layer(i, "pre_feedforward_layernorm.weight"), Shape.of(h));
+            out.put(layer(i, "post_feedforward_layernorm.weight"), Shape.of(h));
+        }
         if (c.architecture().fusesProjections()) {
             out.put(layer(i, "mlp.gate_up_proj.weight"), Shape.of(2 * inter, h));
         } else {

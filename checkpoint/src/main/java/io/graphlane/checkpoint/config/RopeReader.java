@@ -59,6 +59,66 @@ final class RopeReader {
         return fromParameters;
     }
 
+    /**
+     * Gemma 3's two rotary embeddings, {@code [full-attention layers, sliding layers]}, from either layout:
+     * 4.x's {@code rope_theta} (default 1e6) with {@code rope_scaling} for the full-attention layers and a default RoPE
+     * with base {@code rope_local_base_freq} (default 10000) for the sliding ones (Gemma3TextModel's
+     * {@code rotary_emb_local}); or 5.x's {@code rope_parameters} with one object per layer type, whose missing
+     * {@code rope_theta} defaults as Gemma3TextConfig's do (1e6 full, 10000 sliding).
+     */
+    static RopeConfig[] gemma3(ConfigFields top, int headDim, int maxPositions) {
+        JsonNode parameters = top.root.get("rope_parameters");
+        if (parameters != null && parameters.isObject() && isPerLayerType(parameters)) {
+            for (Iterator<String> names = parameters.fieldNames(); names.hasNext(); ) {
+                String name = names.next();
+                if (!name.equals("full_attention") && !name.equals("sliding_attention")) {
+                    throw top.refuse("rope_parameters." + name, "is a layer type Gemma 3 does not have (it has full_attention and "
+                            + "sliding_attention)");
+                }
+            }
+            JsonNode scaling = top.root.get("rope_scaling");
+            if (scaling != null && !scaling.isNull()) {
+                throw top.refuse("rope_scaling", "is " + scaling + " next to per-layer-type 'rope_parameters'; a config holds one or "
+                        + "the other");
+            }
+            RopeConfig full = readOne(top, layerType(top, parameters, "full_attention", 1_000_000.0), headDim, maxPositions);
+            RopeConfig sliding = readOne(top, layerType(top, parameters, "sliding_attention", 10_000.0), headDim, maxPositions);
+            if (top.has("rope_theta") && top.positiveDouble("rope_theta") != full.theta()) {
+                throw top.refuse("rope_theta", "is " + top.root.get("rope_theta") + " but 'rope_parameters.full_attention' says "
+                        + full.theta() + "; a config must not contradict itself");
+            }
+            if (top.has("rope_local_base_freq") && top.positiveDouble("rope_local_base_freq") != sliding.theta()) {
+                throw top.refuse("rope_local_base_freq", "is " + top.root.get("rope_local_base_freq")
+                        + " but 'rope_parameters.sliding_attention' says rope_theta " + sliding.theta()
+                        + "; a config must not contradict itself");
+            }
+            return new RopeConfig[] {full, sliding};
+        }
+        ConfigFields withTheta = top;
+        if (!top.has("rope_theta") && (parameters == null || parameters.isNull())) {
+            com.fasterxml.jackson.databind.node.ObjectNode copy = ((com.fasterxml.jackson.databind.node.ObjectNode) top.root).deepCopy();
+            copy.put("rope_theta", 1_000_000.0);   // Gemma3TextConfig's default
+            withTheta = new ConfigFields(top.file, copy, "");
+        }
+        RopeConfig full = read(withTheta, headDim, maxPositions);
+        RopeConfig sliding = RopeConfig.plain(top.positiveDouble("rope_local_base_freq", 10_000.0), maxPositions);
+        return new RopeConfig[] {full, sliding};
+    }
+
+    /** 5.x's parameters of one layer type, with Gemma 3's default base when they name none. */
+    private static ConfigFields layerType(ConfigFields top, JsonNode parameters, String type, double defaultTheta) {
+        JsonNode node = parameters.get(type);
+        if (node == null) {
+            throw top.refuse("rope_parameters", "has no '" + type + "' entry; Gemma 3 needs the rotary parameters of both layer types");
+        }
+        if (!node.has("rope_theta") || node.get("rope_theta").isNull()) {
+            com.fasterxml.jackson.databind.node.ObjectNode copy = ((com.fasterxml.jackson.databind.node.ObjectNode) node).deepCopy();
+            copy.put("rope_theta", defaultTheta);
+            node = copy;
+        }
+        return new ConfigFields(top.file, node, "rope_parameters." + type + ".");
+    }
+
     private static ConfigFields object(ConfigFields top, String name, JsonNode node, String prefix) {
         if (!node.isObject()) {
             throw top.refuse(name, "is " + node + ", expected an object");

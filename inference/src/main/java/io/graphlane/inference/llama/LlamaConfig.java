@@ -1,5 +1,6 @@
 package io.graphlane.inference.llama;
 
+import io.graphlane.checkpoint.config.GemmaConfig;
 import io.graphlane.checkpoint.config.RopeConfig;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.GateActivation;
@@ -35,11 +36,13 @@ import java.util.Objects;
  * @param attentionWindows    per decoder layer, the positions a query attends to, its own included (a sliding window:
  *                            Mistral's {@code sliding_window}, Qwen2's sliding layers), or {@link NeuralOps#NO_WINDOW}
  *                            for full causal attention; one entry per layer
+ * @param gemma               Gemma 2/3's additions ((1 + w) norms, norms of the attention and MLP outputs, embedding
+ *                            scale, query_pre_attn_scalar, soft caps, the sliding layers' RoPE), or {@code null}
  */
 public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
                           int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
                           int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
-                          boolean fusedProjections, List<Integer> attentionWindows) {
+                          boolean fusedProjections, List<Integer> attentionWindows, GemmaConfig gemma) {
 
     /** Validates every size, naming the HF field at fault. */
     public LlamaConfig {
@@ -74,6 +77,16 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
         attentionWindows = List.copyOf(attentionWindows);
     }
 
+    /** A configuration of a non-Gemma decoder with the attention windows given. */
+    public LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
+                       int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
+                       int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
+                       boolean fusedProjections, List<Integer> attentionWindows) {
+        this(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps, ropeTheta,
+                tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
+                attentionWindows, null);
+    }
+
     /**
      * A configuration whose every layer attends to all earlier positions (no sliding window), with the rotary embedding,
      * activation and projection layout given.
@@ -103,19 +116,66 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
     public LlamaConfig withMaxPositions(int positions) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
                 ropeTheta, tieWordEmbeddings, qkvBias, outputBias, positions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                attentionWindows);
+                attentionWindows, gemma);
     }
 
     /** This configuration with {@code windows} as its per-layer attention windows. */
     public LlamaConfig withAttentionWindows(List<Integer> windows) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
                 ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                windows);
+                windows, gemma);
+    }
+
+    /** This configuration with Gemma's additions {@code gemma}. */
+    public LlamaConfig withGemma(GemmaConfig gemma) {
+        return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
+                ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
+                attentionWindows, gemma);
+    }
+
+    /** True for Gemma's layer: the attention and the MLP outputs are normed before the residual add ({@code post_*} norms). */
+    public boolean normsBlockOutputs() {
+        return gemma != null;
+    }
+
+    /** The offset added to every RMSNorm weight: 1 for Gemma's {@code x · (1 + w)}, else 0. */
+    public float normWeightOffset() {
+        return gemma == null ? 0f : 1f;
+    }
+
+    /** The factor on the token embeddings: Gemma's {@code sqrt(hidden_size)} in the model's dtype, else 1. */
+    public float embeddingScale() {
+        return gemma == null ? 1f : gemma.embeddingScale();
+    }
+
+    /** The factor on the attention scores: {@code 1/sqrt(query_pre_attn_scalar)} for Gemma, else {@code 1/sqrt(head_dim)}. */
+    public float attentionScale() {
+        return gemma == null ? NeuralOps.plainAttentionScale(headDim) : (float) gemma.attentionScale();
+    }
+
+    /** Gemma's {@code attn_logit_softcapping}, 0 for none. */
+    public float attentionSoftcap() {
+        return gemma == null ? 0f : (float) gemma.attnLogitSoftcapping();
+    }
+
+    /** Gemma's {@code final_logit_softcapping}, 0 for none. */
+    public float finalSoftcap() {
+        return gemma == null ? 0f : (float) gemma.finalLogitSoftcapping();
+    }
+
+    /** The rotary embedding of decoder layer {@code layer}: Gemma's sliding layers have their own, every other layer {@link #rope}. */
+    public RopeConfig rope(int layer) {
+        return gemma != null && attentionWindow(layer) != NeuralOps.NO_WINDOW ? gemma.slidingRope() : rope;
     }
 
     /** The rotary frequencies of a forward pass whose largest position is {@code sequenceLength - 1}. */
     public RotaryTable rotaryTable(int sequenceLength) {
         return rope.table(headDim, sequenceLength);
+    }
+
+    /** The rotary frequencies of decoder layer {@code layer} in a forward pass whose largest position is {@code sequenceLength - 1}. */
+    public RotaryTable rotaryTable(int layer, int sequenceLength) {
+        return rope(layer).table(headDim, sequenceLength);
     }
 
     /** The attention window of decoder layer {@code layer} (the model's index, from 0): positions seen, or {@link NeuralOps#NO_WINDOW}. */

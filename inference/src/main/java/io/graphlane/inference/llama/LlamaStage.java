@@ -90,7 +90,7 @@ public final class LlamaStage<T> implements StageForward<T> {
         boolean releaseX = !last;
         try {
             if (input instanceof StageInput.Tokens<T> tokens) {
-                ops.embedding(weights.embedding(), tokens.tokenIds(), x);
+                layers.embed(weights.embedding(), tokens.tokenIds(), x);
             } else {
                 ops.copy(((StageInput.Hidden<T>) input).activation(), x);
             }

@@ -117,7 +117,12 @@ public final class LlamaTensors {
             expected.add(new Expected(layer(l, "self_attn.q_norm.weight"), 1, c.headDim(), true));
             expected.add(new Expected(layer(l, "self_attn.k_norm.weight"), 1, c.headDim(), true));
         }
+        // Llama's pre-MLP norm; for Gemma the norm of the attention output, followed by its pre- and post-MLP norms
         expected.add(new Expected(layer(l, "post_attention_layernorm.weight"), 1, h, true));
+        if (c.normsBlockOutputs()) {
+            expected.add(new Expected(layer(l, "pre_feedforward_layernorm.weight"), 1, h, true));
+            expected.add(new Expected(layer(l, "post_feedforward_layernorm.weight"), 1, h, true));
+        }
         if (c.fusedProjections()) {
             // Phi-3's gate_up_proj: the gate's rows, then the up projection's
             String gateUp = layer(l, "mlp.gate_up_proj.weight");

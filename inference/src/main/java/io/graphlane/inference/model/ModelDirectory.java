@@ -60,7 +60,7 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
         return new LlamaConfig(c.hiddenSize(), c.intermediateSize(), c.numHiddenLayers(), c.numAttentionHeads(), c.numKeyValueHeads(),
                 c.headDim(), c.vocabSize(), (float) c.rmsNormEps(), (float) c.ropeTheta(), c.tieWordEmbeddings(),
                 ModelTensors.qkvBias(c), ModelTensors.outputBias(c), c.maxPositionEmbeddings(), c.rope(), c.hiddenAct(), c.mlpBias(),
-                c.architecture().hasQkNorm(), c.architecture().fusesProjections());
+                c.architecture().hasQkNorm(), c.architecture().fusesProjections()).withGemma(c.gemma().orElse(null));
     }
 
     /** A lease source on the weights, with at most {@code maxOpenShards} shard files mapped at once; close it after loading. */
