@@ -46,7 +46,7 @@ final class RopeReader {
         }
         RopeConfig fromParameters = readOne(top, rope, headDim, maxPositions);
         if (top.has("rope_theta") && top.positiveDouble("rope_theta") != fromParameters.theta()) {
-            throw top.refuse("rope_theta", "is " + top.root.get("rope_theta") + " but 'rope_parameters' says rope_theta "
+            throw top.refuse("rope_theta", "is " + top.positiveDouble("rope_theta") + " but 'rope_parameters' says rope_theta "
                     + fromParameters.theta() + "; a config must not contradict itself");
         }
         if (hasScaling) {
