@@ -68,6 +68,21 @@ public record RopeConfig(Type type, double theta, double partialRotaryFactor, do
         return (int) (headDim * partialRotaryFactor);
     }
 
+    /**
+     * The longest sequence the model runs by default: {@code max_position_embeddings}, except where the variant's own
+     * parameters extend it: {@code dynamic} grows its base from {@code max_position_embeddings} and is meant to run
+     * {@code factor} times past it; {@code yarn} scales the original context by {@code factor}. (vLLM derives its default
+     * maximum length the same way for these two.) transformers sets no limit at all; a caller may allow more.
+     */
+    public int contextLength() {
+        double extended = switch (type) {
+            case DYNAMIC -> (double) maxPositions * factor;
+            case YARN -> Math.max(maxPositions, (double) originalMaxPositions * factor);
+            default -> maxPositions;
+        };
+        return (int) Math.min(Integer.MAX_VALUE - 1, Math.max(maxPositions, Math.floor(extended)));
+    }
+
     /** True when the frequencies depend on the forward's sequence length ({@code dynamic}, {@code longrope}). */
     public boolean dependsOnLength() {
         return type == Type.DYNAMIC || type == Type.LONGROPE;

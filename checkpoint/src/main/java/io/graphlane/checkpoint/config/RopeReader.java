@@ -20,7 +20,7 @@ final class RopeReader {
     private static final Map<Type, List<String>> KEYS = Map.of(
             Type.DEFAULT, List.of(),
             Type.LINEAR, List.of("factor"),
-            Type.DYNAMIC, List.of("factor", "original_max_position_embeddings"),
+            Type.DYNAMIC, List.of("factor"),
             Type.LLAMA3, List.of("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
             Type.YARN, List.of("factor", "original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
                     "mscale", "mscale_all_dim", "truncate"),
@@ -46,7 +46,7 @@ final class RopeReader {
         }
         RopeConfig fromParameters = readOne(top, rope, headDim, maxPositions);
         if (top.has("rope_theta") && top.positiveDouble("rope_theta") != fromParameters.theta()) {
-            throw top.refuse("rope_theta", "is " + top.root.get("rope_theta") + " but 'rope_parameters' says rope_theta "
+            throw top.refuse("rope_theta", "is " + top.positiveDouble("rope_theta") + " but 'rope_parameters' says rope_theta "
                     + fromParameters.theta() + "; a config must not contradict itself");
         }
         if (hasScaling) {
@@ -185,14 +185,18 @@ final class RopeReader {
         }
         boolean hasOriginal = rope != null && rope.has("original_max_position_embeddings");
         boolean hasTopOriginal = top.has("original_max_position_embeddings");
-        int original = hasOriginal ? rope.positiveInt("original_max_position_embeddings")
-                : hasTopOriginal ? top.positiveInt("original_max_position_embeddings") : maxPositions;
+        // Phi-3's top-level original_max_position_embeddings wins over the rope object's, as in transformers;
+        // dynamic scaling grows from max_position_embeddings
+        int original = type == Type.DYNAMIC ? maxPositions
+                : hasTopOriginal ? top.positiveInt("original_max_position_embeddings")
+                : hasOriginal ? rope.positiveInt("original_max_position_embeddings") : maxPositions;
         if (type == Type.DEFAULT) {
             return new RopeConfig(type, theta, partial, 1.0, original, maxPositions, 0, 0, 32, 1, 0, 0, true, 1.0,
                     new double[0], new double[0]);
         }
         double factor = switch (type) {
-            case LONGROPE -> rope.has("factor") ? rope.positiveDouble("factor") : 1.0;
+            case LONGROPE -> rope.has("factor") ? rope.positiveDouble("factor") : maxPositions / (double) original;
+            case YARN -> rope.has("factor") ? rope.positiveDouble("factor") : maxPositions / (double) original;
             default -> rope.positiveDouble("factor");
         };
         double low = 0;
@@ -233,12 +237,10 @@ final class RopeReader {
             case LONGROPE -> {
                 shortFactor = rope.positiveDoubles("short_factor", rotaryDim / 2);
                 longFactor = rope.positiveDoubles("long_factor", rotaryDim / 2);
-                // Phi-3 scales its context: the ratio of the context to the pretrained one is the factor of the attention scaling
-                double scale = hasOriginal || hasTopOriginal ? maxPositions / (double) original : factor;
                 if (rope.has("attention_factor")) {
                     attention = rope.positiveDouble("attention_factor");
                 } else {
-                    attention = scale <= 1.0 ? 1.0 : Math.sqrt(1 + Math.log(scale) / Math.log(original));
+                    attention = factor <= 1.0 ? 1.0 : Math.sqrt(1 + Math.log(factor) / Math.log(original));
                 }
             }
             default -> { }

@@ -33,6 +33,9 @@ import java.util.Objects;
  * @param qkNorm              queries and keys pass a per-head RMSNorm before RoPE (Qwen3's {@code q_norm}, {@code k_norm})
  * @param fusedProjections    the checkpoint fuses q/k/v into {@code qkv_proj} and gate/up into {@code gate_up_proj} (Phi-3),
  *                            split at load
+ * @param restartsCache       the model's generation recomputes every cached position once the sequence first grows past the
+ *                            rope's original context (Phi-3's {@code prepare_inputs_for_generation} with longrope drops the
+ *                            KV cache then, so every key is rotated again with the long factors); see {@link #restarted}
  * @param attentionWindows    per decoder layer, the positions a query attends to, its own included (a sliding window:
  *                            Mistral's {@code sliding_window}, Qwen2's sliding layers), or {@link NeuralOps#NO_WINDOW}
  *                            for full causal attention; one entry per layer
@@ -42,7 +45,7 @@ import java.util.Objects;
 public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
                           int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
                           int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
-                          boolean fusedProjections, List<Integer> attentionWindows, GemmaConfig gemma) {
+                          boolean fusedProjections, boolean restartsCache, List<Integer> attentionWindows, GemmaConfig gemma) {
 
     /** Validates every size, naming the HF field at fault. */
     public LlamaConfig {
@@ -77,27 +80,17 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
         attentionWindows = List.copyOf(attentionWindows);
     }
 
-    /** A configuration of a non-Gemma decoder with the attention windows given. */
-    public LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
-                       int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
-                       int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
-                       boolean fusedProjections, List<Integer> attentionWindows) {
-        this(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps, ropeTheta,
-                tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                attentionWindows, null);
-    }
-
     /**
      * A configuration whose every layer attends to all earlier positions (no sliding window), with the rotary embedding,
-     * activation and projection layout given.
+     * activation and projection layout given; not Gemma.
      */
     public LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
                        int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
                        int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
-                       boolean fusedProjections) {
+                       boolean fusedProjections, boolean restartsCache) {
         this(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps, ropeTheta,
                 tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                fullAttention(layerCount));
+                restartsCache, fullAttention(layerCount), null);
     }
 
     /**
@@ -109,28 +102,28 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
                        int maxPositions) {
         this(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps, ropeTheta,
                 tieWordEmbeddings, qkvBias, outputBias, maxPositions, RopeConfig.plain(ropeTheta, maxPositions), GateActivation.SILU,
-                false, false, false);
+                false, false, false, false);
     }
 
     /** This configuration with a KV cache of at most {@code positions} positions; everything else as it is. */
     public LlamaConfig withMaxPositions(int positions) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
                 ropeTheta, tieWordEmbeddings, qkvBias, outputBias, positions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                attentionWindows, gemma);
+                restartsCache, attentionWindows, gemma);
     }
 
     /** This configuration with {@code windows} as its per-layer attention windows. */
     public LlamaConfig withAttentionWindows(List<Integer> windows) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
                 ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                windows, gemma);
+                restartsCache, windows, gemma);
     }
 
     /** This configuration with Gemma's additions {@code gemma}. */
     public LlamaConfig withGemma(GemmaConfig gemma) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
                 ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                attentionWindows, gemma);
+                restartsCache, attentionWindows, gemma);
     }
 
     /** True for Gemma's layer: the attention and the MLP outputs are normed before the residual add ({@code post_*} norms). */
@@ -166,6 +159,23 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
     /** The rotary embedding of decoder layer {@code layer}: Gemma's sliding layers have their own, every other layer {@link #rope}. */
     public RopeConfig rope(int layer) {
         return gemma != null && attentionWindow(layer) != NeuralOps.NO_WINDOW ? gemma.slidingRope() : rope;
+
+    }
+
+    /**
+     * The segment a step of {@code segment} runs as: itself, or, for a model that {@link #restartsCache} when a decode
+     * step first takes the sequence past the rope's original context (the cache holds at most that many positions and
+     * the step ends past it), the whole sequence from position 0, so every position is computed again with the
+     * frequencies of the longer sequence, as transformers' Phi-3 generation does. Depends on the segment alone, so every
+     * stage expands a step alike.
+     */
+    public Segment restarted(Segment segment) {
+        int original = rope.originalMaxPositions();
+        int end = segment.startPosition() + segment.length();
+        if (!restartsCache || segment.startPosition() == 0 || segment.startPosition() > original || end <= original) {
+            return segment;
+        }
+        return new Segment(segment.requestId(), 0, end, segment.reservedPositions());
     }
 
     /** The rotary frequencies of a forward pass whose largest position is {@code sequenceLength - 1}. */

@@ -4,7 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.checkpoint.ModelCheckpoint;
+import io.graphlane.checkpoint.config.Architecture;
 import io.graphlane.checkpoint.config.ModelConfig;
+import io.graphlane.checkpoint.config.RopeConfig;
 import io.graphlane.checkpoint.config.ModelTensors;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.llama.LlamaConfig;
@@ -59,8 +61,23 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
     public static LlamaConfig toLlama(ModelConfig c) {
         return new LlamaConfig(c.hiddenSize(), c.intermediateSize(), c.numHiddenLayers(), c.numAttentionHeads(), c.numKeyValueHeads(),
                 c.headDim(), c.vocabSize(), (float) c.rmsNormEps(), (float) c.ropeTheta(), c.tieWordEmbeddings(),
-                ModelTensors.qkvBias(c), ModelTensors.outputBias(c), c.maxPositionEmbeddings(), c.rope(), c.hiddenAct(), c.mlpBias(),
-                c.architecture().hasQkNorm(), c.architecture().fusesProjections()).withGemma(c.gemma().orElse(null));
+                ModelTensors.qkvBias(c), ModelTensors.outputBias(c), c.rope().contextLength(), c.rope(), c.hiddenAct(), c.mlpBias(),
+                c.architecture().hasQkNorm(), c.architecture().fusesProjections(),
+                c.architecture() == Architecture.PHI3 && c.rope().type() != RopeConfig.Type.DEFAULT).withGemma(c.gemma().orElse(null));
+    }
+
+    /**
+     * This directory with sequences of up to {@code positions} positions allowed (KV caches, prompts), in place of the
+     * configuration's ({@code max_position_embeddings}, or the context the rope scaling extends it to). transformers
+     * runs a model past it; a caller that wants the same says so here.
+     *
+     * @throws GraphlaneException if {@code positions} is not positive
+     */
+    public ModelDirectory withMaxPositions(int positions) {
+        if (positions < 1) {
+            throw new GraphlaneException("--max-positions must be >= 1, got " + positions);
+        }
+        return new ModelDirectory(dir, checkpoint, config.withMaxPositions(positions), eosTokenIds);
     }
 
     /** A lease source on the weights, with at most {@code maxOpenShards} shard files mapped at once; close it after loading. */

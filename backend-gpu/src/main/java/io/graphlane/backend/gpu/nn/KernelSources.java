@@ -15,7 +15,7 @@ public final class KernelSources {
 
     /** The names of the kernels {@link #llama()} defines, in the order they appear. */
     public static final List<String> KERNELS = List.of(
-            "gl_embedding", "gl_rms_norm", "gl_rope", "gl_silu_mul", "gl_gelu_mul", "gl_gelu_tanh_mul", "gl_add", "gl_add_bias",
+            "gl_embedding", "gl_rms_norm", "gl_rope", "gl_gelu_mul", "gl_gelu_tanh_mul", "gl_silu_mul", "gl_add", "gl_add_bias",
             "gl_softmax_rows", "gl_attention", "gl_scale", "gl_softcap", "gl_argmax_rows", "gl_f16_to_f32", "gl_bf16_to_f32");
 
     private KernelSources() {
