@@ -59,6 +59,10 @@ public final class LogitsCommand implements Callable<Integer> {
                 throw new GraphlaneException("--ids: token id " + id + " is outside the vocabulary [0, " + vocab + ") of " + model);
             }
         }
+        if (prompt.size() > dir.config().maxPositions()) {
+            throw new GraphlaneException("--ids: " + prompt.size() + " token ids are more than the model's maximum of "
+                    + dir.config().maxPositions() + " positions (max_position_embeddings of " + model.resolve("config.json") + ")");
+        }
         if (stages < 1 || stages > dir.config().layerCount()) {
             throw new GraphlaneException("--stages must be between 1 and the model's " + dir.config().layerCount() + " layers, got " + stages);
         }

@@ -110,6 +110,40 @@ class RunCommandsTest {
         assertTrue(refused.err().contains("num_key_value_heads"), refused.err());
     }
 
+    /**
+     * Past a sliding window (mistral-sliding-window: 16 positions on every layer, max_position_embeddings 256) the
+     * logits still match the float64 reference, however the model is split; a prompt longer than the model allows is
+     * refused naming --ids and max_position_embeddings, not the window.
+     */
+    @Test
+    void logitsRunPastASlidingWindowUpToMaxPositionEmbeddings() throws Exception {
+        Path model = Path.of("..", "inference", "src", "test", "resources", "hf-fixtures", "mistral-sliding-window");
+        JsonNode reference = JSON.readTree(model.resolve("reference.json").toFile());
+        double tolerance = reference.get("tolerance_rel").asDouble();
+        JsonNode longest = reference.get("prompts").get(reference.get("prompts").size() - 1);
+        assertTrue(longest.get("ids").size() > 16, "a prompt longer than the window");
+        double most = 0;
+        for (JsonNode v : longest.get("last_logits")) {
+            most = Math.max(most, Math.abs(v.asDouble()));
+        }
+        for (String[] split : new String[][] {{"1", "1"}, {"2", "1"}, {"1", "2"}}) {
+            Run run = cli("logits", "--model", model.toString(), "--ids", ids(longest.get("ids")), "--stages", split[0],
+                    "--tensor-parallel", split[1], "--json");
+            assertEquals(0, run.status(), run.err());
+            JsonNode logits = JSON.readTree(run.out()).get("last_logits");
+            for (int i = 0; i < logits.size(); i++) {
+                assertEquals(longest.get("last_logits").get(i).asDouble(), logits.get(i).asDouble(), tolerance * most,
+                        "logit " + i + " over " + split[0] + " stage(s) x " + split[1] + " shard(s)");
+            }
+        }
+        String tooLong = String.join(",", java.util.Collections.nCopies(257, "7"));
+        Run refused = cli("logits", "--model", model.toString(), "--ids", tooLong);
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, refused.status(), refused.err());
+        assertEquals(1, refused.err().strip().lines().count(), "one line, no stack trace: " + refused.err());
+        assertTrue(refused.err().contains("--ids: 257 token ids are more than the model's maximum of 256 positions (max_position_embeddings"),
+                refused.err());
+    }
+
     @Test
     void badOptionsEndWithOneLineAndStatusTwo() {
         Run badIds = cli("logits", "--model", FIXTURE.toString(), "--ids", "1,x,3");

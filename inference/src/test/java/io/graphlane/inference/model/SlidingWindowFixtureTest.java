@@ -4,15 +4,19 @@ import static io.graphlane.core.nn.NeuralOps.NO_WINDOW;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.backend.gpu.CudaLibraries;
+import io.graphlane.backend.gpu.CudaLibrary;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.generate.SequentialGenerator;
 import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
+import io.graphlane.inference.gpu.GpuInference;
 import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.inference.sampling.SamplingParams;
@@ -41,7 +45,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The {@code mistral-sliding-window} fixture (hf-fixtures: sliding_window 16 on both layers, prompts of 3 to 60 tokens
  * whose greedy steps cross the window) against its float64 reference written apart from the engine: last-position
  * logits within {@code tolerance_rel × max |logit|} and the 8 greedy tokens (decoded with the KV cache), through whole
- * stages (1 and 2), tensor-parallel shards (2, over 1 and 2 stages) and the pipeline.
+ * stages (1 and 2), tensor-parallel shards (2, over 1 and 2 stages), the pipeline, and the pipeline on a CUDA device
+ * where there is one.
  */
 class SlidingWindowFixtureTest {
     private static final String CASE = "mistral-sliding-window";
@@ -117,6 +122,33 @@ class SlidingWindowFixtureTest {
             for (int i = 0; i < prompts.size(); i++) {
                 assertEquals(Arrays.stream(prompts.get(i).greedy8()).boxed().toList(), results.get(i).generatedIds(),
                         "T=" + degree + ", " + stageCount + " stage(s), prompt of " + prompts.get(i).ids().length);
+            }
+        }
+    }
+
+    /**
+     * The pipeline on a CUDA device (the GPU attention kernel with the window): the reference greedy tokens at 1 and 2
+     * stages. Skipped, with the reason, where the CUDA driver, NVRTC or cuBLAS is missing.
+     */
+    @ParameterizedTest(name = "GPU, {0} stage(s)")
+    @ValueSource(ints = {1, 2})
+    void thePipelineOnTheGpuGivesTheReferenceGreedyTokens(int stageCount) throws Exception {
+        for (CudaLibrary library : new CudaLibrary[] {CudaLibrary.DRIVER, CudaLibrary.NVRTC, CudaLibrary.CUBLAS}) {
+            assumeTrue(CudaLibraries.isAvailable(library), () -> "the fixture on the GPU needs " + library.sharedObject() + ": "
+                    + CudaLibraries.unavailableReason(library).orElse(""));
+        }
+        try (InferencePipeline model = InferencePipeline.builder().model(dir()).stages(stageCount)
+                .backend(GpuInference.device(Integer.getInteger("graphlane.gpu.test-device", 0))).actorSystem(TESTKIT.system()).build()) {
+            assertTrue(model.backendDescription().startsWith("cuda"), model.backendDescription());
+            List<Prompt> prompts = prompts();
+            List<GenerationRequest> requests = new ArrayList<>();
+            for (Prompt p : prompts) {
+                requests.add(GenerationRequest.greedy(Arrays.stream(p.ids()).boxed().toList(), 8));
+            }
+            List<GenerationResult> results = model.generateAll(requests, Duration.ofSeconds(120));
+            for (int i = 0; i < prompts.size(); i++) {
+                assertEquals(Arrays.stream(prompts.get(i).greedy8()).boxed().toList(), results.get(i).generatedIds(),
+                        "GPU, " + stageCount + " stage(s), prompt of " + prompts.get(i).ids().length);
             }
         }
     }
