@@ -1,7 +1,6 @@
 package io.graphlane.inference.model;
 
 import static io.graphlane.core.nn.NeuralOps.NO_WINDOW;
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,53 +9,32 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
-import io.graphlane.inference.api.GenerationRequest;
-import io.graphlane.inference.api.GenerationResult;
-import io.graphlane.inference.generate.SequentialGenerator;
-import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.Segment;
-import io.graphlane.inference.pipeline.InferencePipeline;
-import io.graphlane.inference.sampling.SamplingParams;
-import io.graphlane.inference.stage.StagePlan;
-import io.graphlane.inference.tensorparallel.TensorParallelStage;
-import io.graphlane.inference.tensorparallel.TensorParallelStages;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
-import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The Gemma fixtures (hf-fixtures {@code gemma2}, {@code gemma3-text} and {@code gemma3-text-params-v5}: (1 + w) norms,
- * embeddings × sqrt(hidden), GeGLU, four norms per layer, query_pre_attn_scalar, soft-capping, sliding layers 0 and 2
- * with window 16, Gemma 3's q/k norms and local/global RoPE in both config layouts) against their float64 references
- * written apart from the engine: last-position logits within {@code tolerance_rel × max |logit|} and the 8 greedy tokens
- * (decoded with the KV cache), through whole stages (1 and 2), tensor-parallel shards (2, over 1 and 2 stages) and the
- * pipeline; and, for each Gemma feature, that leaving it out misses the reference, so the checks depend on it.
+ * What is particular to the Gemma fixtures (hf-fixtures {@code gemma2}, {@code gemma3-text} and
+ * {@code gemma3-text-params-v5}: (1 + w) norms, embeddings × sqrt(hidden), GeGLU, four norms per layer,
+ * query_pre_attn_scalar, soft-capping, sliding layers 0 and 2 with window 16, Gemma 3's q/k norms and local/global RoPE
+ * in both config layouts): their configs read as transformers reads them, and for each Gemma feature that leaving it
+ * out misses the float64 reference, so {@code HfFixturesTest}'s checks of these cases (logits and greedy tokens on 1 and
+ * 2 stages, the pipeline, tensor parallel 2) depend on it being applied; and the Gemma configs graphlane refuses.
  */
 class GemmaFixtureTest {
-    private static final ActorTestKit TESTKIT = ActorTestKit.create();
-
-    @AfterAll
-    static void shutdown() {
-        TESTKIT.shutdownTestKit();
-    }
-
     /** One prompt of reference.json. */
     record Prompt(int[] ids, float[] lastLogits, int[] greedy8) {
     }
@@ -82,65 +60,6 @@ class GemmaFixtureTest {
             assertEquals(1_000_000.0, g3.rope(1).theta(), name);
             assertEquals("linear", g3.rope(1).type().hfName(), name);
             assertEquals(8.0, g3.rope(1).factor(), name);
-        }
-    }
-
-    @ParameterizedTest(name = "{0}, {1} stage(s)")
-    @CsvSource({"gemma2,1", "gemma2,2", "gemma3-text,1", "gemma3-text,2", "gemma3-text-params-v5,1", "gemma3-text-params-v5,2"})
-    void wholeStagesGiveTheReferenceLogitsAndGreedyTokens(String name, int stages) {
-        ModelDirectory model = ModelDirectory.open(dir(name));
-        List<Prompt> prompts = prompts(name);
-        try (StagedModel<CpuTensor> staged = CpuModels.staged(model, stages)) {
-            for (int i = 0; i < prompts.size(); i++) {
-                Prompt p = prompts.get(i);
-                float[] logits = staged.step(List.of(new Segment(100 + i, 0, p.ids().length)), p.ids())[0];
-                staged.endRequest(100 + i);
-                assertWithinTolerance(name, p, logits, stages + " stage(s)");
-            }
-            for (Prompt p : prompts) {
-                int[] tokens = SequentialGenerator.generate(staged, List.of(new SequentialRequest(p.ids(), 8, SamplingParams.GREEDY))).get(0);
-                assertArrayEquals(p.greedy8(), tokens, name + ", " + stages + " stage(s), prompt of " + p.ids().length);
-            }
-        }
-    }
-
-    @ParameterizedTest(name = "{0}, T=2, {1} stage(s)")
-    @CsvSource({"gemma2,1", "gemma2,2", "gemma3-text,1", "gemma3-text-params-v5,2"})
-    void tensorParallelShardsGiveTheReferenceLogits(String name, int stageCount) {
-        ModelDirectory model = ModelDirectory.open(dir(name));
-        List<TensorParallelStage<CpuTensor>> stages = TensorParallelStages.load(model,
-                StagePlan.balanced(model.config().layerCount(), stageCount), 2, s -> { });
-        try {
-            List<Prompt> prompts = prompts(name);
-            for (int i = 0; i < prompts.size(); i++) {
-                Prompt p = prompts.get(i);
-                float[] logits = StagedModel.step(stages, List.of(new Segment(200 + i, 0, p.ids().length)), p.ids())[0];
-                int request = 200 + i;
-                stages.forEach(s -> s.endRequest(request));
-                assertWithinTolerance(name, p, logits, "T=2, " + stageCount + " stage(s)");
-            }
-        } finally {
-            stages.forEach(TensorParallelStage::close);
-        }
-    }
-
-    @ParameterizedTest(name = "T={0}, {1} stage(s)")
-    @CsvSource({"1,2", "2,2"})
-    void thePipelineGivesTheReferenceGreedyTokens(int degree, int stageCount) throws Exception {
-        for (String name : List.of("gemma2", "gemma3-text")) {
-            try (InferencePipeline model = InferencePipeline.builder().model(dir(name)).stages(stageCount).tensorParallel(degree)
-                    .actorSystem(TESTKIT.system()).build()) {
-                List<Prompt> prompts = prompts(name);
-                List<GenerationRequest> requests = new ArrayList<>();
-                for (Prompt p : prompts) {
-                    requests.add(GenerationRequest.greedy(Arrays.stream(p.ids()).boxed().toList(), 8));
-                }
-                List<GenerationResult> results = model.generateAll(requests, Duration.ofSeconds(60));
-                for (int i = 0; i < prompts.size(); i++) {
-                    assertEquals(Arrays.stream(prompts.get(i).greedy8()).boxed().toList(), results.get(i).generatedIds(),
-                            name + ", T=" + degree + ", " + stageCount + " stage(s), prompt of " + prompts.get(i).ids().length);
-                }
-            }
         }
     }
 
@@ -200,12 +119,6 @@ class GemmaFixtureTest {
         Path config = target.resolve("config.json");
         Files.writeString(config, edit.apply(Files.readString(config)));
         return target;
-    }
-
-    private static void assertWithinTolerance(String name, Prompt p, float[] logits, String where) {
-        double allowed = tolerance(name) * maxAbs(p.lastLogits());
-        double diff = Fixture.maxAbsDifference(p.lastLogits(), logits);
-        assertTrue(diff <= allowed, name + ", " + where + ", prompt of " + p.ids().length + ": max |diff| " + diff + " > " + allowed);
     }
 
     private static double maxAbs(float[] values) {
