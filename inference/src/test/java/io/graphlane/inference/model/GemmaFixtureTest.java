@@ -4,12 +4,19 @@ import static io.graphlane.core.nn.NeuralOps.NO_WINDOW;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
+import io.graphlane.backend.gpu.CudaLibraries;
+import io.graphlane.backend.gpu.CudaLibrary;
+import io.graphlane.inference.api.GenerationRequest;
+import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.generate.StagedModel;
+import io.graphlane.inference.gpu.GpuInference;
+import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.Segment;
 import java.io.IOException;
@@ -17,10 +24,14 @@ import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -35,6 +46,40 @@ import org.junit.jupiter.params.provider.ValueSource;
  * 2 stages, the pipeline, tensor parallel 2) depend on it being applied; and the Gemma configs graphlane refuses.
  */
 class GemmaFixtureTest {
+    private static final ActorTestKit TESTKIT = ActorTestKit.create();
+
+    @AfterAll
+    static void shutdown() {
+        TESTKIT.shutdownTestKit();
+    }
+
+    /**
+     * The pipeline on a CUDA device (the GPU kernels' (1 + w) norms, scale, soft caps and scaled attention): the reference
+     * greedy tokens of every Gemma fixture on 2 stages. Skipped, with the reason, where the CUDA driver, NVRTC or cuBLAS
+     * is missing.
+     */
+    @ParameterizedTest(name = "GPU, {0}")
+    @ValueSource(strings = {"gemma2", "gemma3-text", "gemma3-text-params-v5"})
+    void thePipelineOnTheGpuGivesTheReferenceGreedyTokens(String name) throws Exception {
+        for (CudaLibrary library : new CudaLibrary[] {CudaLibrary.DRIVER, CudaLibrary.NVRTC, CudaLibrary.CUBLAS}) {
+            assumeTrue(CudaLibraries.isAvailable(library), () -> "the fixture on the GPU needs " + library.sharedObject() + ": "
+                    + CudaLibraries.unavailableReason(library).orElse(""));
+        }
+        try (InferencePipeline model = InferencePipeline.builder().model(dir(name)).stages(2)
+                .backend(GpuInference.device(Integer.getInteger("graphlane.gpu.test-device", 0))).actorSystem(TESTKIT.system()).build()) {
+            assertTrue(model.backendDescription().startsWith("cuda"), model.backendDescription());
+            List<Prompt> prompts = prompts(name);
+            List<GenerationRequest> requests = new ArrayList<>();
+            for (Prompt p : prompts) {
+                requests.add(GenerationRequest.greedy(Arrays.stream(p.ids()).boxed().toList(), 8));
+            }
+            List<GenerationResult> results = model.generateAll(requests, Duration.ofSeconds(120));
+            for (int i = 0; i < prompts.size(); i++) {
+                assertEquals(Arrays.stream(prompts.get(i).greedy8()).boxed().toList(), results.get(i).generatedIds(),
+                        name + " on the GPU, prompt of " + prompts.get(i).ids().length);
+            }
+        }
+    }
     /** One prompt of reference.json. */
     record Prompt(int[] ids, float[] lastLogits, int[] greedy8) {
     }
