@@ -1,5 +1,6 @@
 package io.graphlane.checkpoint;
 
+import io.graphlane.checkpoint.recipe.Recipe;
 import io.graphlane.core.param.EncodedLease;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.core.tensor.TensorSpec;
@@ -7,9 +8,11 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 
 /**
  * Hands out {@link EncodedLease}s on tensor selections of a validated checkpoint. A lease pins
@@ -27,6 +30,8 @@ public final class CheckpointSource implements AutoCloseable {
     private final CheckpointCatalog catalog;
     private final MappingCache cache;
     private final Set<MappedLease> open = ConcurrentHashMap.newKeySet();
+    /** Weights this source derives from its tensors (a GGUF file's Hugging Face weights), by name; set once by {@link #of(CheckpointCatalog, int, Function)}. */
+    private Map<String, Recipe> derived = Map.of();
 
     private CheckpointSource(CheckpointCatalog catalog, int maxOpenShards) {
         this.catalog = Objects.requireNonNull(catalog, "catalog");
@@ -50,6 +55,43 @@ public final class CheckpointSource implements AutoCloseable {
     /** A source over an already validated catalogue, with at most {@code maxOpenShards} shard files open at once. */
     public static CheckpointSource of(CheckpointCatalog catalog, int maxOpenShards) {
         return new CheckpointSource(catalog, maxOpenShards);
+    }
+
+    /**
+     * A source over an already validated catalogue that also offers derived weights: {@code derivations}, given this
+     * source, names each derived weight with its recipe over this source's tensors (validated, nothing read). A loader
+     * asks {@link #recipe} for a weight by name and gets the derived recipe where there is one, else the tensor itself.
+     */
+    public static CheckpointSource of(CheckpointCatalog catalog, int maxOpenShards,
+                                      Function<CheckpointSource, Map<String, ? extends Recipe>> derivations) {
+        CheckpointSource source = new CheckpointSource(catalog, maxOpenShards);
+        try {
+            source.derived = Map.copyOf(derivations.apply(source));
+        } catch (RuntimeException e) {
+            source.close();
+            throw e;
+        }
+        return source;
+    }
+
+    /** True if {@code name} is a tensor of the catalogue or a weight this source derives. */
+    public boolean has(String name) {
+        return derived.containsKey(name) || catalog.contains(name);
+    }
+
+    /** True if {@code name} is a weight this source derives (read only through its {@link #recipe}, never leased by name). */
+    public boolean isDerived(String name) {
+        return derived.containsKey(name);
+    }
+
+    /**
+     * The recipe of weight {@code name}: the derived one where this source derives it, else the whole tensor.
+     *
+     * @throws io.graphlane.checkpoint.recipe.RecipeException naming the tensor if there is neither
+     */
+    public Recipe recipe(String name) {
+        Recipe r = derived.get(name);
+        return r != null ? r : Recipe.source(this, name);
     }
 
     /** The validated catalogue. */

@@ -30,7 +30,7 @@ import picocli.CommandLine.Option;
                 + " (and each stage into --tensor-parallel shards).")
 public final class LogitsCommand implements Callable<Integer> {
 
-    @Option(names = "--model", paramLabel = "DIR", required = true, description = "A Hugging Face model directory.")
+    @Option(names = "--model", paramLabel = "MODEL", required = true, description = "A Hugging Face model directory, a GGUF file, or a directory holding exactly one.")
     Path model;
 
     @Option(names = "--ids", paramLabel = "IDS", required = true, description = "The prompt as comma-separated token ids.")
@@ -61,7 +61,7 @@ public final class LogitsCommand implements Callable<Integer> {
         }
         if (prompt.size() > dir.config().maxPositions()) {
             throw new GraphlaneException("--ids: " + prompt.size() + " token ids are more than the model's maximum of "
-                    + dir.config().maxPositions() + " positions (max_position_embeddings of " + model.resolve("config.json") + ")");
+                    + dir.config().maxPositions() + " positions (max_position_embeddings of " + dir.configFile() + ")");
         }
         if (stages < 1 || stages > dir.config().layerCount()) {
             throw new GraphlaneException("--stages must be between 1 and the model's " + dir.config().layerCount() + " layers, got " + stages);

@@ -79,7 +79,7 @@ public final class NodeCommand implements Callable<Integer> {
             + " bf16 and q8 are refused with --tensor-parallel above 1.")
     String weights;
 
-    @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory to host and serve.")
+    @Option(names = "--model", paramLabel = "MODEL", description = "A Hugging Face model directory, a GGUF file, or a directory holding exactly one, to host and serve.")
     Path model;
 
     @Option(names = "--kv-budget", paramLabel = "auto|SIZE", description = "On the serving node: the KV-cache memory of one node"
@@ -188,7 +188,7 @@ public final class NodeCommand implements Callable<Integer> {
         ModelDirectory directory = model == null ? null : ModelDirectory.open(model);
         if (directory != null && stageCount > directory.config().layerCount()) {
             throw new ClusterConfigException("--stages " + stageCount + " is more than the model's " + directory.config().layerCount()
-                    + " layers (num_hidden_layers in " + model.resolve("config.json") + ")");
+                    + " layers (num_hidden_layers in " + directory.configFile() + ")");
         }
         if (directory != null && tensorParallel > 1) {
             new TensorParallelism(directory.config(), tensorParallel);

@@ -48,7 +48,7 @@ public final class RunCommand implements Callable<Integer> {
     static final List<String> DEFAULT_PROMPTS = List.of(
             "The quick brown fox", "Once upon a time", "Pipelines keep every stage busy", "Hello from the JVM");
 
-    @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face Llama, Mistral or Qwen2 directory (config.json, tokenizer.json, *.safetensors). Default: the built-in demo model.")
+    @Option(names = "--model", paramLabel = "MODEL", description = "A Hugging Face Llama-family directory (config.json, tokenizer.json, *.safetensors), a GGUF file, or a directory holding exactly one. Default: the built-in demo model.")
     Path model;
 
     @Option(names = "--prompt", paramLabel = "TEXT", description = "A prompt; repeat for several. Default: four built-in prompts.")

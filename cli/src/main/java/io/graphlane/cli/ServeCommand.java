@@ -27,7 +27,7 @@ import picocli.CommandLine.Option;
                 + " SIGTERM or Ctrl-C drains: requests in flight finish (up to --drain-seconds), new ones get 503, then it exits 0.")
 public final class ServeCommand implements Callable<Integer> {
 
-    @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory (default: the demo model).")
+    @Option(names = "--model", paramLabel = "MODEL", description = "A Hugging Face model directory, a GGUF file, or a directory holding exactly one (default: the demo model).")
     Path model;
 
     @Option(names = "--stages", paramLabel = "P", defaultValue = "2", description = "Pipeline stages (default ${DEFAULT-VALUE}).")

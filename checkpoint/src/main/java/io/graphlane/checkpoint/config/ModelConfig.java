@@ -126,6 +126,16 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         StrictJson.Result parsed = StrictJson.parse(text);
         JsonNode root = parsed.node().orElseThrow(() ->
                 new ModelConfigException(file + ": not valid JSON: " + parsed.error()));
+        return of(file, root);
+    }
+
+    /**
+     * Validates the config object {@code root} with every check {@link #read} makes; {@code file} names it in errors
+     * (config.json, or the file a config was derived from, such as a GGUF file's metadata).
+     *
+     * @throws ModelConfigException naming the file and field at fault
+     */
+    public static ModelConfig of(Path file, JsonNode root) {
         if (!root.isObject()) {
             throw new ModelConfigException(file + ": not a JSON object");
         }

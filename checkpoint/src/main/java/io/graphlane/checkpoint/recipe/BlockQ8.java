@@ -73,4 +73,27 @@ public final class BlockQ8 {
             }
         }
     }
+
+    /**
+     * Rearranges {@code rows} rows of {@code blocks} blocks of an F16 scale and {@value #BLOCK} int8 quants each
+     * ({@code src} from its position, little-endian) into {@code out} (from index 0) in this class's layout: the quants
+     * copied, each scale widened to F32 (exact). Nothing is re-quantized.
+     */
+    public static void repackHalfScaled(ByteBuffer src, int rows, int blocks, ByteBuffer out) {
+        ByteBuffer in = src.slice().order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer dst = out.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        int inBlock = 2 + BLOCK;
+        int cols = blocks * BLOCK;
+        int rowOut = (int) rowBytes(cols);
+        for (int r = 0; r < rows; r++) {
+            int rowIn = r * blocks * inBlock;
+            int quants = r * rowOut;
+            int scales = quants + cols;
+            for (int b = 0; b < blocks; b++) {
+                int at = rowIn + b * inBlock;
+                dst.putFloat(scales + b * Float.BYTES, HalfPrecision.f16ToF32(in.getShort(at)));
+                dst.put(quants + b * BLOCK, in, at + 2, BLOCK);
+            }
+        }
+    }
 }

@@ -64,6 +64,9 @@ final class Evaluator {
             BlockFormat format = dequantize.format();
             long blocks = dequantize.input().spec().byteSize() / format.blockBytes();
             format.decode(src, src.position(), (int) blocks, out, 0);
+        } else if (r instanceof Recipe.RepackQ8 repack) {
+            Shape shape = repack.input().spec().shape();
+            BlockQ8.repackHalfScaled(eval(repack.input(), in, null), (int) shape.dim(0), (int) (shape.dim(1) / Recipe.RepackQ8.BLOCK_BYTES), out);
         } else {
             throw new IllegalStateException("no evaluation for recipe step " + r);
         }

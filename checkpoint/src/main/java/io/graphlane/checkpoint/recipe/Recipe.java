@@ -20,7 +20,7 @@ import java.util.stream.Collectors;
  * only its part of the checkpoint.
  */
 public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Concat, Recipe.Stack,
-        Recipe.Reshape, Recipe.Transpose, Recipe.Cast, Recipe.View, Recipe.QuantizeQ8, Recipe.Dequantize {
+        Recipe.Reshape, Recipe.Transpose, Recipe.Cast, Recipe.View, Recipe.QuantizeQ8, Recipe.Dequantize, Recipe.RepackQ8 {
 
     /** The inferred dtype and shape of this step's result. */
     TensorSpec spec();
@@ -149,6 +149,28 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
         TensorSpec out = new TensorSpec(DType.F32, Steps.check(() -> Shape.of(dims), () -> "dequantize(" + format.name() + ")"));
         Steps.check(out::byteSize, () -> "dequantize(" + format.name() + ") of " + this);
         return new Dequantize(this, format, out);
+    }
+
+    /**
+     * These raw bytes ({@code U8 [rows, blocks × 34]}: per block of {@value BlockQ8#BLOCK} values, one little-endian
+     * F16 scale then 32 int8 quants, GGUF's {@code Q8_0}) rearranged into {@link BlockQ8}'s layout without
+     * re-quantizing: the quants are copied as they are and each scale widened to F32, which is exact, so
+     * {@code scale × q} is the value {@code dequantize} decodes.
+     *
+     * @throws RecipeException naming the step if the input is not a U8 matrix of whole blocks
+     */
+    default Recipe repackQ8() {
+        String step = "recipe step repackQ8 of " + this;
+        if (spec().dtype() != DType.U8) {
+            throw new RecipeException(step + ": input dtype " + spec().dtype() + " is not supported, expected U8 (Q8_0 blocks as raw bytes)");
+        }
+        Shape in = spec().shape();
+        if (in.rank() != 2 || in.dim(1) % RepackQ8.BLOCK_BYTES != 0) {
+            throw new RecipeException(step + ": input shape " + in + ", expected [rows, blocks × " + RepackQ8.BLOCK_BYTES
+                    + "] (whole Q8_0 blocks of an F16 scale and " + BlockQ8.BLOCK + " int8 quants)");
+        }
+        long cols = in.dim(1) / RepackQ8.BLOCK_BYTES * BlockQ8.BLOCK;
+        return new RepackQ8(this, BlockQ8.quantizedSpec(Shape.of(in.dim(0), cols)));
     }
 
     /** The same bytes reinterpreted as {@code dtype} with shape {@code dims} (equal byte count). */
@@ -456,6 +478,31 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
         @Override
         public String toString() {
             return "dequantize(" + format.name() + ", " + input + ")";
+        }
+    }
+
+    /** Q8_0 blocks rearranged into {@link BlockQ8}'s layout, quants as they are, scales widened; row ranges push down, column ranges are refused. */
+    record RepackQ8(Recipe input, TensorSpec spec) implements Recipe {
+        /** Bytes of one input block: an F16 scale and {@value BlockQ8#BLOCK} int8 quants. */
+        public static final int BLOCK_BYTES = 2 + BlockQ8.BLOCK;
+
+        @Override
+        public List<Source> sources() {
+            return input.sources();
+        }
+
+        @Override
+        public Recipe slice(int axis, long start, long end) {
+            Steps.checkSlice(this, axis, start, end);
+            if (axis != 0) {
+                throw new RecipeException("recipe step " + this + ": a quantized matrix is sliced by rows (axis 0) only, found axis " + axis);
+            }
+            return input.slice(axis, start, end).repackQ8();
+        }
+
+        @Override
+        public String toString() {
+            return "repackQ8(" + input + ")";
         }
     }
 }

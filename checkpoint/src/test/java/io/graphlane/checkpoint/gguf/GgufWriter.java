@@ -21,7 +21,7 @@ import java.util.Map;
  * search for the best scales). Tensors are laid out as ggml lays them out: in table order, each at a
  * multiple of the alignment and padded to it.
  */
-final class GgufWriter {
+public final class GgufWriter {
     private record Tensor(String name, GgmlType type, long[] ne, byte[] data) {
     }
 
@@ -30,59 +30,59 @@ final class GgufWriter {
     private int version = 3;
     private int alignment = GgufFile.DEFAULT_ALIGNMENT;
 
-    GgufWriter version(int v) {
+    public GgufWriter version(int v) {
         this.version = v;
         return this;
     }
 
     /** Sets {@code general.alignment} (a UINT32) and lays the data out with it. */
-    GgufWriter alignment(int a) {
+    public GgufWriter alignment(int a) {
         this.alignment = a;
         metadata.put(GgufFile.ALIGNMENT_KEY, GgufValue.scalar(GgufValueType.UINT32, (long) a));
         return this;
     }
 
-    GgufWriter put(String key, GgufValue value) {
+    public GgufWriter put(String key, GgufValue value) {
         metadata.put(key, value);
         return this;
     }
 
-    GgufWriter put(String key, String value) {
+    public GgufWriter put(String key, String value) {
         return put(key, GgufValue.scalar(GgufValueType.STRING, value));
     }
 
-    GgufWriter putU32(String key, long value) {
+    public GgufWriter putU32(String key, long value) {
         return put(key, GgufValue.scalar(GgufValueType.UINT32, value));
     }
 
-    GgufWriter putF32(String key, double value) {
+    public GgufWriter putF32(String key, double value) {
         return put(key, GgufValue.scalar(GgufValueType.FLOAT32, (double) (float) value));
     }
 
-    GgufWriter putBool(String key, boolean value) {
+    public GgufWriter putBool(String key, boolean value) {
         return put(key, GgufValue.scalar(GgufValueType.BOOL, value));
     }
 
-    GgufWriter putStrings(String key, String... values) {
+    public GgufWriter putStrings(String key, String... values) {
         return put(key, GgufValue.array(GgufValueType.STRING, values));
     }
 
-    GgufWriter putFloats(String key, float... values) {
+    public GgufWriter putFloats(String key, float... values) {
         return put(key, GgufValue.array(GgufValueType.FLOAT32, values));
     }
 
-    GgufWriter putInts(String key, int... values) {
+    public GgufWriter putInts(String key, int... values) {
         return put(key, GgufValue.array(GgufValueType.INT32, values));
     }
 
     /** A tensor of raw bytes in ggml order ({@code ne[0]} innermost). */
-    GgufWriter addRaw(String name, GgmlType type, long[] ne, byte[] data) {
+    public GgufWriter addRaw(String name, GgmlType type, long[] ne, byte[] data) {
         tensors.add(new Tensor(name, type, ne.clone(), data.clone()));
         return this;
     }
 
     /** A tensor of row-major (Hugging Face order) shape {@code dims} holding {@code values}, encoded as {@code type}. */
-    GgufWriter add(String name, GgmlType type, long[] dims, float[] values) {
+    public GgufWriter add(String name, GgmlType type, long[] dims, float[] values) {
         long[] ne = new long[dims.length];
         for (int i = 0; i < dims.length; i++) {
             ne[i] = dims[dims.length - 1 - i];
@@ -218,7 +218,7 @@ final class GgufWriter {
     }
 
     /** The file's bytes. */
-    byte[] toBytes() {
+    public byte[] toBytes() {
         Out out = new Out();
         out.bytes("GGUF".getBytes(StandardCharsets.US_ASCII));
         out.u32(version);
@@ -260,7 +260,7 @@ final class GgufWriter {
     }
 
     /** Writes the file. */
-    Path write(Path file) {
+    public Path write(Path file) {
         try {
             Files.write(file, toBytes());
             return file;

@@ -22,16 +22,16 @@ import java.util.Map;
  * encoded as the requested type where its row length is whole blocks of it, else kept F32 (as
  * llama.cpp keeps a tensor it cannot quantize).
  */
-final class TinyLlamaGguf {
+public final class TinyLlamaGguf {
     /** One fixture tensor: Hugging Face shape and F32 values. */
-    record Tensor(Shape shape, float[] values) {
+    public record Tensor(Shape shape, float[] values) {
     }
 
     private TinyLlamaGguf() {
     }
 
     /** The fixture's F32 tensors by Hugging Face name. */
-    static Map<String, Tensor> fixtureTensors() {
+    public static Map<String, Tensor> fixtureTensors() {
         Map<String, Tensor> out = new LinkedHashMap<>();
         try (CheckpointSource src = CheckpointSource.open(Fixtures.tinyLlama(""))) {
             for (String name : src.catalog().tensors().keySet()) {
@@ -76,7 +76,7 @@ final class TinyLlamaGguf {
     }
 
     /** A writer holding the fixture's metadata and tokenizer, and its tensors encoded as {@code type} where possible. */
-    static GgufWriter writer(GgmlType type) {
+    public static GgufWriter writer(GgmlType type) {
         JsonNode c = config();
         GgufWriter w = new GgufWriter()
                 .put("general.architecture", "llama")
@@ -134,7 +134,7 @@ final class TinyLlamaGguf {
     }
 
     /** Writes the fixture as {@code type} to {@code file}. */
-    static Path write(GgmlType type, Path file) {
+    public static Path write(GgmlType type, Path file) {
         try {
             Files.createDirectories(file.getParent());
         } catch (IOException e) {

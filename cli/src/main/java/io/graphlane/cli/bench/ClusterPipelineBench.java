@@ -56,7 +56,7 @@ public final class ClusterPipelineBench implements Callable<Integer> {
     @Option(names = "--new-tokens", paramLabel = "T", defaultValue = "64", description = "Tokens generated per request (default ${DEFAULT-VALUE}).")
     int newTokens;
 
-    @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory (default: the demo model).")
+    @Option(names = "--model", paramLabel = "MODEL", description = "A Hugging Face model directory, a GGUF file, or a directory holding exactly one (default: the demo model).")
     Path model;
 
     @Option(names = "--rounds", paramLabel = "K", defaultValue = "3",

@@ -51,7 +51,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     @Option(names = "--device", paramLabel = "N", defaultValue = "0", description = "gpu: the CUDA device (default ${DEFAULT-VALUE}).")
     int device;
 
-    @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory (default: the demo model).")
+    @Option(names = "--model", paramLabel = "MODEL", description = "A Hugging Face model directory, a GGUF file, or a directory holding exactly one (default: the demo model).")
     Path model;
 
     @Option(names = "--stages", paramLabel = "P", defaultValue = "2", description = "Pipeline stages (default ${DEFAULT-VALUE}).")

@@ -53,7 +53,7 @@ public final class PipelineBench implements Callable<Integer> {
     @Option(names = "--warmup-runs", paramLabel = "N", defaultValue = "20", description = "sim: unmeasured runs first, until the JIT has compiled the engine's and lanes' paths (default ${DEFAULT-VALUE}).")
     int warmupRuns;
 
-    @Option(names = "--model", paramLabel = "DIR", description = "cpu: a Hugging Face model directory (default: the demo model).")
+    @Option(names = "--model", paramLabel = "MODEL", description = "cpu: a Hugging Face model directory, a GGUF file, or a directory holding exactly one (default: the demo model).")
     Path model;
 
     @Option(names = "--requests", paramLabel = "R", defaultValue = "8", description = "cpu: concurrent requests (default ${DEFAULT-VALUE}).")

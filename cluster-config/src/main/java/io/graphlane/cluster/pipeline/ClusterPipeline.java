@@ -88,8 +88,8 @@ public final class ClusterPipeline implements TextGenerator {
         this.config = model.config();
         this.eosTokenIds = model.eosTokenIds();
         this.eosIds = eosTokenIds.stream().mapToInt(Integer::intValue).toArray();
-        this.chatTemplate = ChatTemplate.load(model.dir());
-        this.generationDefaults = GenerationDefaults.read(model.dir());
+        this.chatTemplate = ChatTemplate.load(model.settingsDir());
+        this.generationDefaults = GenerationDefaults.read(model.settingsDir());
         this.tokenizer = model.tokenizer();
         this.codec = TokenCodec.of(tokenizer, eosIds.length == 0 ? -1 : eosIds[0]);
         int instance = INSTANCES.incrementAndGet();

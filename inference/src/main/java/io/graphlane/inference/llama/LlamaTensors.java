@@ -53,11 +53,12 @@ public final class LlamaTensors {
     }
 
     /**
-     * The recipe that reads {@code expected} from {@code source}: the tensor itself, or (fused) a selection of rows of
-     * the fused tensor, pushed down to the lease so only those rows are read.
+     * The recipe that reads {@code expected} from {@code source}: the tensor itself (or the weight the source derives
+     * under its name, such as a GGUF file's), or (fused) a selection of rows of the fused tensor, pushed down to the
+     * lease so only those rows are read.
      */
     public static io.graphlane.checkpoint.recipe.Recipe recipe(io.graphlane.checkpoint.CheckpointSource source, Expected expected) {
-        io.graphlane.checkpoint.recipe.Recipe whole = io.graphlane.checkpoint.recipe.Recipe.source(source, expected.sourceName());
+        io.graphlane.checkpoint.recipe.Recipe whole = source.recipe(expected.sourceName());
         return expected.isFused() ? whole.slice(0, expected.fused().start(), expected.fused().end()) : whole;
     }
 

@@ -106,8 +106,8 @@ public final class InferencePipeline implements TextGenerator {
         this.config = model.config();
         this.eosTokenIds = model.eosTokenIds();
         this.eosIds = eosTokenIds.stream().mapToInt(Integer::intValue).toArray();
-        this.chatTemplate = ChatTemplate.load(model.dir());
-        this.generationDefaults = GenerationDefaults.read(model.dir());
+        this.chatTemplate = ChatTemplate.load(model.settingsDir());
+        this.generationDefaults = GenerationDefaults.read(model.settingsDir());
         this.ownsSystem = b.system == null;
         this.system = b.system != null ? b.system : ActorSystem.create(Behaviors.empty(), "graphlane");
         this.tokenizer = model.tokenizer();
@@ -447,7 +447,7 @@ public final class InferencePipeline implements TextGenerator {
             return this;
         }
 
-        /** A Hugging Face model directory (config.json, tokenizer.json, safetensors). */
+        /** A Hugging Face model directory (config.json, tokenizer.json, safetensors), a GGUF file, or a directory holding exactly one. */
         public Builder model(Path dir) {
             this.model = dir;
             return this;
@@ -576,7 +576,7 @@ public final class InferencePipeline implements TextGenerator {
             new TensorParallelism(md.config(), tensorParallel);
             if (stages > md.config().layerCount()) {
                 throw new GraphlaneException("--stages " + stages + " is more than the model's " + md.config().layerCount()
-                        + " layers (num_hidden_layers in " + dir.resolve("config.json") + ")");
+                        + " layers (num_hidden_layers in " + md.configFile() + ")");
             }
             if (backend != null && workTracing != null) {
                 throw new GraphlaneException("workTracing instruments CPU work of the default backend; give it to the backend "

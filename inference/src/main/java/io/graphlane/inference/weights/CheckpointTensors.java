@@ -1,7 +1,6 @@
 package io.graphlane.inference.weights;
 
 import io.graphlane.checkpoint.CheckpointSource;
-import io.graphlane.checkpoint.Selection;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.tensor.Shape;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
@@ -20,7 +19,7 @@ public final class CheckpointTensors {
      */
     public static void requirePresent(CheckpointSource source, List<Expected> expected) {
         List<String> absent = expected.stream()
-                .filter(e -> !source.catalog().contains(e.sourceName()))
+                .filter(e -> !source.has(e.sourceName()))
                 .map(e -> e.sourceName() + (e.isFused() ? " (holding " + e.name() + ")" : " (expected shape "
                         + Shape.of(e.checkpointShape()) + ")"))
                 .collect(Collectors.toList());
@@ -35,7 +34,7 @@ public final class CheckpointTensors {
      * @throws GraphlaneException naming the checkpoint directory, the tensor and both shapes
      */
     static void requireShape(CheckpointSource source, Expected expected) {
-        Shape found = source.spec(expected.sourceName(), Selection.all()).shape();
+        Shape found = source.recipe(expected.sourceName()).spec().shape();
         Shape want = expected.isFused() ? Shape.of(expected.fused().totalRows(), expected.cols()) : Shape.of(expected.checkpointShape());
         if (!found.equals(want)) {
             throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": tensor " + expected.sourceName() + " has shape " + found

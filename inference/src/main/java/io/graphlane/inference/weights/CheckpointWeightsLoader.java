@@ -60,7 +60,7 @@ public final class CheckpointWeightsLoader<T> implements StageWeightsLoader<T> {
         List<EncodedLease> leases = weight.acquireSources();
         try {
             ByteBuffer f32;
-            if (dtype == DType.F32 && !expected.isFused()) {
+            if (dtype == DType.F32 && !expected.isFused() && !source.isDerived(expected.sourceName())) {
                 f32 = leases.get(0).bytes();
             } else {
                 f32 = ByteBuffer.allocateDirect(Math.toIntExact(weight.output().byteSize())).order(ByteOrder.LITTLE_ENDIAN);

@@ -2,7 +2,7 @@ package io.graphlane.inference.weights;
 
 import io.graphlane.backend.cpu.nn.PackedMatrix;
 import io.graphlane.checkpoint.CheckpointSource;
-import io.graphlane.checkpoint.Selection;
+import io.graphlane.checkpoint.gguf.GgmlType;
 import io.graphlane.checkpoint.recipe.BlockQ8;
 import io.graphlane.checkpoint.recipe.DerivedWeight;
 import io.graphlane.checkpoint.recipe.Recipe;
@@ -54,32 +54,49 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
     public static WeightPlan of(CheckpointSource source, Expected tensor, WeightFormat format, boolean narrow) {
         Shape shape = Shape.of(tensor.checkpointShape());
         requireHoldable(format, narrow);
+        // rows of a fused tensor, or a weight the source derives (a GGUF file's): always a recipe, never a plain lease
+        boolean derived = tensor.isFused() || source.isDerived(tensor.sourceName());
         if (!narrow) {
-            if (tensor.isFused()) {
-                // rows of a fused tensor: always a recipe (a selection of the fused tensor), widened here
+            if (derived) {
                 Recipe rows = LlamaTensors.recipe(source, tensor);
                 Recipe f32 = rows.spec().dtype() == DType.F32 ? rows : rows.cast(DType.F32);
                 return new WeightPlan(new TensorSpec(DType.F32, shape), Optional.of(DerivedWeight.of(tensor.name(), f32)));
             }
             return new WeightPlan(new TensorSpec(DType.F32, shape), Optional.empty()); // the backend widens as it realizes
         }
-        DType stored = LlamaTensors.recipe(source, tensor).spec().dtype();
-        if (format == WeightFormat.Q8 && isQuantized(tensor) && tensor.cols() % BlockQ8.BLOCK == 0) {
-            // the slot expects the quantized form of the expected shape, so a wrong-shaped source fails the bind, naming both
-            Recipe q = LlamaTensors.recipe(source, tensor).quantizeQ8();
-            return new WeightPlan(BlockQ8.quantizedSpec(shape), Optional.of(DerivedWeight.of(tensor.name(), q)));
+        Recipe base = LlamaTensors.recipe(source, tensor);
+        DType stored = base.spec().dtype();
+        Optional<GgmlType> blocks = blockType(base);
+        if (isQuantized(tensor) && tensor.cols() % BlockQ8.BLOCK == 0) {
+            if (blocks.orElse(null) == GgmlType.Q8_0 && (format == WeightFormat.Q8 || format == WeightFormat.STORED)) {
+                // Q8_0 blocks are the q8 kernel's quants with an F16 scale: rearranged as they are, nothing re-quantized
+                Recipe q = ((Recipe.Dequantize) base).input().repackQ8();
+                return new WeightPlan(BlockQ8.quantizedSpec(shape), Optional.of(DerivedWeight.of(tensor.name(), q)));
+            }
+            if (format == WeightFormat.Q8) {
+                // the slot expects the quantized form of the expected shape, so a wrong-shaped source fails the bind, naming both
+                Recipe q = base.quantizeQ8();
+                return new WeightPlan(BlockQ8.quantizedSpec(shape), Optional.of(DerivedWeight.of(tensor.name(), q)));
+            }
         }
         DType target = tensor.vector() ? DType.F32 : switch (format) {
             case F32 -> DType.F32;
             case BF16 -> DType.BF16;
-            case STORED, Q8 -> stored == DType.BF16 || stored == DType.F16 ? storedNarrow(stored) : DType.F32;
+            // blocks of 4 to 8 bits (decoded to F32 by the recipe) are held in 16 bits unless asked otherwise
+            case STORED, Q8 -> blocks.isPresent() ? storedNarrow(DType.BF16)
+                    : stored == DType.BF16 || stored == DType.F16 ? storedNarrow(stored) : DType.F32;
         };
         if (target == stored) {
-            return new WeightPlan(new TensorSpec(target, shape), tensor.isFused()
-                    ? Optional.of(DerivedWeight.of(tensor.name(), LlamaTensors.recipe(source, tensor))) : Optional.empty());
+            return new WeightPlan(new TensorSpec(target, shape), derived
+                    ? Optional.of(DerivedWeight.of(tensor.name(), base)) : Optional.empty());
         }
-        Recipe cast = LlamaTensors.recipe(source, tensor).cast(target);
+        Recipe cast = base.cast(target);
         return new WeightPlan(new TensorSpec(target, shape), Optional.of(DerivedWeight.of(tensor.name(), cast)));
+    }
+
+    /** The GGUF block type a recipe decodes at its root ({@code dequantize}), if it does. */
+    static Optional<GgmlType> blockType(Recipe recipe) {
+        return recipe instanceof Recipe.Dequantize d && d.format() instanceof GgmlType g ? Optional.of(g) : Optional.empty();
     }
 
     /**
