@@ -221,7 +221,7 @@ class InspectCommandTest {
     @Test
     void missingDirectoryIsRefusedAndDebugShowsTheStackTrace() {
         Path nowhere = tmp.resolve("nowhere");
-        assertOneLineRefusal(inspect(nowhere.toString()), nowhere.toString(), "not a directory");
+        assertOneLineRefusal(inspect(nowhere.toString()), nowhere.toString(), "does not exist", "a .gguf file");
         Run debug = inspect(nowhere.toString(), "--debug");
         assertEquals(GraphlaneCli.EXIT_USER_ERROR, debug.status());
         assertTrue(debug.err().contains("\tat "), debug.err());
