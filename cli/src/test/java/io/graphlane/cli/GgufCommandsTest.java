@@ -182,6 +182,15 @@ class GgufCommandsTest {
         assertOneLineRefusal(cli("run", "--model", notGguf.toString(), "--prompt-ids", "1"), "not a GGUF file");
     }
 
+    /** The metadata goes through config.json's reader and checks: a bound it breaks is refused naming the file and the field. */
+    @Test
+    void metadataBreakingTheConfigReadersBoundsIsRefusedNamingTheFile() throws Exception {
+        Files.createDirectories(tmp.resolve("ctx"));
+        Path model = TinyLlamaGguf.writer(GgmlType.F32).putU32("llama.context_length", 1L << 27).write(tmp.resolve("ctx").resolve("long.gguf"));
+        assertOneLineRefusal(cli("inspect", model.toString()), "long.gguf (metadata as config.json)", "'max_position_embeddings'", "134217728");
+        assertOneLineRefusal(cli("logits", "--model", model.toString(), "--ids", "1"), "long.gguf (metadata as config.json)");
+    }
+
     /**
      * A GGUF file with the tiny-chat tokenizer's special tokens and chat template in its metadata: the template renders,
      * its special tokens are single ids (the rendered {@code <s><|user|>\nhi</s>\n<|assistant|>\n} is 9 tokens; with
