@@ -45,9 +45,9 @@ public final class LogitsCommand implements Callable<Integer> {
     int tensorParallel;
 
     @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held, as in run:"
-            + " stored (default; the checkpoint's dtype, F16/BF16 stay 16-bit and are read in place from the memory-mapped file), f32,"
-            + " bf16, or q8 (8-bit blocks for the projection and MLP matrices). With --tensor-parallel above 1: stored or f32"
-            + " (the shards hold F32).")
+            + " stored (default; the checkpoint's dtype: F16/BF16 read in place from the memory-mapped file when java runs with"
+            + " --add-modules jdk.incubator.vector, else widened to F32), f32, bf16 (16-bit with or without it), or q8 (8-bit blocks"
+            + " for the projection and MLP matrices). With --tensor-parallel above 1: stored or f32 (the shards hold F32).")
     String weights;
 
     @Option(names = "--json", description = "Print one JSON object: {\"ids\":[…],\"stages\":P,\"tensor_parallel\":T,\"last_logits\":[…]}.")
