@@ -131,6 +131,16 @@ class InspectCommandTest {
         assertEquals(39 + 9, out.lines().count());
     }
 
+    @Test
+    void aGemmaModelShowsItsAdditions() {
+        Path gemma = Path.of("..", "inference", "src", "test", "resources", "hf-fixtures", "gemma2");
+        Run run = inspect(gemma.toString());
+        assertEquals(0, run.status(), run.err());
+        assertTrue(run.out().contains("architecture: Gemma2ForCausalLM (layers 4"), run.out());
+        assertTrue(run.out().contains("gemma:        query_pre_attn_scalar 24.0, attention soft cap 5.0, final soft cap 15.0, "
+                + "embedding scale 8.0"), run.out());
+    }
+
     /** inspect runs the load's checks: a config.json field the loader refuses is refused here too, in one line. */
     @Test
     void configTheLoadRefusesIsRefusedByInspect() throws IOException {
