@@ -181,5 +181,10 @@ class GemmaConfigTest {
         llama.remove("cache_implementation");
         llama.put("query_pre_attn_scalar", 256);
         refused(llama, "field 'query_pre_attn_scalar'", "LlamaForCausalLM");
+        llama.remove("query_pre_attn_scalar");
+        llama.put("cache_implementation", "hybrid");
+        refused(llama, "field 'cache_implementation'", "LlamaForCausalLM");
+        // Gemma 2's sliding_window_size, which transformers never reads, is accepted there
+        assertEquals(Architecture.GEMMA2, parse(edit(gemma2(), o -> o.put("sliding_window_size", 4096))).architecture());
     }
 }
