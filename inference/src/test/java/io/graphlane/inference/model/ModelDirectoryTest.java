@@ -51,13 +51,6 @@ class ModelDirectoryTest {
     }
 
     @Test
-    void ropeScalingIsRefusedNamingTheField(@TempDir Path tmp) throws IOException {
-        Path dir = withConfig(tmp, "\"eos_token_id\": null", "\"eos_token_id\": null, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}");
-        GraphlaneException e = assertThrows(GraphlaneException.class, () -> ModelDirectory.open(dir));
-        assertTrue(e.getMessage().contains("config.json: field 'rope_scaling'"), e.getMessage());
-    }
-
-    @Test
     void mistralsSlidingWindowAppliesToEveryLayerAndNoLongerCapsTheSequence(@TempDir Path tmp) throws IOException {
         LlamaConfig on = ModelDirectory.open(mistral(tmp.resolve("on"), "\"sliding_window\": 32")).config();
         assertEquals(256, on.maxPositions(), "max_position_embeddings, not the window");
