@@ -39,7 +39,7 @@ class GemmaConfigTest {
         c.put("model_type", "gemma3_text").put("head_dim", 16).put("query_pre_attn_scalar", 16)
                 .put("rope_local_base_freq", 10000.0).put("sliding_window", 512).put("sliding_window_pattern", 6)
                 .putNull("attn_logit_softcapping").putNull("final_logit_softcapping");
-        ((ObjectNode) c.putObject("rope_scaling")).put("rope_type", "linear").put("factor", 8.0);
+        c.putObject("rope_scaling").put("rope_type", "linear").put("factor", 8.0);
         return c;
     }
 
