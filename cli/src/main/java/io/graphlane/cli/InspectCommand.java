@@ -7,6 +7,7 @@ import io.graphlane.checkpoint.TensorLocation;
 import io.graphlane.checkpoint.config.ModelConfig;
 import io.graphlane.checkpoint.json.StrictJson;
 import io.graphlane.core.tensor.DType;
+import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.sampling.GenerationDefaults;
 import io.graphlane.inference.tokenizer.TokenizerConfig;
 import java.io.PrintWriter;
@@ -45,7 +46,8 @@ public final class InspectCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        ModelCheckpoint model = ModelCheckpoint.open(dir);
+        // the load's own checks (config.json, headers, tensors, the model directory's settings): what inspect accepts, run loads
+        ModelCheckpoint model = ModelDirectory.open(dir).checkpoint();
         GenerationDefaults defaults = GenerationDefaults.read(dir);
         TokenizerConfig tokenizer = TokenizerConfig.read(dir);
         PrintWriter out = spec.commandLine().getOut();
@@ -82,6 +84,9 @@ public final class InspectCommand implements Callable<Integer> {
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("format", catalog.format());
         root.put("architecture", model.config().architecture().hfName());
+        root.put("rope", model.config().rope().toString());
+        root.put("hidden_act", model.config().hiddenAct().hfName());
+        model.config().gemma().ifPresent(g -> root.put("gemma", g.toString()));
         root.put("tensor_count", catalog.tensors().size());
         root.put("total_bytes", catalog.totalBytes());
         List<Map<String, Object>> tensors = new ArrayList<>();
@@ -113,6 +118,9 @@ public final class InspectCommand implements Callable<Integer> {
                 c.architecture().hfName(), c.numHiddenLayers(), c.hiddenSize(), c.numAttentionHeads(),
                 c.numKeyValueHeads(), c.headDim(), c.intermediateSize(), c.vocabSize(),
                 c.tieWordEmbeddings() ? ", tied embeddings" : "");
+        out.printf("rope:         %s%n", c.rope());
+        out.printf("mlp:          %s%s%n", c.hiddenAct().hfName(), c.mlpBias() ? ", biases" : "");
+        c.gemma().ifPresent(g -> out.printf("gemma:        %s%n", g));
         Map<DType, Integer> mix = new EnumMap<>(DType.class);
         for (TensorLocation t : catalog.tensors().values()) {
             mix.merge(t.spec().dtype(), 1, Integer::sum);

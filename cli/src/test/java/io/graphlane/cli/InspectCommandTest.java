@@ -97,8 +97,10 @@ class InspectCommandTest {
         assertEquals("", run.err());
         JsonNode root = StrictJson.mapper().readTree(run.out());
         List<String> keys = names(root.fieldNames());
-        assertEquals(List.of("format", "architecture", "tensor_count", "total_bytes", "tensors", "sampling_defaults",
-                "special_tokens_added", "decode_clean_up", "chat_template"), keys);
+        assertEquals(List.of("format", "architecture", "rope", "hidden_act", "tensor_count", "total_bytes", "tensors",
+                "sampling_defaults", "special_tokens_added", "decode_clean_up", "chat_template"), keys);
+        assertEquals("default (theta 10000.0)", root.get("rope").asText());
+        assertEquals("silu", root.get("hidden_act").asText());
         assertEquals("none", root.get("sampling_defaults").asText());
         assertEquals("as tokenizer.json's post-processor adds them", root.get("special_tokens_added").asText());
         assertEquals("safetensors", root.get("format").asText());
@@ -145,12 +147,38 @@ class InspectCommandTest {
         String out = run.out();
         assertTrue(out.contains("format:       safetensors (2 shards)"), out);
         assertTrue(out.contains("architecture: LlamaForCausalLM (layers 4, hidden 64, heads 4, kv heads 2"), out);
+        assertTrue(out.contains("rope:         default (theta 10000.0)"), out);
+        assertTrue(out.contains("mlp:          silu"), out);
         assertTrue(out.contains("dtypes:       F32 ×39"), out);
         assertTrue(out.contains("tensors:      39"), out);
         assertTrue(out.contains("total bytes:  858368"), out);
         assertTrue(out.lines().anyMatch(l -> l.startsWith("model.norm.weight ") && l.contains("[64]")
                 && l.contains("256") && l.endsWith("model-00002-of-00002.safetensors")), out);
-        assertEquals(39 + 7 + 5, out.lines().count(), "the catalogue, then a blank line and four lines of settings");
+        assertEquals(39 + 9 + 5, out.lines().count(), "the catalogue, then a blank line and four lines of settings");
+    }
+
+    @Test
+    void aGemmaModelShowsItsAdditions() {
+        Path gemma = Path.of("..", "inference", "src", "test", "resources", "hf-fixtures", "gemma2");
+        Run run = inspect(gemma.toString());
+        assertEquals(0, run.status(), run.err());
+        assertTrue(run.out().contains("architecture: Gemma2ForCausalLM (layers 4"), run.out());
+        assertTrue(run.out().contains("gemma:        query_pre_attn_scalar 24.0, attention soft cap 5.0, final soft cap 15.0, "
+                + "embedding scale 8.0"), run.out());
+    }
+
+    /** inspect runs the load's checks: a config.json field the loader refuses is refused here too, in one line. */
+    @Test
+    void configTheLoadRefusesIsRefusedByInspect() throws IOException {
+        Path dir = copy("");
+        Path config = dir.resolve("config.json");
+        String text = Files.readString(config);
+        Files.writeString(config, text.replaceFirst("\\{", "{\"logits_scaling\": 4.0, "));
+        assertOneLineRefusal(inspect(dir.toString()), config.toString(), "field 'logits_scaling'", "LlamaForCausalLM");
+        Files.writeString(config, text.replaceFirst("\\{", "{\"rope_scaling\": {\"rope_type\": \"su\"}, "));
+        assertOneLineRefusal(inspect(dir.toString()), "field 'rope_scaling.rope_type' is 'su'", "supported: default, linear");
+        Files.writeString(config, text.replace("\"num_hidden_layers\": 4", "\"num_hidden_layers\": 1000000"));
+        assertOneLineRefusal(inspect(dir.toString()), "'num_hidden_layers' is 1000000");
     }
 
     @Test

@@ -37,37 +37,83 @@ public final class ModelTensors {
     /** Every tensor {@code config}'s architecture needs, with its shape, in model order. */
     public static Map<String, Shape> expected(ModelConfig c) {
         Map<String, Shape> out = new LinkedHashMap<>();
+        out.put(EMBED, Shape.of(c.vocabSize(), c.hiddenSize()));
+        for (int i = 0; i < c.numHiddenLayers(); i++) {
+            out.putAll(layerTensors(c, i));
+        }
+        out.put(FINAL_NORM, Shape.of(c.hiddenSize()));
+        if (!c.tieWordEmbeddings()) {
+            out.put(LM_HEAD, Shape.of(c.vocabSize(), c.hiddenSize()));
+        }
+        return out;
+    }
+
+    /** True when {@code c}'s q, k and v projections carry biases (Qwen2 always, Llama and Qwen3 with {@code attention_bias}). */
+    public static boolean qkvBias(ModelConfig c) {
+        return c.architecture().hasQkvBias() || c.attentionBias();
+    }
+
+    /** True when {@code c}'s attention output projection carries a bias (Llama and Qwen3 with {@code attention_bias}). */
+    public static boolean outputBias(ModelConfig c) {
+        return c.attentionBias();
+    }
+
+    /** The tensors of layer {@code i} as the checkpoint stores them (Phi-3's fused projections as one tensor each). */
+    public static Map<String, Shape> layerTensors(ModelConfig c, int i) {
+        Map<String, Shape> out = new LinkedHashMap<>();
         long h = c.hiddenSize();
         long q = c.queryWidth();
         long kv = c.keyValueWidth();
         long inter = c.intermediateSize();
-        out.put(EMBED, Shape.of(c.vocabSize(), h));
-        boolean qkvBias = c.architecture().hasQkvBias() || c.attentionBias();
-        boolean oBias = c.architecture() == Architecture.LLAMA && c.attentionBias();
-        for (int i = 0; i < c.numHiddenLayers(); i++) {
-            out.put(layer(i, "input_layernorm.weight"), Shape.of(h));
+        out.put(layer(i, "input_layernorm.weight"), Shape.of(h));
+        if (c.architecture().fusesProjections()) {
+            out.put(layer(i, "self_attn.qkv_proj.weight"), Shape.of(q + 2 * kv, h));
+        } else {
             out.put(layer(i, "self_attn.q_proj.weight"), Shape.of(q, h));
             out.put(layer(i, "self_attn.k_proj.weight"), Shape.of(kv, h));
             out.put(layer(i, "self_attn.v_proj.weight"), Shape.of(kv, h));
-            if (qkvBias) {
-                out.put(layer(i, "self_attn.q_proj.bias"), Shape.of(q));
-                out.put(layer(i, "self_attn.k_proj.bias"), Shape.of(kv));
-                out.put(layer(i, "self_attn.v_proj.bias"), Shape.of(kv));
-            }
-            out.put(layer(i, "self_attn.o_proj.weight"), Shape.of(h, q));
-            if (oBias) {
-                out.put(layer(i, "self_attn.o_proj.bias"), Shape.of(h));
-            }
-            out.put(layer(i, "post_attention_layernorm.weight"), Shape.of(h));
+        }
+        if (qkvBias(c)) {
+            out.put(layer(i, "self_attn.q_proj.bias"), Shape.of(q));
+            out.put(layer(i, "self_attn.k_proj.bias"), Shape.of(kv));
+            out.put(layer(i, "self_attn.v_proj.bias"), Shape.of(kv));
+        }
+        if (c.architecture().hasQkNorm()) {
+            out.put(layer(i, "self_attn.q_norm.weight"), Shape.of(c.headDim()));
+            out.put(layer(i, "self_attn.k_norm.weight"), Shape.of(c.headDim()));
+        }
+        out.put(layer(i, "self_attn.o_proj.weight"), Shape.of(h, q));
+        if (outputBias(c)) {
+            out.put(layer(i, "self_attn.o_proj.bias"), Shape.of(h));
+        }
+        // Llama's pre-MLP norm; Gemma's norm of the attention output, which adds a norm before and after the MLP
+        out.put(layer(i, "post_attention_layernorm.weight"), Shape.of(h));
+        if (c.architecture().isGemma()) {
+            out.put(layer(i, "pre_feedforward_layernorm.weight"), Shape.of(h));
+            out.put(layer(i, "post_feedforward_layernorm.weight"), Shape.of(h));
+        }
+        if (c.architecture().fusesProjections()) {
+            out.put(layer(i, "mlp.gate_up_proj.weight"), Shape.of(2 * inter, h));
+        } else {
             out.put(layer(i, "mlp.gate_proj.weight"), Shape.of(inter, h));
             out.put(layer(i, "mlp.up_proj.weight"), Shape.of(inter, h));
-            out.put(layer(i, "mlp.down_proj.weight"), Shape.of(h, inter));
         }
-        out.put(FINAL_NORM, Shape.of(h));
-        if (!c.tieWordEmbeddings()) {
-            out.put(LM_HEAD, Shape.of(c.vocabSize(), h));
+        out.put(layer(i, "mlp.down_proj.weight"), Shape.of(h, inter));
+        if (c.mlpBias()) {
+            out.put(layer(i, "mlp.gate_proj.bias"), Shape.of(inter));
+            out.put(layer(i, "mlp.up_proj.bias"), Shape.of(inter));
+            out.put(layer(i, "mlp.down_proj.bias"), Shape.of(h));
         }
         return out;
+    }
+
+    /**
+     * True for a tensor that a checkpoint may hold and a load ignores, as transformers ignores it: the cached rotary
+     * frequencies some older conversions saved ({@code model.layers.N.self_attn.rotary_emb.inv_freq}); both recompute
+     * them from config.json.
+     */
+    public static boolean ignorable(String name) {
+        return name.endsWith(".self_attn.rotary_emb.inv_freq") && LAYER.matcher(name).find();
     }
 
     /**
@@ -98,6 +144,7 @@ public final class ModelTensors {
         }
         TensorLocation head = catalog.tensors().get(LM_HEAD);
         if (head != null && config.tieWordEmbeddings()) {
+            // transformers ties the head to the embedding and drops a stored head; so does graphlane
             checkTensor(dir, config, head, Shape.of(config.vocabSize(), config.hiddenSize()));
         }
         for (TensorLocation t : catalog.tensors().values()) {
@@ -116,6 +163,20 @@ public final class ModelTensors {
                 }
             }
         }
+        for (TensorLocation t : catalog.tensors().values()) {
+            boolean tiedHead = t.name().equals(LM_HEAD) && config.tieWordEmbeddings();
+            if (!expected.containsKey(t.name()) && !tiedHead && !ignorable(t.name())) {
+                throw new ModelConfigException(dir + ": tensor '" + t.name() + "' in " + t.shardName() + " is not used by "
+                        + config.architecture().hfName() + " with this config.json (" + features(config)
+                        + "); a checkpoint holding weights graphlane would ignore is refused rather than run wrong");
+            }
+        }
+    }
+
+    /** The config's tensor-shaping options, for messages. */
+    private static String features(ModelConfig c) {
+        return "attention_bias " + c.attentionBias() + ", mlp_bias " + c.mlpBias() + ", tie_word_embeddings "
+                + c.tieWordEmbeddings();
     }
 
     /**

@@ -128,7 +128,7 @@ class ModelConfigTest {
     void unsupportedArchitectureNamesTheSupportedOnes() {
         refused(edit(o -> o.putArray("architectures").add("GPT2LMHeadModel")),
                 "[\"GPT2LMHeadModel\"] names no supported architecture",
-                "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM");
+                "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM");
         refused(edit(o -> {
             o.remove("architectures");
             o.put("model_type", "gpt2");
@@ -230,5 +230,78 @@ class ModelConfigTest {
         });
         w.write(dir.resolve("model.safetensors"));
         modelRefused(dir, "'model.norm.weight'", "dtype I32, expected a floating-point dtype");
+    }
+
+    /** Each refusal the issue asks for is one line naming the architecture, field or tensor. */
+    private static void oneLine(Exception e) {
+        assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+    }
+
+    @Test
+    void anUnknownArchitectureIsRefusedNamingItAndTheSupportedOnes() {
+        ModelConfigException e = assertThrows(ModelConfigException.class,
+                () -> parse(edit(o -> o.putArray("architectures").add("FalconForCausalLM"))));
+        oneLine(e);
+        assertTrue(e.getMessage().contains("FalconForCausalLM") && e.getMessage().contains(
+                "supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM"), e.getMessage());
+        refused(edit(o -> o.putArray("architectures").add("Gemma3ForConditionalGeneration")),
+                "names Gemma3ForConditionalGeneration, which graphlane does not run", "vision-language", "supported: LlamaForCausalLM");
+    }
+
+    @Test
+    void anUnknownFieldIsRefusedNamingItAndHarmlessOnesAreNot() {
+        ModelConfigException e = assertThrows(ModelConfigException.class, () -> parse(edit(o -> o.put("logits_scaling", 4.0))));
+        oneLine(e);
+        assertTrue(e.getMessage().contains("field 'logits_scaling' (4) is not one graphlane knows for LlamaForCausalLM"),
+                e.getMessage());
+        refused(edit(o -> o.putObject("quantization_config").put("quant_method", "gptq")), "field 'quantization_config'");
+        refused(edit(o -> o.put("hidden_act", "relu")), "field 'hidden_act' is \"relu\"", "silu, gelu, gelu_new, gelu_pytorch_tanh");
+        refused(edit(o -> o.put("use_mrope", true)), "field 'use_mrope' is true");
+        refused(edit(o -> {
+            o.putArray("architectures").add("MistralForCausalLM");
+            o.put("mlp_bias", true);
+        }), "field 'mlp_bias' is true, but MistralForCausalLM has no such option");
+        ModelConfig c = parse(edit(o -> o.put("_name_or_path", "x").put("initializer_range", 0.02).put("attention_dropout", 0.0)
+                .put("pretraining_tp", 1).put("use_cache", true).put("transformers_version", "4.57.6").put("hidden_act", "gelu")
+                .put("mlp_bias", true)));
+        assertEquals(io.graphlane.core.nn.GateActivation.GELU, c.hiddenAct());
+        assertTrue(c.mlpBias());
+    }
+
+    @Test
+    void sizesAreBoundedBeforeAnythingIsAllocated() {
+        refused(edit(o -> o.put("vocab_size", 100_000_000)), "field 'vocab_size' is 100000000, over the limit of 4194304");
+        refused(edit(o -> o.put("hidden_size", 1 << 20)), "field 'hidden_size' is 1048576, over the limit");
+        refused(edit(o -> o.put("head_dim", 4096)), "field 'head_dim' is 4096, over the limit of 1024");
+    }
+
+    @Test
+    void aTensorTheModelDoesNotUseIsRefusedNamingIt() throws IOException {
+        Path dir = model(llama(), t -> t.put("model.layers.0.mlp.gate_proj.bias", Shape.of(172)));
+        CheckpointException e = assertThrows(CheckpointException.class, () -> ModelCheckpoint.open(dir));
+        oneLine(e);
+        assertTrue(e.getMessage().contains("tensor 'model.layers.0.mlp.gate_proj.bias' in model.safetensors is not used by "
+                + "LlamaForCausalLM with this config.json (attention_bias false, mlp_bias false"), e.getMessage());
+        // with mlp_bias true the same tensors are the model's
+        ModelCheckpoint.open(model(edit(o -> o.put("mlp_bias", true)), t -> { }));
+        // the rotary frequencies older conversions saved are recomputed, as transformers recomputes them
+        ModelCheckpoint.open(model(llama(), t -> t.put("model.layers.1.self_attn.rotary_emb.inv_freq", Shape.of(8))));
+    }
+
+    @Test
+    void qwen3AndPhi3CheckpointsHoldTheirOwnTensors() throws IOException {
+        ObjectNode qwen3 = edit(o -> {
+            o.putArray("architectures").add("Qwen3ForCausalLM");
+            o.put("head_dim", 32);
+        });
+        ModelCheckpoint q = ModelCheckpoint.open(model(qwen3, t -> { }));
+        assertEquals(Shape.of(32), q.catalog().tensor("model.layers.1.self_attn.q_norm.weight").spec().shape());
+        assertEquals(Shape.of(128, 64), q.catalog().tensor("model.layers.1.self_attn.q_proj.weight").spec().shape());
+        ObjectNode phi3 = edit(o -> o.putArray("architectures").add("Phi3ForCausalLM"));
+        ModelCheckpoint p = ModelCheckpoint.open(model(phi3, t -> { }));
+        assertEquals(Shape.of(64 + 2 * 32, 64), p.catalog().tensor("model.layers.0.self_attn.qkv_proj.weight").spec().shape());
+        assertEquals(Shape.of(2 * 172, 64), p.catalog().tensor("model.layers.0.mlp.gate_up_proj.weight").spec().shape());
+        modelRefused(model(phi3, t -> t.put("model.layers.0.self_attn.q_proj.weight", Shape.of(64, 64))),
+                "tensor 'model.layers.0.self_attn.q_proj.weight'", "is not used by Phi3ForCausalLM");
     }
 }

@@ -92,6 +92,34 @@ public interface NeuralOps<T> {
         rmsNorm(x, weight, eps, out);
     }
 
+    /**
+     * {@link #rmsNorm(Object, Object, float, Object) RMSNorm} whose scale is {@code weightOffset + weight}, the offset
+     * added in F32: {@code out = x · 1/sqrt(mean(x²) + eps) · (weightOffset + weight)}. Gemma's norms scale by
+     * {@code 1 + weight} (its checkpoints store the difference from 1); offset 0 is {@link #rmsNorm(Object, Object, float, Object)}.
+     * The default serves offset 0 only; a backend that runs Gemma overrides it.
+     *
+     * @throws UnsupportedOperationException for a non-zero offset on a backend without it
+     */
+    default void rmsNorm(T x, T weight, float eps, float weightOffset, T out) {
+        if (weightOffset != 0f) {
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " has no RMSNorm with a weight offset (Gemma's 1 + w)");
+        }
+        rmsNorm(x, weight, eps, out);
+    }
+
+    /**
+     * {@link #addRmsNorm(Object, Object, Object, float, Object)} with the norm's scale {@code weightOffset + weight}
+     * (see {@link #rmsNorm(Object, Object, float, float, Object)}). The default composes {@link #add} and that norm.
+     */
+    default void addRmsNorm(T x, T residual, T weight, float eps, float weightOffset, T out) {
+        if (weightOffset == 0f) {
+            addRmsNorm(x, residual, weight, eps, out);
+            return;
+        }
+        add(x, residual, x);
+        rmsNorm(x, weight, eps, weightOffset, out);
+    }
+
     /** A linear projection without bias: {@code out = x · weightᵀ}, x {@code n × k}, weight {@code m × k}, out {@code n × m}. */
     void linear(T x, T weight, T out);
 
@@ -99,20 +127,54 @@ public interface NeuralOps<T> {
     void addBias(T x, T bias);
 
     /**
+     * Plain rotary position embedding with base {@code theta} over the whole head: {@link #rope(Object, int[], int, RotaryTable)}
+     * with {@link RotaryTable#standard}.
+     */
+    default void rope(T x, int[] positions, int headDim, float theta) {
+        rope(x, positions, headDim, RotaryTable.standard(headDim, theta));
+    }
+
+    /**
      * Rotary position embedding in the rotate-half layout (Hugging Face Llama, not interleaved),
      * in place: each row {@code r} is a sequence of heads of {@code headDim} features at position
-     * {@code positions[r]}; in each head the pair {@code (i, i + headDim/2)} rotates by the angle
-     * {@code positions[r] · theta^(-2i/headDim)}.
+     * {@code positions[r]}; in each head the pair {@code (i, i + rotaryDim/2)} of the first {@code table.rotaryDim()}
+     * features rotates by the angle {@code positions[r] · table.frequency(i)}, with cos and sin scaled by
+     * {@code table.attentionScaling()}; features past the rotary width are left as they are.
      */
-    void rope(T x, int[] positions, int headDim, float theta);
+    void rope(T x, int[] positions, int headDim, RotaryTable table);
+
+    /** {@link #ropeQk(Object, Object, int[], int, RotaryTable)} with {@link RotaryTable#standard}. */
+    default void ropeQk(T q, T k, int[] positions, int headDim, float theta) {
+        ropeQk(q, k, positions, headDim, RotaryTable.standard(headDim, theta));
+    }
 
     /**
      * {@link #rope} on the queries {@code q} and the keys {@code k} of the same rows (each with its own
      * head count), in place. The default rotates one, then the other; a backend may share the angles.
      */
-    default void ropeQk(T q, T k, int[] positions, int headDim, float theta) {
-        rope(q, positions, headDim, theta);
-        rope(k, positions, headDim, theta);
+    default void ropeQk(T q, T k, int[] positions, int headDim, RotaryTable table) {
+        rope(q, positions, headDim, table);
+        rope(k, positions, headDim, table);
+    }
+
+    /**
+     * RMSNorm of every head of every row, in place: row {@code r} of {@code x} is a sequence of heads of
+     * {@code headDim} features, each normalized on its own and multiplied by {@code weight} ({@code 1 × headDim}),
+     * as Qwen3 norms its queries and keys before RoPE.
+     */
+    void rmsNormHeads(T x, T weight, float eps, int headDim);
+
+    /**
+     * {@link #rmsNormHeads(Object, Object, float, int)} with the scale {@code weightOffset + weight}, the offset added in
+     * F32, as Gemma 3 norms its queries and keys ({@code 1 + w}). The default serves offset 0 only.
+     *
+     * @throws UnsupportedOperationException for a non-zero offset on a backend without it
+     */
+    default void rmsNormHeads(T x, T weight, float eps, int headDim, float weightOffset) {
+        if (weightOffset != 0f) {
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " has no per-head RMSNorm with a weight offset (Gemma's 1 + w)");
+        }
+        rmsNormHeads(x, weight, eps, headDim);
     }
 
     /**
@@ -140,10 +202,66 @@ public interface NeuralOps<T> {
     void attention(T q, T keys, T values, int[] positions, int headCount, int kvHeadCount, int headDim, int window, T out);
 
     /**
+     * {@link #attention(Object, Object, Object, int[], int, int, int, int, Object) Windowed causal attention} with the
+     * score scale and soft cap given: each score is {@code s = scale · q·k}, then, when {@code softcap > 0},
+     * {@code s = softcap · tanh(s / softcap)} (Gemma 2's {@code attn_logit_softcapping}, applied before the mask and the
+     * softmax, as transformers' eager attention does), then the softmax. Gemma scales by
+     * {@code 1/sqrt(query_pre_attn_scalar)} instead of {@code 1/sqrt(headDim)}. The default serves the plain scale
+     * {@code 1/sqrt(headDim)} without a cap only.
+     *
+     * @param scale   the factor on every dot product, positive
+     * @param softcap the cap, positive, or 0 for none
+     * @throws UnsupportedOperationException for another scale or a cap on a backend without them
+     */
+    default void attention(T q, T keys, T values, int[] positions, int headCount, int kvHeadCount, int headDim, int window,
+                           float scale, float softcap, T out) {
+        if (softcap != 0f || scale != plainAttentionScale(headDim)) {
+            throw new UnsupportedOperationException(getClass().getSimpleName()
+                    + " has no attention with a score scale other than 1/sqrt(head_dim) or a soft cap (Gemma's query_pre_attn_scalar, "
+                    + "attn_logit_softcapping)");
+        }
+        attention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+    }
+
+    /** The score scale of plain attention over heads of {@code headDim} features: {@code 1/sqrt(headDim)} in F32. */
+    static float plainAttentionScale(int headDim) {
+        return (float) (1.0 / Math.sqrt(headDim));
+    }
+
+    /**
+     * Multiplies every element of {@code x} by {@code factor}, in place (Gemma's embedding scale {@code sqrt(hidden)}).
+     * The default serves factor 1 only.
+     *
+     * @throws UnsupportedOperationException for another factor on a backend without it
+     */
+    default void scale(T x, float factor) {
+        if (factor != 1f) {
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " has no element-wise scale (Gemma's embedding scale)");
+        }
+    }
+
+    /**
+     * Soft-caps every element of {@code x} in place: {@code x = cap · tanh(x / cap)}, in F32 (Gemma 2's
+     * {@code final_logit_softcapping} on the logits). The default has no implementation.
+     *
+     * @param cap the cap, positive
+     * @throws UnsupportedOperationException on a backend without it
+     */
+    default void softcap(T x, float cap) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " has no soft-capping (Gemma's final_logit_softcapping)");
+    }
+
+    /**
      * The SwiGLU gate: {@code out = silu(gate) · up} element-wise, with {@code silu(x) = x / (1 + e^-x)};
      * {@code out} may be {@code gate} or {@code up}.
      */
     void siluMul(T gate, T up, T out);
+
+    /**
+     * The gated MLP's product {@code out = act(gate) · up} element-wise, in F32; {@code out} may be {@code gate} or
+     * {@code up}. {@link GateActivation#SILU} is {@link #siluMul}.
+     */
+    void gatedMul(T gate, T up, T out, GateActivation activation);
 
     /** Element-wise sum {@code out = a + b} (a residual connection); {@code out} may be {@code a} or {@code b}. */
     void add(T a, T b, T out);

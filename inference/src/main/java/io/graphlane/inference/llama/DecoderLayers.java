@@ -2,9 +2,13 @@ package io.graphlane.inference.llama;
 
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.checkpoint.config.RopeConfig;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.RotaryTable;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 
 /**
@@ -13,13 +17,28 @@ import java.util.function.Consumer;
  * intermediate columns and sums the partial output projections across its group):
  *
  * <pre>
- *   h = rmsnorm(x);  q, k, v = h·Wqᵀ (+bq), h·Wkᵀ (+bk), h·Wvᵀ (+bv);  q, k = rope(q), rope(k);  cache ← k, v
+ *   h = rmsnorm(x);  q, k, v = h·Wqᵀ (+bq), h·Wkᵀ (+bk), h·Wvᵀ (+bv);  (q, k = headnorm(q), headnorm(k));
+ *   q, k = rope(q), rope(k);  cache ← k, v
  *   x = x + reduce(attention(q, cache, window of the layer)·Woᵀ) (+bo)
- *   h = rmsnorm(x);  x = x + reduce((silu(h·Wgateᵀ) · h·Wupᵀ)·Wdownᵀ)
+ *   h = rmsnorm(x);  x = x + reduce((act(h·Wgateᵀ (+bgate)) · (h·Wupᵀ (+bup)))·Wdownᵀ) (+bdown)
  * </pre>
+ *
+ * RoPE uses the config's rotary table; where it depends on the forward's sequence length ({@code dynamic},
+ * {@code longrope}) each segment (one request's rows) is rotated with the table of its own length, as transformers
+ * recomputes the frequencies per forward pass; the keys already cached keep the rotation they were written with.
  *
  * <p>A layer with a sliding window ({@link LlamaConfig#attentionWindow}) attends, at position {@code i}, to the
  * positions {@code j} with {@code i - j < window} only; its cache still holds every position.
+ *
+ * <p>Gemma 2 and 3 ({@link LlamaConfig#gemma}) change the layer as transformers' {@code Gemma2DecoderLayer} does: every
+ * RMSNorm scales by {@code 1 + w}; the embeddings are multiplied by {@code sqrt(hidden)} ({@link #embed}); the scores
+ * are scaled by {@code 1/sqrt(query_pre_attn_scalar)} and soft-capped ({@code c · tanh(s / c)}) before the softmax;
+ * the sliding layers rotate with their own RoPE (Gemma 3's local base); each block's output is normed before the
+ * residual add, after the tensor-parallel reduce and the output bias ({@link #closeBlock}):
+ * <pre>
+ *   x = x + postAttnNorm(attention(inputNorm(x)));  x = x + postFfnNorm(mlp(preFfnNorm(x)))
+ * </pre>
+ * and the logits are soft-capped by {@code final_logit_softcapping} ({@link #head}).
  *
  * @param <T> the backend tensor
  */
@@ -34,6 +53,10 @@ public final class DecoderLayers<T> {
     private final Consumer<T> reduceProjection;
     /** {@link #ops} when they are the CPU's: projections that share their input then run in one pass of its threads. */
     private final CpuNeuralOps cpuOps;
+    /** Per model layer, the rotary table of every forward pass, unless it depends on the sequence length (then null). */
+    private final RotaryTable[] fixedRotary;
+    /** The offset on every norm weight: 1 for Gemma's {@code 1 + w}, else 0. */
+    private final float normOffset;
 
     /**
      * Blocks over {@code headCount} query heads, {@code kvHeadCount} key/value heads and {@code intermediateWidth}
@@ -54,6 +77,15 @@ public final class DecoderLayers<T> {
         this.intermediateWidth = intermediateWidth;
         this.reduceProjection = reduceProjection;
         this.cpuOps = ops instanceof CpuNeuralOps cpu ? cpu : null;
+        this.fixedRotary = new RotaryTable[config.layerCount()];
+        Map<RopeConfig, RotaryTable> tables = new HashMap<>();
+        for (int layer = 0; layer < config.layerCount(); layer++) {
+            RopeConfig rope = config.rope(layer);
+            if (!rope.dependsOnLength()) {
+                fixedRotary[layer] = tables.computeIfAbsent(rope, r -> r.table(config.headDim(), config.maxPositions()));
+            }
+        }
+        this.normOffset = config.normWeightOffset();
     }
 
     /** Blocks over every head and column of {@code config}: a whole stage, whose first layer is the model's {@code firstLayer}. */
@@ -79,19 +111,18 @@ public final class DecoderLayers<T> {
         if (weights.isEmpty()) {
             return;
         }
-        ops.rmsNorm(x, weights.get(0).attentionNorm(), config.rmsNormEps(), s.normed);
+        ops.rmsNorm(x, weights.get(0).attentionNorm(), config.rmsNormEps(), normOffset, s.normed);
         for (int l = 0; l < weights.size(); l++) {
             LayerWeights<T> w = weights.get(l);
             attend(l, w, positions, segments, caches, s, s.projected);
             reduceProjection.accept(s.projected);
-            if (w.bo() != null) {
-                ops.addBias(s.projected, w.bo());
-            }
-            ops.addRmsNorm(x, s.projected, w.ffnNorm(), config.rmsNormEps(), s.normed);
+            closeBlock(w, true, s.projected);
+            ops.addRmsNorm(x, s.projected, w.ffnNorm(), config.rmsNormEps(), normOffset, s.normed);
             mlp(w, s, s.projected);
             reduceProjection.accept(s.projected);
+            closeBlock(w, false, s.projected);
             if (l + 1 < weights.size()) {
-                ops.addRmsNorm(x, s.projected, weights.get(l + 1).attentionNorm(), config.rmsNormEps(), s.normed);
+                ops.addRmsNorm(x, s.projected, weights.get(l + 1).attentionNorm(), config.rmsNormEps(), normOffset, s.normed);
             } else {
                 ops.add(x, s.projected, x);
             }
@@ -103,9 +134,7 @@ public final class DecoderLayers<T> {
                           Scratch<T> s) {
         attentionPartial(l, w, x, positions, segments, caches, s, s.projected);
         reduceProjection.accept(s.projected);
-        if (w.bo() != null) {
-            ops.addBias(s.projected, w.bo());
-        }
+        closeBlock(w, true, s.projected);
         ops.add(x, s.projected, x);
     }
 
@@ -115,7 +144,7 @@ public final class DecoderLayers<T> {
      */
     public void attentionPartial(int l, LayerWeights<T> w, T x, int[] positions, List<Segment> segments, List<KvCache<T>> caches,
                                  Scratch<T> s, T partial) {
-        ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), s.normed);
+        ops.rmsNorm(x, w.attentionNorm(), config.rmsNormEps(), normOffset, s.normed);
         attend(l, w, positions, segments, caches, s, partial);
     }
 
@@ -123,12 +152,40 @@ public final class DecoderLayers<T> {
     public void feedForward(LayerWeights<T> w, T x, Scratch<T> s) {
         feedForwardPartial(w, x, s, s.projected);
         reduceProjection.accept(s.projected);
+        closeBlock(w, false, s.projected);
         ops.add(x, s.projected, x);
     }
 
-    /** The SwiGLU MLP block up to its down projection, which it writes to {@code partial} (these columns' share of it) instead of adding it to {@code x}. */
+    /**
+     * What follows a block's reduced output projection {@code sum} before the residual add, in place: the output bias
+     * ({@code bo} of the attention block, {@code bDown} of the MLP's), then Gemma's norm of the block's output
+     * ({@code post_attention_layernorm}, {@code post_feedforward_layernorm}).
+     */
+    public void closeBlock(LayerWeights<T> w, boolean attentionBlock, T sum) {
+        T bias = attentionBlock ? w.bo() : w.bDown();
+        if (bias != null) {
+            ops.addBias(sum, bias);
+        }
+        T norm = attentionBlock ? w.postAttentionNorm() : w.postFfnNorm();
+        if (norm != null) {
+            ops.rmsNorm(sum, norm, config.rmsNormEps(), normOffset, sum);
+        }
+    }
+
+    /** The token embeddings of {@code tokenIds} from {@code table} into {@code out}, times Gemma's {@code sqrt(hidden)}. */
+    public void embed(T table, int[] tokenIds, T out) {
+        ops.embedding(table, tokenIds, out);
+        if (config.embeddingScale() != 1f) {
+            ops.scale(out, config.embeddingScale());
+        }
+    }
+
+    /**
+     * The gated MLP block up to its down projection, which it writes to {@code partial} (these columns' share of it, without
+     * the down projection's bias) instead of adding it to {@code x}.
+     */
     public void feedForwardPartial(LayerWeights<T> w, T x, Scratch<T> s, T partial) {
-        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), s.normed);
+        ops.rmsNorm(x, w.ffnNorm(), config.rmsNormEps(), normOffset, s.normed);
         mlp(w, s, partial);
     }
 
@@ -148,7 +205,22 @@ public final class DecoderLayers<T> {
             ops.addBias(s.k, w.bk());
             ops.addBias(s.v, w.bv());
         }
-        ops.ropeQk(s.q, s.k, positions, config.headDim(), config.ropeTheta());
+        if (w.qNorm() != null) {
+            ops.rmsNormHeads(s.q, w.qNorm(), config.rmsNormEps(), config.headDim(), normOffset);
+            ops.rmsNormHeads(s.k, w.kNorm(), config.rmsNormEps(), config.headDim(), normOffset);
+        }
+        RotaryTable fixed = fixedRotary[firstLayer + l];
+        if (fixed != null) {
+            ops.ropeQk(s.q, s.k, positions, config.headDim(), fixed);
+        } else {
+            int from = 0;
+            for (Segment segment : segments) {
+                int to = from + segment.length();
+                ops.ropeQk(ops.rowSlice(s.q, from, to), ops.rowSlice(s.k, from, to), Arrays.copyOfRange(positions, from, to),
+                        config.headDim(), config.rotaryTable(firstLayer + l, segment.startPosition() + segment.length()));
+                from = to;
+            }
+        }
         int window = config.attentionWindow(firstLayer + l);
         int row = 0;
         for (int i = 0; i < segments.size(); i++) {
@@ -157,13 +229,14 @@ public final class DecoderLayers<T> {
             int end = row + segment.length();
             cache.write(l, segment.startPosition(), ops.rowSlice(s.k, row, end), ops.rowSlice(s.v, row, end));
             ops.attention(ops.rowSlice(s.q, row, end), cache.keys(l), cache.values(l), Arrays.copyOfRange(positions, row, end),
-                    headCount, kvHeadCount, config.headDim(), window, ops.rowSlice(s.attended, row, end));
+                    headCount, kvHeadCount, config.headDim(), window, config.attentionScale(), config.attentionSoftcap(),
+                    ops.rowSlice(s.attended, row, end));
             row = end;
         }
         ops.linear(s.attended, w.wo(), partial);
     }
 
-    /** The SwiGLU MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce). */
+    /** The gated MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce, no down bias). */
     private void mlp(LayerWeights<T> w, Scratch<T> s, T partial) {
         if (cpuOps != null) {
             cpuOps.linearAll((CpuTensor) s.normed, new CpuTensor[] {(CpuTensor) w.wGate(), (CpuTensor) w.wUp()},
@@ -172,7 +245,11 @@ public final class DecoderLayers<T> {
             ops.linear(s.normed, w.wGate(), s.gate);
             ops.linear(s.normed, w.wUp(), s.up);
         }
-        ops.siluMul(s.gate, s.up, s.gate);
+        if (w.bGate() != null) {
+            ops.addBias(s.gate, w.bGate());
+            ops.addBias(s.up, w.bUp());
+        }
+        ops.gatedMul(s.gate, s.up, s.gate, config.activation());
         ops.linear(s.gate, w.wDown(), partial);
     }
 
@@ -233,7 +310,8 @@ public final class DecoderLayers<T> {
     /**
      * The final norm and the head at each segment's last position of {@code x}: those rows are gathered into
      * {@code last} (the caller's buffer of {@code segments.size()} rows, overwritten), normed in place with
-     * {@code finalNorm}, and multiplied by {@code lmHead} into a new {@code segments × vocab} tensor owned by the caller.
+     * {@code finalNorm}, and multiplied by {@code lmHead} into a new {@code segments × vocab} tensor owned by the caller
+     * (soft-capped by Gemma's {@code final_logit_softcapping}).
      */
     public T head(T x, List<Segment> segments, T last, T finalNorm, T lmHead) {
         int row = 0;
@@ -241,9 +319,12 @@ public final class DecoderLayers<T> {
             row += segments.get(i).length();
             ops.copy(ops.rowSlice(x, row - 1, row), ops.rowSlice(last, i, i + 1));
         }
-        ops.rmsNorm(last, finalNorm, config.rmsNormEps(), last);
+        ops.rmsNorm(last, finalNorm, config.rmsNormEps(), normOffset, last);
         T logits = ops.allocate(segments.size(), config.vocabSize());
         ops.linear(last, lmHead, logits);
+        if (config.finalSoftcap() > 0) {
+            ops.softcap(logits, config.finalSoftcap());
+        }
         return logits;
     }
 }

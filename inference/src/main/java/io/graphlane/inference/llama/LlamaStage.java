@@ -3,7 +3,11 @@ package io.graphlane.inference.llama;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.stage.StageSpec;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.List;
 import java.util.Set;
 
@@ -22,6 +26,9 @@ import java.util.Set;
  *   logits = rmsnorm(x_last)·Wheadᵀ                      (last stage)
  * </pre>
  *
+ * <p>Gemma 2 and 3 scale the embeddings by {@code sqrt(hidden)}, norm each block's output before the residual add, scale
+ * every norm by {@code 1 + w} and soft-cap scores and logits: see {@link DecoderLayers}.
+ *
  * <p>Not thread-safe: a stage belongs to one lane, and its forward runs as that lane's work.
  *
  * @param <T> the backend tensor
@@ -38,6 +45,8 @@ public final class LlamaStage<T> implements StageForward<T> {
     private final RowBuffer<T> residual;
     /** The last stage's rows at each segment's last position, for the head. */
     private final RowBuffer<T> lastRows;
+    /** Each request's tokens so far, kept by the first stage of a model that {@link LlamaConfig#restartsCache}. */
+    private final Map<Long, int[]> history = new HashMap<>();
 
     /** A stage over loaded weights, issuing its operations through {@code ops}. */
     public LlamaStage(LlamaConfig config, StageWeights<T> weights, NeuralOps<T> ops) {
@@ -80,8 +89,13 @@ public final class LlamaStage<T> implements StageForward<T> {
      */
     @Override
     public StageOutput<T> forward(StageInput<T> input) {
-        List<Segment> segments = input.segments();
         requireInputMatchesStage(input);
+        List<Segment> segments = restarted(input.segments());
+        int[] tokenIds = input instanceof StageInput.Tokens<T> t ? withHistory(input.segments(), segments, t.tokenIds()) : null;
+        if (input instanceof StageInput.Hidden<T> hidden && ops.rows(hidden.activation()) != RequestCaches.positionsOf(segments).length) {
+            throw new GraphlaneException(spec() + ": activation should have " + RequestCaches.positionsOf(segments).length
+                    + " rows for the step's segments, but has " + ops.rows(hidden.activation()));
+        }
         List<KvCache<T>> requestCaches = caches.reserve(segments);
         int[] positions = RequestCaches.positionsOf(segments);
         boolean last = spec().isLast();
@@ -89,8 +103,8 @@ public final class LlamaStage<T> implements StageForward<T> {
         scratch = scratch == null ? layers.scratch(positions.length) : scratch.fit(positions.length);
         boolean releaseX = !last;
         try {
-            if (input instanceof StageInput.Tokens<T> tokens) {
-                ops.embedding(weights.embedding(), tokens.tokenIds(), x);
+            if (tokenIds != null) {
+                layers.embed(weights.embedding(), tokenIds, x);
             } else {
                 ops.copy(((StageInput.Hidden<T>) input).activation(), x);
             }
@@ -114,9 +128,59 @@ public final class LlamaStage<T> implements StageForward<T> {
         }
     }
 
+    /**
+     * The segments a step runs as ({@link LlamaConfig#restarted}); where one restarts from position 0, the request's
+     * cached positions are forgotten first, so they are computed again.
+     */
+    private List<Segment> restarted(List<Segment> segments) {
+        if (!config.restartsCache()) {
+            return segments;
+        }
+        List<Segment> out = new ArrayList<>(segments.size());
+        for (Segment s : segments) {
+            Segment r = config.restarted(s);
+            if (r != s) {
+                caches.rewind(s.requestId(), 0);
+            }
+            out.add(r);
+        }
+        return out;
+    }
+
+    /**
+     * The token ids of the step as it runs: {@code tokenIds} of the {@code given} segments, with the earlier tokens of each
+     * segment that {@link #restarted} from position 0 in front. Keeps each request's tokens (first stage of a model that
+     * restarts its cache only) until the request ends.
+     */
+    private int[] withHistory(List<Segment> given, List<Segment> run, int[] tokenIds) {
+        if (!config.restartsCache()) {
+            return tokenIds;
+        }
+        int[] out = new int[RequestCaches.positionsOf(run).length];
+        int from = 0;
+        int to = 0;
+        for (int i = 0; i < given.size(); i++) {
+            Segment g = given.get(i);
+            int[] known = history.getOrDefault(g.requestId(), new int[0]);
+            if (known.length < g.startPosition()) {
+                throw new GraphlaneException(spec() + ": request " + g.requestId() + " starts at position " + g.startPosition()
+                        + ", but the stage has seen " + known.length + " of its tokens");
+            }
+            int[] all = Arrays.copyOf(known, g.startPosition() + g.length());
+            System.arraycopy(tokenIds, from, all, g.startPosition(), g.length());
+            history.put(g.requestId(), all);
+            int start = run.get(i).startPosition();
+            System.arraycopy(all, start, out, to, all.length - start);
+            from += g.length();
+            to += all.length - start;
+        }
+        return out;
+    }
+
     /** Frees the KV cache of {@code requestId} (finished, cancelled or failed); false if the stage holds none. */
     @Override
     public boolean endRequest(long requestId) {
+        history.remove(requestId);
         return caches.end(requestId);
     }
 
@@ -126,6 +190,10 @@ public final class LlamaStage<T> implements StageForward<T> {
      */
     @Override
     public boolean rewind(long requestId, int position) {
+        int[] known = history.get(requestId);
+        if (known != null && known.length > position) {
+            history.put(requestId, Arrays.copyOf(known, position));
+        }
         return caches.rewind(requestId, position);
     }
 
@@ -184,7 +252,8 @@ public final class LlamaStage<T> implements StageForward<T> {
             throw new GraphlaneException(spec() + ": " + input.positions() + " positions but " + tokens.tokenIds().length + " token ids");
         }
         if (input instanceof StageInput.Hidden<T> hidden
-                && (ops.rows(hidden.activation()) != input.positions() || ops.cols(hidden.activation()) != config.hiddenSize())) {
+                && ((!config.restartsCache() && ops.rows(hidden.activation()) != input.positions())
+                    || ops.cols(hidden.activation()) != config.hiddenSize())) {
             throw new GraphlaneException(spec() + ": activation should be " + input.positions() + " x " + config.hiddenSize()
                     + " but is " + ops.rows(hidden.activation()) + " x " + ops.cols(hidden.activation()));
         }

@@ -16,12 +16,49 @@ public final class LlamaTensors {
     private LlamaTensors() {
     }
 
-    /** One tensor a stage reads, as a matrix of {@code rows × cols} ({@code 1 × n} for a vector). */
-    public record Expected(String name, int rows, int cols, boolean vector) {
-        /** The shape as the checkpoint stores it: {@code [n]} for a vector, {@code [rows, cols]} otherwise. */
+    /**
+     * One tensor a stage reads, as a matrix of {@code rows × cols} ({@code 1 × n} for a vector). Where the checkpoint
+     * fuses it with others (Phi-3's {@code qkv_proj}, {@code gate_up_proj}), {@code fused} names the checkpoint tensor and
+     * the rows of it this one is; the loaders read it through a derived-weight recipe that selects those rows.
+     */
+    public record Expected(String name, int rows, int cols, boolean vector, FusedRows fused) {
+        /** A tensor the checkpoint holds under its own name. */
+        public Expected(String name, int rows, int cols, boolean vector) {
+            this(name, rows, cols, vector, null);
+        }
+
+        /** The shape the stage reads: {@code [n]} for a vector, {@code [rows, cols]} otherwise. */
         public long[] checkpointShape() {
             return vector ? new long[] {cols} : new long[] {rows, cols};
         }
+
+        /** True when this tensor is rows of a fused checkpoint tensor. */
+        public boolean isFused() {
+            return fused != null;
+        }
+
+        /** The checkpoint tensor this one is read from: its own name, or the fused tensor's. */
+        public String sourceName() {
+            return fused == null ? name : fused.tensor();
+        }
+
+        /** The same tensor (same source rows) under the shape of a part of it; {@code name} kept. */
+        public Expected withShape(int partRows, int partCols) {
+            return new Expected(name, partRows, partCols, vector, fused);
+        }
+    }
+
+    /** Rows {@code [start, end)} of the checkpoint matrix {@code tensor} (of {@code totalRows} rows). */
+    public record FusedRows(String tensor, long totalRows, long start, long end) {
+    }
+
+    /**
+     * The recipe that reads {@code expected} from {@code source}: the tensor itself, or (fused) a selection of rows of
+     * the fused tensor, pushed down to the lease so only those rows are read.
+     */
+    public static io.graphlane.checkpoint.recipe.Recipe recipe(io.graphlane.checkpoint.CheckpointSource source, Expected expected) {
+        io.graphlane.checkpoint.recipe.Recipe whole = io.graphlane.checkpoint.recipe.Recipe.source(source, expected.sourceName());
+        return expected.isFused() ? whole.slice(0, expected.fused().start(), expected.fused().end()) : whole;
     }
 
     /** The name of {@code field} (such as {@code self_attn.q_proj.weight}) in decoder layer {@code layer}. */
@@ -50,24 +87,58 @@ public final class LlamaTensors {
 
     /** The tensors of decoder layer {@code l}, in {@link LayerWeights} order. */
     public static List<Expected> forLayer(LlamaConfig c, int l) {
-        List<Expected> expected = new ArrayList<>(12);
-        expected.add(new Expected(layer(l, "input_layernorm.weight"), 1, c.hiddenSize(), true));
-        expected.add(new Expected(layer(l, "self_attn.q_proj.weight"), c.queryWidth(), c.hiddenSize(), false));
-        expected.add(new Expected(layer(l, "self_attn.k_proj.weight"), c.kvWidth(), c.hiddenSize(), false));
-        expected.add(new Expected(layer(l, "self_attn.v_proj.weight"), c.kvWidth(), c.hiddenSize(), false));
-        expected.add(new Expected(layer(l, "self_attn.o_proj.weight"), c.hiddenSize(), c.queryWidth(), false));
+        List<Expected> expected = new ArrayList<>(20);
+        int h = c.hiddenSize();
+        int q = c.queryWidth();
+        int kv = c.kvWidth();
+        int inter = c.intermediateSize();
+        expected.add(new Expected(layer(l, "input_layernorm.weight"), 1, h, true));
+        if (c.fusedProjections()) {
+            String qkv = layer(l, "self_attn.qkv_proj.weight");
+            long rows = q + 2L * kv;
+            expected.add(new Expected(layer(l, "self_attn.q_proj.weight"), q, h, false, new FusedRows(qkv, rows, 0, q)));
+            expected.add(new Expected(layer(l, "self_attn.k_proj.weight"), kv, h, false, new FusedRows(qkv, rows, q, q + kv)));
+            expected.add(new Expected(layer(l, "self_attn.v_proj.weight"), kv, h, false, new FusedRows(qkv, rows, q + kv, rows)));
+        } else {
+            expected.add(new Expected(layer(l, "self_attn.q_proj.weight"), q, h, false));
+            expected.add(new Expected(layer(l, "self_attn.k_proj.weight"), kv, h, false));
+            expected.add(new Expected(layer(l, "self_attn.v_proj.weight"), kv, h, false));
+        }
+        expected.add(new Expected(layer(l, "self_attn.o_proj.weight"), h, q, false));
         if (c.qkvBias()) {
-            expected.add(new Expected(layer(l, "self_attn.q_proj.bias"), 1, c.queryWidth(), true));
-            expected.add(new Expected(layer(l, "self_attn.k_proj.bias"), 1, c.kvWidth(), true));
-            expected.add(new Expected(layer(l, "self_attn.v_proj.bias"), 1, c.kvWidth(), true));
+            expected.add(new Expected(layer(l, "self_attn.q_proj.bias"), 1, q, true));
+            expected.add(new Expected(layer(l, "self_attn.k_proj.bias"), 1, kv, true));
+            expected.add(new Expected(layer(l, "self_attn.v_proj.bias"), 1, kv, true));
         }
         if (c.outputBias()) {
-            expected.add(new Expected(layer(l, "self_attn.o_proj.bias"), 1, c.hiddenSize(), true));
+            expected.add(new Expected(layer(l, "self_attn.o_proj.bias"), 1, h, true));
         }
-        expected.add(new Expected(layer(l, "post_attention_layernorm.weight"), 1, c.hiddenSize(), true));
-        expected.add(new Expected(layer(l, "mlp.gate_proj.weight"), c.intermediateSize(), c.hiddenSize(), false));
-        expected.add(new Expected(layer(l, "mlp.up_proj.weight"), c.intermediateSize(), c.hiddenSize(), false));
-        expected.add(new Expected(layer(l, "mlp.down_proj.weight"), c.hiddenSize(), c.intermediateSize(), false));
+        if (c.qkNorm()) {
+            expected.add(new Expected(layer(l, "self_attn.q_norm.weight"), 1, c.headDim(), true));
+            expected.add(new Expected(layer(l, "self_attn.k_norm.weight"), 1, c.headDim(), true));
+        }
+        // Llama's pre-MLP norm; for Gemma the norm of the attention output, followed by its pre- and post-MLP norms
+        expected.add(new Expected(layer(l, "post_attention_layernorm.weight"), 1, h, true));
+        if (c.normsBlockOutputs()) {
+            expected.add(new Expected(layer(l, "pre_feedforward_layernorm.weight"), 1, h, true));
+            expected.add(new Expected(layer(l, "post_feedforward_layernorm.weight"), 1, h, true));
+        }
+        if (c.fusedProjections()) {
+            // Phi-3's gate_up_proj: the gate's rows, then the up projection's
+            String gateUp = layer(l, "mlp.gate_up_proj.weight");
+            expected.add(new Expected(layer(l, "mlp.gate_proj.weight"), inter, h, false, new FusedRows(gateUp, 2L * inter, 0, inter)));
+            expected.add(new Expected(layer(l, "mlp.up_proj.weight"), inter, h, false,
+                    new FusedRows(gateUp, 2L * inter, inter, 2L * inter)));
+        } else {
+            expected.add(new Expected(layer(l, "mlp.gate_proj.weight"), inter, h, false));
+            expected.add(new Expected(layer(l, "mlp.up_proj.weight"), inter, h, false));
+        }
+        expected.add(new Expected(layer(l, "mlp.down_proj.weight"), h, inter, false));
+        if (c.mlpBias()) {
+            expected.add(new Expected(layer(l, "mlp.gate_proj.bias"), 1, inter, true));
+            expected.add(new Expected(layer(l, "mlp.up_proj.bias"), 1, inter, true));
+            expected.add(new Expected(layer(l, "mlp.down_proj.bias"), 1, h, true));
+        }
         return expected;
     }
 }

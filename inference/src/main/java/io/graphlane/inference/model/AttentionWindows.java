@@ -20,6 +20,12 @@ import java.util.List;
  *   <li>Qwen2: the window is {@code sliding_window} (absent: 4096) only when {@code use_sliding_window} is true (absent:
  *       false). The sliding layers are those {@code layer_types} marks {@code "sliding_attention"}, or without
  *       {@code layer_types} the layers {@code i >= max_window_layers} (absent: 28).</li>
+ *   <li>Qwen3: as Qwen2 (Qwen3Config reads the same three fields).</li>
+ *   <li>Phi-3: every layer slides when {@code sliding_window} is a number; absent or {@code null} is full attention.</li>
+ *   <li>Gemma 2 and Gemma 3: the layers {@code layer_types} marks {@code "sliding_attention"} attend within
+ *       {@code sliding_window} (absent: 4096); without {@code layer_types}, every layer {@code i} with
+ *       {@code (i + 1) % pattern != 0} slides, the pattern being 2 for Gemma 2 and Gemma 3's {@code sliding_window_pattern}
+ *       (or {@code _sliding_window_pattern}; absent: 6).</li>
  *   <li>Llama: transformers' Llama applies no window; a {@code sliding_window} there changes nothing.</li>
  * </ul>
  */
@@ -46,7 +52,13 @@ final class AttentionWindows {
                 int window = window(file, raw, DEFAULT_SLIDING_WINDOW);
                 yield Collections.nCopies(layers, window);
             }
-            case QWEN2 -> qwen2(file, layers, raw);
+            case QWEN2, QWEN3 -> qwen2(file, layers, raw);
+            case GEMMA2, GEMMA3_TEXT -> gemma(file, architecture, layers, raw);
+            case PHI3 -> {
+                // Phi3Config's sliding_window defaults to None; a number applies to every layer
+                int window = window(file, raw, NeuralOps.NO_WINDOW);
+                yield Collections.nCopies(layers, window);
+            }
         };
     }
 
@@ -96,6 +108,60 @@ final class AttentionWindows {
             windows.add(l >= from ? window : NeuralOps.NO_WINDOW);
         }
         return windows;
+    }
+
+    private static List<Integer> gemma(Path file, Architecture architecture, int layers, JsonNode raw) {
+        int window = window(file, raw, DEFAULT_SLIDING_WINDOW);
+        List<Boolean> sliding = new ArrayList<>(layers);
+        JsonNode types = raw.get("layer_types");
+        if (types != null && !types.isNull()) {
+            if (!types.isArray() || types.size() != layers) {
+                throw new GraphlaneException(file + ": field 'layer_types' is " + abbreviated(types) + ", expected a list of "
+                        + layers + " entries (num_hidden_layers), each \"full_attention\" or \"sliding_attention\"");
+            }
+            for (int l = 0; l < layers; l++) {
+                switch (types.get(l).isTextual() ? types.get(l).textValue() : "") {
+                    case "full_attention" -> sliding.add(false);
+                    case "sliding_attention" -> sliding.add(true);
+                    default -> throw new GraphlaneException(file + ": field 'layer_types' entry " + l + " is " + types.get(l)
+                            + ", expected \"full_attention\" or \"sliding_attention\"");
+                }
+            }
+        } else {
+            int pattern = architecture == Architecture.GEMMA2 ? 2 : slidingPattern(file, raw);
+            for (int l = 0; l < layers; l++) {
+                sliding.add((l + 1) % pattern != 0);
+            }
+        }
+        List<Integer> windows = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            if (sliding.get(l) && window == NeuralOps.NO_WINDOW) {
+                throw new GraphlaneException(file + ": layer " + l + " is a sliding-window layer of " + architecture.hfName()
+                        + " but field 'sliding_window' is null; expected a positive integer");
+            }
+            windows.add(sliding.get(l) ? window : NeuralOps.NO_WINDOW);
+        }
+        return windows;
+    }
+
+    /** Gemma 3's {@code sliding_window_pattern} (the 4.x name, or the {@code _sliding_window_pattern} it saves), default 6. */
+    private static int slidingPattern(Path file, JsonNode raw) {
+        Integer found = null;
+        for (String field : List.of("sliding_window_pattern", "_sliding_window_pattern")) {
+            JsonNode node = raw.get(field);
+            if (node == null || node.isNull()) {
+                continue;
+            }
+            if (!node.isInt() || node.intValue() <= 0) {
+                throw new GraphlaneException(file + ": field '" + field + "' is " + node + ", expected a positive integer");
+            }
+            if (found != null && found != node.intValue()) {
+                throw new GraphlaneException(file + ": field '" + field + "' is " + node + " but 'sliding_window_pattern' is " + found
+                        + "; a config must not contradict itself");
+            }
+            found = node.intValue();
+        }
+        return found == null ? 6 : found;
     }
 
     /** {@code sliding_window}: a positive integer, {@code null} for none, {@code absent} when the field is missing. */

@@ -4,7 +4,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.checkpoint.ModelCheckpoint;
+import io.graphlane.checkpoint.config.Architecture;
 import io.graphlane.checkpoint.config.ModelConfig;
+import io.graphlane.checkpoint.config.RopeConfig;
+import io.graphlane.checkpoint.config.ModelTensors;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.tokenizer.TextTokenizer;
@@ -40,7 +43,8 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
      * Opens and validates {@code dir}.
      *
      * @throws GraphlaneException naming the file and field (or tensor) at fault, or a configuration this
-     *                            implementation does not run (such as {@code rope_scaling})
+     *                            implementation does not run; config.json and the tensors are checked by
+     *                            {@link ModelCheckpoint#open}, the same checks {@code graphlane inspect} runs
      */
     public static ModelDirectory open(Path dir) {
         if (!Files.isDirectory(dir)) {
@@ -48,11 +52,6 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
         }
         ModelCheckpoint checkpoint = ModelCheckpoint.open(dir);
         JsonNode raw = rawConfig(dir.resolve(ModelConfig.FILE_NAME));
-        JsonNode scaling = raw.get("rope_scaling");
-        if (scaling != null && !scaling.isNull()) {
-            throw new GraphlaneException(dir.resolve(ModelConfig.FILE_NAME) + ": field 'rope_scaling' " + scaling
-                    + " is not supported; graphlane applies plain rotary embeddings with rope_theta");
-        }
         LlamaConfig config = toLlama(checkpoint.config()).withAttentionWindows(AttentionWindows.of(dir.resolve(ModelConfig.FILE_NAME),
                 checkpoint.config().architecture(), checkpoint.config().numHiddenLayers(), raw));
         return new ModelDirectory(dir, checkpoint, config, eosIds(dir, raw));
@@ -60,11 +59,25 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
 
     /** The configuration the model code runs, from the checkpoint module's validated config.json. */
     public static LlamaConfig toLlama(ModelConfig c) {
-        boolean qkvBias = c.architecture().hasQkvBias() || c.attentionBias();
-        boolean outputBias = c.architecture() == io.graphlane.checkpoint.config.Architecture.LLAMA && c.attentionBias();
         return new LlamaConfig(c.hiddenSize(), c.intermediateSize(), c.numHiddenLayers(), c.numAttentionHeads(), c.numKeyValueHeads(),
-                c.headDim(), c.vocabSize(), (float) c.rmsNormEps(), (float) c.ropeTheta(), c.tieWordEmbeddings(), qkvBias, outputBias,
-                c.maxPositionEmbeddings());
+                c.headDim(), c.vocabSize(), (float) c.rmsNormEps(), (float) c.ropeTheta(), c.tieWordEmbeddings(),
+                ModelTensors.qkvBias(c), ModelTensors.outputBias(c), c.rope().contextLength(), c.rope(), c.hiddenAct(), c.mlpBias(),
+                c.architecture().hasQkNorm(), c.architecture().fusesProjections(),
+                c.architecture() == Architecture.PHI3 && c.rope().type() != RopeConfig.Type.DEFAULT).withGemma(c.gemma().orElse(null));
+    }
+
+    /**
+     * This directory with sequences of up to {@code positions} positions allowed (KV caches, prompts), in place of the
+     * configuration's ({@code max_position_embeddings}, or the context the rope scaling extends it to). transformers
+     * runs a model past it; a caller that wants the same says so here.
+     *
+     * @throws GraphlaneException if {@code positions} is not positive
+     */
+    public ModelDirectory withMaxPositions(int positions) {
+        if (positions < 1) {
+            throw new GraphlaneException("--max-positions must be >= 1, got " + positions);
+        }
+        return new ModelDirectory(dir, checkpoint, config.withMaxPositions(positions), eosTokenIds);
     }
 
     /** A lease source on the weights, with at most {@code maxOpenShards} shard files mapped at once; close it after loading. */

@@ -436,6 +436,16 @@ public final class InferencePipeline implements TextGenerator {
         private Duration loadTimeout = Duration.ofMinutes(10);
         private WeightFormat weights = WeightFormat.STORED;
         private Long kvBudget;
+        private Integer maxPositions;
+
+        /**
+         * The longest sequence (prompt and generated tokens) allowed, in place of the model's ({@code max_position_embeddings},
+         * or the context its rope scaling extends it to); transformers itself sets no limit.
+         */
+        public Builder maxPositions(int positions) {
+            this.maxPositions = positions;
+            return this;
+        }
 
         /** A Hugging Face model directory (config.json, tokenizer.json, safetensors). */
         public Builder model(Path dir) {
@@ -557,6 +567,9 @@ public final class InferencePipeline implements TextGenerator {
             weights.requireTensorParallel(tensorParallel);
             Path dir = model != null ? model : DemoModel.ensure();
             ModelDirectory md = ModelDirectory.open(dir);
+            if (maxPositions != null) {
+                md = md.withMaxPositions(maxPositions);
+            }
             new TensorParallelism(md.config(), tensorParallel);
             if (stages > md.config().layerCount()) {
                 throw new GraphlaneException("--stages " + stages + " is more than the model's " + md.config().layerCount()

@@ -194,7 +194,7 @@ public final class LlamaShard<T> implements AutoCloseable {
             if (embedding == null) {
                 throw new GraphlaneException(weights.stage() + " reads the previous stage's activation, got token ids");
             }
-            ops.embedding(embedding, tokens.tokenIds(), x);
+            layers.embed(embedding, tokens.tokenIds(), x);
         } else {
             T activation = ((StageInput.Hidden<T>) input).activation();
             if (ops.rows(activation) != rows || ops.cols(activation) != config.hiddenSize()) {
@@ -249,10 +249,8 @@ public final class LlamaShard<T> implements AutoCloseable {
     }
 
     private void addToResidual(Step<T> step, int phase, T sum) {
-        LayerWeights<T> w = weights.layers().get(phase / 2);
-        if (phase % 2 == 0 && w.bo() != null) {
-            ops.addBias(sum, w.bo());
-        }
+        // the output bias and Gemma's norm of the block output act on the reduced sum, never on a rank's partial
+        layers.closeBlock(weights.layers().get(phase / 2), phase % 2 == 0, sum);
         ops.add(step.x, sum, step.x);
     }
 

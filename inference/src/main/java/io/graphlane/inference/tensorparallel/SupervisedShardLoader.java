@@ -102,23 +102,21 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
         Range kv = tp.kvFeatures(rank);
         Range mlp = tp.intermediateFeatures(rank);
         for (int l = stage.layers().start(); l < stage.layers().end(); l++) {
-            tensors.add(whole(new Expected(LlamaTensors.layer(l, "input_layernorm.weight"), 1, hidden, true)));
-            tensors.add(rows(LlamaTensors.layer(l, "self_attn.q_proj.weight"), c.queryWidth(), hidden, q));
-            tensors.add(rows(LlamaTensors.layer(l, "self_attn.k_proj.weight"), c.kvWidth(), hidden, kv));
-            tensors.add(rows(LlamaTensors.layer(l, "self_attn.v_proj.weight"), c.kvWidth(), hidden, kv));
-            tensors.add(cols(LlamaTensors.layer(l, "self_attn.o_proj.weight"), hidden, c.queryWidth(), q));
-            if (c.qkvBias()) {
-                tensors.add(vector(LlamaTensors.layer(l, "self_attn.q_proj.bias"), c.queryWidth(), q));
-                tensors.add(vector(LlamaTensors.layer(l, "self_attn.k_proj.bias"), c.kvWidth(), kv));
-                tensors.add(vector(LlamaTensors.layer(l, "self_attn.v_proj.bias"), c.kvWidth(), kv));
+            for (Expected e : LlamaTensors.forLayer(c, l)) {
+                String field = e.name().substring(LlamaTensors.layer(l, "").length());
+                tensors.add(switch (field) {
+                    case "self_attn.q_proj.weight" -> rows(e, q);
+                    case "self_attn.k_proj.weight", "self_attn.v_proj.weight" -> rows(e, kv);
+                    case "self_attn.o_proj.weight" -> cols(e, q);
+                    case "self_attn.q_proj.bias" -> vector(e, q);
+                    case "self_attn.k_proj.bias", "self_attn.v_proj.bias" -> vector(e, kv);
+                    case "mlp.gate_proj.weight", "mlp.up_proj.weight" -> rows(e, mlp);
+                    case "mlp.gate_proj.bias", "mlp.up_proj.bias" -> vector(e, mlp);
+                    case "mlp.down_proj.weight" -> cols(e, mlp);
+                    // norms (Qwen3's per-head ones serve every head), and the biases added after the all-reduce
+                    default -> whole(e);
+                });
             }
-            if (c.outputBias()) {
-                tensors.add(whole(new Expected(LlamaTensors.layer(l, "self_attn.o_proj.bias"), 1, hidden, true)));
-            }
-            tensors.add(whole(new Expected(LlamaTensors.layer(l, "post_attention_layernorm.weight"), 1, hidden, true)));
-            tensors.add(rows(LlamaTensors.layer(l, "mlp.gate_proj.weight"), c.intermediateSize(), hidden, mlp));
-            tensors.add(rows(LlamaTensors.layer(l, "mlp.up_proj.weight"), c.intermediateSize(), hidden, mlp));
-            tensors.add(cols(LlamaTensors.layer(l, "mlp.down_proj.weight"), hidden, c.intermediateSize(), mlp));
         }
         if (rank == 0 && stage.isLast()) {
             tensors.add(whole(new Expected(LlamaTensors.FINAL_NORM, 1, hidden, true)));
@@ -214,7 +212,7 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
                     if (plan.recipe().isPresent()) {
                         weightSource = new WeightSource.FromRecipe(plan.recipe().get());
                     } else {
-                        EncodedLease lease = source.lease(name);
+                        EncodedLease lease = source.lease(t.whole().sourceName());
                         taken.add(lease);
                         weightSource = new WeightSource.FromLease(lease);
                     }
@@ -241,7 +239,7 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
 
     /** The tensor {@code expected} names as a recipe, checked for its shape and for a dtype the model reads. */
     private Recipe checked(Expected expected) {
-        Recipe recipe = Recipe.source(source, expected.name());
+        Recipe recipe = LlamaTensors.recipe(source, expected);
         Shape found = recipe.spec().shape();
         if (!found.equals(Shape.of(expected.checkpointShape()))) {
             throw new GraphlaneException("shape " + found + ", expected " + Shape.of(expected.checkpointShape()));
@@ -268,18 +266,18 @@ public final class SupervisedShardLoader<P, T> implements AutoCloseable {
         return new ShardTensor(e, e, -1, new Range(0, e.vector() ? e.cols() : e.rows()));
     }
 
-    /** Rows {@code part} of a {@code rows × cols} matrix (checkpoint axis 0). */
-    private static ShardTensor rows(String name, int rows, int cols, Range part) {
-        return new ShardTensor(new Expected(name, rows, cols, false), new Expected(name, part.size(), cols, false), 0, part);
+    /** Rows {@code part} of the matrix {@code e} (axis 0; of a fused tensor's rows where it is fused). */
+    private static ShardTensor rows(Expected e, Range part) {
+        return new ShardTensor(e, e.withShape(part.size(), e.cols()), 0, part);
     }
 
-    /** Columns {@code part} of a {@code rows × cols} matrix (checkpoint axis 1). */
-    private static ShardTensor cols(String name, int rows, int cols, Range part) {
-        return new ShardTensor(new Expected(name, rows, cols, false), new Expected(name, rows, part.size(), false), 1, part);
+    /** Columns {@code part} of the matrix {@code e} (axis 1). */
+    private static ShardTensor cols(Expected e, Range part) {
+        return new ShardTensor(e, e.withShape(e.rows(), part.size()), 1, part);
     }
 
-    /** Elements {@code part} of a vector of {@code size}. */
-    private static ShardTensor vector(String name, int size, Range part) {
-        return new ShardTensor(new Expected(name, 1, size, true), new Expected(name, 1, part.size(), true), 0, part);
+    /** Elements {@code part} of the vector {@code e}. */
+    private static ShardTensor vector(Expected e, Range part) {
+        return new ShardTensor(e, e.withShape(1, part.size()), 0, part);
     }
 }

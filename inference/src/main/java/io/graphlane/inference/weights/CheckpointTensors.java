@@ -20,8 +20,9 @@ public final class CheckpointTensors {
      */
     public static void requirePresent(CheckpointSource source, List<Expected> expected) {
         List<String> absent = expected.stream()
-                .filter(e -> !source.catalog().contains(e.name()))
-                .map(e -> e.name() + " (expected shape " + Shape.of(e.checkpointShape()) + ")")
+                .filter(e -> !source.catalog().contains(e.sourceName()))
+                .map(e -> e.sourceName() + (e.isFused() ? " (holding " + e.name() + ")" : " (expected shape "
+                        + Shape.of(e.checkpointShape()) + ")"))
                 .collect(Collectors.toList());
         if (!absent.isEmpty()) {
             throw new GraphlaneException("checkpoint " + source.catalog().dir() + " has no tensor " + String.join(", no tensor ", absent));
@@ -34,10 +35,11 @@ public final class CheckpointTensors {
      * @throws GraphlaneException naming the checkpoint directory, the tensor and both shapes
      */
     static void requireShape(CheckpointSource source, Expected expected) {
-        Shape found = source.spec(expected.name(), Selection.all()).shape();
-        if (!found.equals(Shape.of(expected.checkpointShape()))) {
-            throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": tensor " + expected.name() + " has shape " + found
-                    + ", expected " + Shape.of(expected.checkpointShape()));
+        Shape found = source.spec(expected.sourceName(), Selection.all()).shape();
+        Shape want = expected.isFused() ? Shape.of(expected.fused().totalRows(), expected.cols()) : Shape.of(expected.checkpointShape());
+        if (!found.equals(want)) {
+            throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": tensor " + expected.sourceName() + " has shape " + found
+                    + ", expected " + want);
         }
     }
 }

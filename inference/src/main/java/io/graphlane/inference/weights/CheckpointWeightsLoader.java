@@ -8,6 +8,7 @@ import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.core.param.EncodedLease;
 import io.graphlane.core.tensor.DType;
 import io.graphlane.inference.llama.LlamaConfig;
+import io.graphlane.inference.llama.LlamaTensors;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
 import io.graphlane.inference.llama.StageWeights;
 import io.graphlane.inference.stage.StageSpec;
@@ -46,7 +47,7 @@ public final class CheckpointWeightsLoader<T> implements StageWeightsLoader<T> {
         String name = expected.name();
         CheckpointTensors.requirePresent(source, List.of(expected));
         CheckpointTensors.requireShape(source, expected);
-        Recipe recipe = Recipe.source(source, name);
+        Recipe recipe = LlamaTensors.recipe(source, expected);
         DType dtype = recipe.spec().dtype();
         if (dtype != DType.F32) {
             if (dtype != DType.BF16 && dtype != DType.F16) {
@@ -59,7 +60,7 @@ public final class CheckpointWeightsLoader<T> implements StageWeightsLoader<T> {
         List<EncodedLease> leases = weight.acquireSources();
         try {
             ByteBuffer f32;
-            if (dtype == DType.F32) {
+            if (dtype == DType.F32 && !expected.isFused()) {
                 f32 = leases.get(0).bytes();
             } else {
                 f32 = ByteBuffer.allocateDirect(Math.toIntExact(weight.output().byteSize())).order(ByteOrder.LITTLE_ENDIAN);

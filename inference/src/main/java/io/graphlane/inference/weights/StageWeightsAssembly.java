@@ -93,7 +93,8 @@ public final class StageWeightsAssembly {
         distinct.add(weights.lmHead());
         for (LayerWeights<T> l : weights.layers()) {
             distinct.addAll(Arrays.asList(l.attentionNorm(), l.wq(), l.wk(), l.wv(), l.wo(), l.bq(), l.bk(), l.bv(), l.bo(),
-                    l.ffnNorm(), l.wGate(), l.wUp(), l.wDown()));
+                    l.ffnNorm(), l.wGate(), l.wUp(), l.wDown(), l.qNorm(), l.kNorm(), l.bGate(), l.bUp(), l.bDown(),
+                    l.postAttentionNorm(), l.postFfnNorm()));
         }
         distinct.remove(null);
         return distinct;
@@ -116,6 +117,7 @@ public final class StageWeightsAssembly {
      */
     public static <T> LayerWeights<T> layer(LlamaConfig c, int l, Map<String, T> made) {
         boolean bias = c.qkvBias();
+        boolean gemma = c.normsBlockOutputs();
         return new LayerWeights<>(
                 made.get(LlamaTensors.layer(l, "input_layernorm.weight")),
                 made.get(LlamaTensors.layer(l, "self_attn.q_proj.weight")),
@@ -126,9 +128,16 @@ public final class StageWeightsAssembly {
                 bias ? made.get(LlamaTensors.layer(l, "self_attn.k_proj.bias")) : null,
                 bias ? made.get(LlamaTensors.layer(l, "self_attn.v_proj.bias")) : null,
                 c.outputBias() ? made.get(LlamaTensors.layer(l, "self_attn.o_proj.bias")) : null,
-                made.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")),
+                made.get(LlamaTensors.layer(l, gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")),
                 made.get(LlamaTensors.layer(l, "mlp.gate_proj.weight")),
                 made.get(LlamaTensors.layer(l, "mlp.up_proj.weight")),
-                made.get(LlamaTensors.layer(l, "mlp.down_proj.weight")));
+                made.get(LlamaTensors.layer(l, "mlp.down_proj.weight")),
+                c.qkNorm() ? made.get(LlamaTensors.layer(l, "self_attn.q_norm.weight")) : null,
+                c.qkNorm() ? made.get(LlamaTensors.layer(l, "self_attn.k_norm.weight")) : null,
+                c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.gate_proj.bias")) : null,
+                c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.up_proj.bias")) : null,
+                c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.down_proj.bias")) : null,
+                gemma ? made.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")) : null,
+                gemma ? made.get(LlamaTensors.layer(l, "post_feedforward_layernorm.weight")) : null);
     }
 }

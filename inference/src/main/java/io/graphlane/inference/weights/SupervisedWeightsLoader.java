@@ -152,7 +152,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
                 if (plan.recipe().isPresent()) {
                     weightSource = new WeightSource.FromRecipe(plan.recipe().get());
                 } else {
-                    EncodedLease lease = source.lease(e.name());
+                    EncodedLease lease = source.lease(e.sourceName());
                     taken.add(lease);
                     weightSource = new WeightSource.FromLease(lease);
                 }

@@ -55,12 +55,18 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
         Shape shape = Shape.of(tensor.checkpointShape());
         requireHoldable(format, narrow);
         if (!narrow) {
+            if (tensor.isFused()) {
+                // rows of a fused tensor: always a recipe (a selection of the fused tensor), widened here
+                Recipe rows = LlamaTensors.recipe(source, tensor);
+                Recipe f32 = rows.spec().dtype() == DType.F32 ? rows : rows.cast(DType.F32);
+                return new WeightPlan(new TensorSpec(DType.F32, shape), Optional.of(DerivedWeight.of(tensor.name(), f32)));
+            }
             return new WeightPlan(new TensorSpec(DType.F32, shape), Optional.empty()); // the backend widens as it realizes
         }
-        DType stored = source.spec(tensor.name(), Selection.all()).dtype();
+        DType stored = LlamaTensors.recipe(source, tensor).spec().dtype();
         if (format == WeightFormat.Q8 && isQuantized(tensor) && tensor.cols() % BlockQ8.BLOCK == 0) {
             // the slot expects the quantized form of the expected shape, so a wrong-shaped source fails the bind, naming both
-            Recipe q = Recipe.source(source, tensor.name()).quantizeQ8();
+            Recipe q = LlamaTensors.recipe(source, tensor).quantizeQ8();
             return new WeightPlan(BlockQ8.quantizedSpec(shape), Optional.of(DerivedWeight.of(tensor.name(), q)));
         }
         DType target = tensor.vector() ? DType.F32 : switch (format) {
@@ -69,9 +75,10 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
             case STORED, Q8 -> stored == DType.BF16 || stored == DType.F16 ? storedNarrow(stored) : DType.F32;
         };
         if (target == stored) {
-            return new WeightPlan(new TensorSpec(target, shape), Optional.empty());
+            return new WeightPlan(new TensorSpec(target, shape), tensor.isFused()
+                    ? Optional.of(DerivedWeight.of(tensor.name(), LlamaTensors.recipe(source, tensor))) : Optional.empty());
         }
-        Recipe cast = Recipe.source(source, tensor.name()).cast(target);
+        Recipe cast = LlamaTensors.recipe(source, tensor).cast(target);
         return new WeightPlan(new TensorSpec(target, shape), Optional.of(DerivedWeight.of(tensor.name(), cast)));
     }
 

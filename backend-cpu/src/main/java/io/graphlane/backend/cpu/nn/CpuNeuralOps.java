@@ -6,7 +6,9 @@ import static org.bytedeco.openblas.global.openblas_nolapack.CblasTrans;
 import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemm;
 import static org.bytedeco.openblas.global.openblas_nolapack.cblas_sgemv;
 
+import io.graphlane.core.nn.GateActivation;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.RotaryTable;
 import io.graphlane.core.nn.ShapeMismatchException;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
@@ -159,6 +161,11 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
 
     @Override
     public void rmsNorm(CpuTensor x, CpuTensor weight, float eps, CpuTensor out) {
+        rmsNorm(x, weight, eps, 0f, out);
+    }
+
+    @Override
+    public void rmsNorm(CpuTensor x, CpuTensor weight, float eps, float weightOffset, CpuTensor out) {
         int dim = x.cols();
         requireVector("rmsNorm", "weight", weight, dim);
         requireSameShape("rmsNorm", "out", x, out);
@@ -172,7 +179,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 float v = in.get(base + i);
                 sumOfSquares += v * v;
             }
-            normalizeRow(in, w, base, dim, sumOfSquares, eps, target);
+            normalizeRow(in, w, weightOffset, base, dim, sumOfSquares, eps, target);
         }
     }
 
@@ -183,6 +190,12 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
      */
     @Override
     public void addRmsNorm(CpuTensor x, CpuTensor residual, CpuTensor weight, float eps, CpuTensor out) {
+        addRmsNorm(x, residual, weight, eps, 0f, out);
+    }
+
+    /** {@link #addRmsNorm(CpuTensor, CpuTensor, CpuTensor, float, CpuTensor)} with the scale {@code weightOffset + weight}. */
+    @Override
+    public void addRmsNorm(CpuTensor x, CpuTensor residual, CpuTensor weight, float eps, float weightOffset, CpuTensor out) {
         int dim = x.cols();
         requireSameShape("addRmsNorm", "residual", x, residual);
         requireVector("addRmsNorm", "weight", weight, dim);
@@ -199,15 +212,43 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 sum.put(base + i, v);
                 sumOfSquares += v * v;
             }
-            normalizeRow(sum, w, base, dim, sumOfSquares, eps, target);
+            normalizeRow(sum, w, weightOffset, base, dim, sumOfSquares, eps, target);
         }
     }
 
-    private static void normalizeRow(FloatBuffer in, FloatBuffer w, int base, int dim, double sumOfSquares, float eps, FloatBuffer target) {
+    private static void normalizeRow(FloatBuffer in, FloatBuffer w, float weightOffset, int base, int dim, double sumOfSquares,
+                                     float eps, FloatBuffer target) {
         float scale = (float) (1.0 / Math.sqrt((float) (sumOfSquares / dim) + eps));
         for (int i = 0; i < dim; i++) {
-            target.put(base + i, w.get(i) * (in.get(base + i) * scale));
+            target.put(base + i, (weightOffset + w.get(i)) * (in.get(base + i) * scale));
         }
+    }
+
+    @Override
+    public void scale(CpuTensor x, float factor) {
+        FloatBuffer data = x.data();
+        int n = x.rows() * x.cols();
+        for (int i = 0; i < n; i++) {
+            data.put(i, data.get(i) * factor);
+        }
+    }
+
+    /** {@code x = cap · tanh(x / cap)} element-wise, the division and the product in F32 and tanh in double. */
+    @Override
+    public void softcap(CpuTensor x, float cap) {
+        if (!(cap > 0) || Float.isInfinite(cap)) {
+            throw new IllegalArgumentException("softcap: cap must be a positive finite number, got " + cap);
+        }
+        FloatBuffer data = x.data();
+        int n = x.rows() * x.cols();
+        for (int i = 0; i < n; i++) {
+            data.put(i, capped(data.get(i), cap));
+        }
+    }
+
+    /** {@code cap · tanh(v / cap)}: the soft cap of one value. */
+    static float capped(float v, float cap) {
+        return cap * (float) Math.tanh(v / cap);
     }
 
     @Override
@@ -302,38 +343,46 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     }
 
     @Override
-    public void rope(CpuTensor x, int[] positions, int headDim, float theta) {
-        requireRopeShape("x", x, positions, headDim);
-        rotate(x, null, positions, headDim, theta);
+    public void rope(CpuTensor x, int[] positions, int headDim, RotaryTable table) {
+        requireRopeShape("x", x, positions, headDim, table);
+        rotate(x, null, positions, headDim, table);
     }
 
     /** Rotates {@code q} and {@code k} in one pass over the positions: each angle's cosine and sine serve both. */
     @Override
-    public void ropeQk(CpuTensor q, CpuTensor k, int[] positions, int headDim, float theta) {
-        requireRopeShape("q", q, positions, headDim);
-        requireRopeShape("k", k, positions, headDim);
-        rotate(q, k, positions, headDim, theta);
+    public void ropeQk(CpuTensor q, CpuTensor k, int[] positions, int headDim, RotaryTable table) {
+        requireRopeShape("q", q, positions, headDim, table);
+        requireRopeShape("k", k, positions, headDim, table);
+        rotate(q, k, positions, headDim, table);
     }
 
-    private static void requireRopeShape(String operand, CpuTensor x, int[] positions, int headDim) {
+    private static void requireRopeShape(String operand, CpuTensor x, int[] positions, int headDim, RotaryTable table) {
         ShapeMismatchException.require("rope", "positions", "length (rows of " + operand + ")", x.rows(), positions.length);
         if (headDim <= 0 || headDim % 2 != 0 || x.cols() % headDim != 0) {
             throw new ShapeMismatchException("rope", operand, "cols a multiple of an even headDim " + headDim, "cols = " + x.cols());
         }
+        if (table.rotaryDim() > headDim) {
+            throw new ShapeMismatchException("rope", "table", "a rotary width of at most headDim " + headDim,
+                    "rotaryDim = " + table.rotaryDim());
+        }
     }
 
-    /** Rotates every head of {@code a} and, unless null, of {@code b}, both of {@code positions.length} rows. */
-    private void rotate(CpuTensor a, CpuTensor b, int[] positions, int headDim, float theta) {
-        float[] invFreq = inverseFrequencies(headDim, theta);
-        int half = headDim / 2;
+    /**
+     * Rotates the first {@code table.rotaryDim()} features of every head of {@code a} and, unless null, of {@code b},
+     * both of {@code positions.length} rows. The angle is computed in double (position times frequency), then its
+     * cosine and sine are scaled and rounded to F32.
+     */
+    private void rotate(CpuTensor a, CpuTensor b, int[] positions, int headDim, RotaryTable table) {
+        int half = table.rotaryDim() / 2;
+        double scaling = table.attentionScaling();
         FloatBuffer first = a.data();
         FloatBuffer second = b == null ? null : b.data();
         for (int r = 0; r < positions.length; r++) {
-            float position = positions[r];
+            double position = positions[r];
             for (int i = 0; i < half; i++) {
-                float angle = position * invFreq[i];
-                float cos = (float) Math.cos(angle);
-                float sin = (float) Math.sin(angle);
+                double angle = position * table.frequency(i);
+                float cos = (float) (Math.cos(angle) * scaling);
+                float sin = (float) (Math.sin(angle) * scaling);
                 rotatePair(first, r * a.cols() + i, a.cols() / headDim, headDim, half, cos, sin);
                 if (second != null) {
                     rotatePair(second, r * b.cols() + i, b.cols() / headDim, headDim, half, cos, sin);
@@ -354,6 +403,34 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         }
     }
 
+    @Override
+    public void rmsNormHeads(CpuTensor x, CpuTensor weight, float eps, int headDim) {
+        rmsNormHeads(x, weight, eps, headDim, 0f);
+    }
+
+    @Override
+    public void rmsNormHeads(CpuTensor x, CpuTensor weight, float eps, int headDim, float weightOffset) {
+        if (headDim <= 0 || x.cols() % headDim != 0) {
+            throw new ShapeMismatchException("rmsNormHeads", "x", "cols a multiple of headDim " + headDim, "cols = " + x.cols());
+        }
+        requireVector("rmsNormHeads", "weight", weight, headDim);
+        FloatBuffer data = x.data();
+        FloatBuffer w = weight.data();
+        int heads = x.rows() * (x.cols() / headDim);
+        for (int h = 0; h < heads; h++) {
+            int base = h * headDim;
+            double sum = 0;
+            for (int i = 0; i < headDim; i++) {
+                float v = data.get(base + i);
+                sum += v * v;
+            }
+            float inv = (float) (1.0 / Math.sqrt(sum / headDim + eps));
+            for (int i = 0; i < headDim; i++) {
+                data.put(base + i, data.get(base + i) * inv * (weightOffset + w.get(i)));
+            }
+        }
+    }
+
     /**
      * For each query row and each key/value head, over the cache rows the row sees (those of its window, see
      * {@link io.graphlane.core.nn.NeuralOps#attention(Object, Object, Object, int[], int, int, int, int, Object)}): the
@@ -366,15 +443,25 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     @Override
     public void attention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
                           int headCount, int kvHeadCount, int headDim, int window, CpuTensor out) {
+        attention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, NeuralOps.plainAttentionScale(headDim), 0f, out);
+    }
+
+    /**
+     * {@link #attention(CpuTensor, CpuTensor, CpuTensor, int[], int, int, int, int, CpuTensor)} with the scores
+     * {@code scale · Q·Kᵀ}, soft-capped to {@code softcap · tanh(S / softcap)} when {@code softcap > 0} before the softmax.
+     */
+    @Override
+    public void attention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
+                          int headCount, int kvHeadCount, int headDim, int window, float scale, float softcap, CpuTensor out) {
         int seenMost = checkAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+        checkScores(scale, softcap);
         if (!PackedKernels.VECTOR) {
-            blasAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+            blasAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, scale, softcap, out);
             return;
         }
         int groupSize = headCount / kvHeadCount;
         int kvWidth = keys.cols();
         int groupWidth = groupSize * headDim;
-        float scale = (float) (1.0 / Math.sqrt(headDim));
         FloatBuffer queries = q.data();
         FloatBuffer target = out.data();
         // one unit per query row and key/value head, split over the threads a projection uses
@@ -388,7 +475,7 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 int queryBase = r * qCols + kvHead * groupWidth;
                 int first = firstAttended(positions[r], window);
                 // the window's rows as rows [0, seen) of a cache that starts at row `first`
-                VectorAttention.attend(queries, queryBase, groupSize, headDim, scale, keyBytes, valueBytes, kvWidth,
+                VectorAttention.attend(queries, queryBase, groupSize, headDim, scale, softcap, keyBytes, valueBytes, kvWidth,
                         first * kvWidth + kvHead * headDim, positions[r] + 1 - first, target, queryBase);
             }
         });
@@ -400,11 +487,17 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
      */
     void blasAttention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
                        int headCount, int kvHeadCount, int headDim, int window, CpuTensor out) {
+        blasAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, NeuralOps.plainAttentionScale(headDim), 0f, out);
+    }
+
+    /** {@link #blasAttention(CpuTensor, CpuTensor, CpuTensor, int[], int, int, int, int, CpuTensor)} with a score scale and soft cap. */
+    void blasAttention(CpuTensor q, CpuTensor keys, CpuTensor values, int[] positions,
+                       int headCount, int kvHeadCount, int headDim, int window, float scale, float softcap, CpuTensor out) {
         checkAttention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, out);
+        checkScores(scale, softcap);
         int groupSize = headCount / kvHeadCount;
         int kvWidth = keys.cols();
         int groupWidth = groupSize * headDim;
-        float scale = (float) (1.0 / Math.sqrt(headDim));
         FloatBuffer queries = q.data();
         FloatBuffer target = out.data();
         FloatBuffer k = keys.data();
@@ -420,6 +513,11 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
                 int kvOffset = first * kvWidth + kvHead * headDim;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, groupSize, seen, headDim, scale,
                         queries.slice(queryBase, groupWidth), headDim, k.slice(kvOffset, cacheSpan), kvWidth, 0f, s, seen);
+                if (softcap > 0) {
+                    for (int i = 0; i < groupSize * seen; i++) {
+                        s.put(i, capped(s.get(i), softcap));
+                    }
+                }
                 softmaxRows(s, groupSize, seen);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, groupSize, headDim, seen, 1f,
                         s, seen, v.slice(kvOffset, cacheSpan), kvWidth, 0f, target.slice(queryBase, groupWidth), headDim);
@@ -435,6 +533,15 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
     static int firstAttended(int position, int window) {
         // position >= 0 and window >= 1: position - window + 1 cannot overflow
         return Math.max(0, position - window + 1);
+    }
+
+    private static void checkScores(float scale, float softcap) {
+        if (!(scale > 0) || Float.isInfinite(scale)) {
+            throw new IllegalArgumentException("attention: score scale must be a positive finite number, got " + scale);
+        }
+        if (!(softcap >= 0) || Float.isInfinite(softcap)) {
+            throw new IllegalArgumentException("attention: soft cap must be 0 (none) or a positive finite number, got " + softcap);
+        }
     }
 
     /** Checks the attention operands; returns the most cache rows any query row reads. */
@@ -474,6 +581,23 @@ public final class CpuNeuralOps implements NeuralOps<CpuTensor> {
         for (int i = 0; i < n; i++) {
             float x = g.get(i);
             target.put(i, x / (1f + (float) Math.exp(-x)) * u.get(i));
+        }
+    }
+
+    @Override
+    public void gatedMul(CpuTensor gate, CpuTensor up, CpuTensor out, GateActivation activation) {
+        if (activation == GateActivation.SILU) {
+            siluMul(gate, up, out);
+            return;
+        }
+        requireSameShape("gatedMul", "up", gate, up);
+        requireSameShape("gatedMul", "out", gate, out);
+        FloatBuffer g = gate.data();
+        FloatBuffer u = up.data();
+        FloatBuffer target = out.data();
+        int n = gate.rows() * gate.cols();
+        for (int i = 0; i < n; i++) {
+            target.put(i, (float) (activation.apply(g.get(i)) * u.get(i)));
         }
     }
 

@@ -36,11 +36,12 @@ final class VectorAttention {
 
     /**
      * Writes {@code out[outBase + g·headDim + d]} for the {@code group} query heads {@code g} read from
-     * {@code queries[queryBase + g·headDim + d]}: softmax over the rows {@code t < seen} of {@code scale · q_g·k_t},
+     * {@code queries[queryBase + g·headDim + d]}: softmax over the rows {@code t < seen} of {@code scale · q_g·k_t}
+     * (soft-capped to {@code softcap · tanh(score / softcap)} when {@code softcap > 0}),
      * applied to the rows {@code v_t}, where key and value row {@code t} start at float {@code t·kvWidth + kvOffset}
      * of {@code keys} and {@code values} (little-endian bytes of the cache).
      */
-    static void attend(FloatBuffer queries, int queryBase, int group, int headDim, float scale,
+    static void attend(FloatBuffer queries, int queryBase, int group, int headDim, float scale, float softcap,
                        ByteBuffer keys, ByteBuffer values, int kvWidth, int kvOffset, int seen,
                        FloatBuffer out, int outBase) {
         int width = group * headDim;
@@ -52,6 +53,11 @@ final class VectorAttention {
         }
         for (int g0 = 0; g0 < group; g0 += 4) {
             scores(s, g0, Math.min(4, group - g0), headDim, keys, kvWidth, kvOffset, seen, scoresAt);
+        }
+        if (softcap > 0) {
+            for (int i = scoresAt; i < scoresAt + group * seen; i++) {
+                s[i] = CpuNeuralOps.capped(s[i], softcap);
+            }
         }
         for (int g = 0; g < group; g++) {
             softmax(s, scoresAt + g * seen, seen);

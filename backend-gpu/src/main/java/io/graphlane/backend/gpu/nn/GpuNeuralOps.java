@@ -10,7 +10,9 @@ import io.graphlane.backend.gpu.JavaCppAddresses;
 import io.graphlane.backend.gpu.PinnedBuffer;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.HostCopy;
+import io.graphlane.core.nn.GateActivation;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.nn.RotaryTable;
 import io.graphlane.core.nn.ShapeMismatchException;
 import java.util.Objects;
 import jcuda.Pointer;
@@ -137,6 +139,11 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
 
     @Override
     public void rmsNorm(GpuMatrix x, GpuMatrix weight, float eps, GpuMatrix out) {
+        rmsNorm(x, weight, eps, 0f, out);
+    }
+
+    @Override
+    public void rmsNorm(GpuMatrix x, GpuMatrix weight, float eps, float weightOffset, GpuMatrix out) {
         OpShapes.requireVector("rmsNorm", "weight", x.cols(), weight.rows(), weight.cols());
         OpShapes.requireSame("rmsNorm", "out", x.rows(), x.cols(), out.rows(), out.cols());
         if (x.rows() == 0) {
@@ -144,7 +151,8 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         }
         kernels.launch(stream, "gl_rms_norm", x.rows(), BLOCK, 0,
                 Pointer.to(x.pointer()), Pointer.to(weight.pointer()), Pointer.to(out.pointer()),
-                Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}), Pointer.to(new float[] {eps}));
+                Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}), Pointer.to(new float[] {eps}),
+                Pointer.to(new float[] {weightOffset}));
     }
 
     @Override
@@ -181,23 +189,55 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     }
 
     @Override
-    public void rope(GpuMatrix x, int[] positions, int headDim, float theta) {
-        OpShapes.requireRope(x.cols(), headDim);
+    public void rope(GpuMatrix x, int[] positions, int headDim, RotaryTable table) {
+        OpShapes.requireRope(x.cols(), headDim, table.rotaryDim());
         ShapeMismatchException.require("rope", "positions", "length (rows of x)", x.rows(), positions.length);
         if (x.elements() == 0) {
             return;
         }
         DeviceBuffer pos = uploadInts(positions);
-        long pairs = x.elements() / 2;
+        DeviceBuffer frequencies = uploadFloats(table.frequenciesF32());
+        long pairs = (long) x.rows() * (x.cols() / headDim) * (table.rotaryDim() / 2);
         kernels.launch(stream, "gl_rope", LaunchGeometry.elementwiseGrid(pairs, BLOCK), BLOCK, 0,
-                Pointer.to(x.pointer()), Pointer.to(pos.pointer()), Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}),
-                Pointer.to(new int[] {headDim}), Pointer.to(new float[] {theta}));
+                Pointer.to(x.pointer()), Pointer.to(pos.pointer()), Pointer.to(frequencies.pointer()),
+                Pointer.to(new int[] {x.rows()}), Pointer.to(new int[] {x.cols()}), Pointer.to(new int[] {headDim}),
+                Pointer.to(new int[] {table.rotaryDim()}), Pointer.to(new float[] {(float) table.attentionScaling()}));
         releaseAfterEnqueuedWork(pos, "rope positions");
+        releaseAfterEnqueuedWork(frequencies, "rope frequencies");
+    }
+
+    @Override
+    public void rmsNormHeads(GpuMatrix x, GpuMatrix weight, float eps, int headDim) {
+        rmsNormHeads(x, weight, eps, headDim, 0f);
+    }
+
+    @Override
+    public void rmsNormHeads(GpuMatrix x, GpuMatrix weight, float eps, int headDim, float weightOffset) {
+        OpShapes.requireRope(x.cols(), headDim, headDim);
+        OpShapes.requireVector("rmsNormHeads", "weight", headDim, weight.rows(), weight.cols());
+        if (x.elements() == 0) {
+            return;
+        }
+        // the heads are contiguous: the row kernel over rows x heads rows of headDim, in place
+        int heads = Math.multiplyExact(x.rows(), x.cols() / headDim);
+        kernels.launch(stream, "gl_rms_norm", heads, BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(weight.pointer()), Pointer.to(x.pointer()), Pointer.to(new int[] {heads}),
+                Pointer.to(new int[] {headDim}), Pointer.to(new float[] {eps}), Pointer.to(new float[] {weightOffset}));
     }
 
     @Override
     public void attention(GpuMatrix q, GpuMatrix keys, GpuMatrix values, int[] positions, int headCount, int kvHeadCount, int headDim,
                           int window, GpuMatrix out) {
+        attention(q, keys, values, positions, headCount, kvHeadCount, headDim, window, NeuralOps.plainAttentionScale(headDim), 0f, out);
+    }
+
+    @Override
+    public void attention(GpuMatrix q, GpuMatrix keys, GpuMatrix values, int[] positions, int headCount, int kvHeadCount, int headDim,
+                          int window, float scale, float softcap, GpuMatrix out) {
+        if (!(scale > 0) || Float.isInfinite(scale) || !(softcap >= 0) || Float.isInfinite(softcap)) {
+            throw new IllegalArgumentException("attention: score scale must be positive and soft cap 0 or positive, got " + scale
+                    + " and " + softcap);
+        }
         OpShapes.requireAttention(q.rows(), q.cols(), keys.rows(), keys.cols(), values.rows(), values.cols(),
                 positions, headCount, kvHeadCount, headDim, out.rows(), out.cols());
         int span = OpShapes.attentionSpan(positions, window);
@@ -211,8 +251,29 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
                 Pointer.to(q.pointer()), Pointer.to(keys.pointer()), Pointer.to(values.pointer()), Pointer.to(pos.pointer()),
                 Pointer.to(out.pointer()), Pointer.to(new int[] {q.rows()}), Pointer.to(new int[] {headCount}),
                 Pointer.to(new int[] {kvHeadCount}), Pointer.to(new int[] {headDim}),
-                Pointer.to(new float[] {(float) (1.0 / Math.sqrt(headDim))}), Pointer.to(new int[] {window}));
+                Pointer.to(new float[] {scale}), Pointer.to(new int[] {window}), Pointer.to(new float[] {softcap}));
         releaseAfterEnqueuedWork(pos, "attention positions");
+    }
+
+    @Override
+    public void scale(GpuMatrix x, float factor) {
+        if (x.elements() == 0 || factor == 1f) {
+            return;
+        }
+        kernels.launch(stream, "gl_scale", LaunchGeometry.elementwiseGrid(x.elements(), BLOCK), BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(new float[] {factor}), Pointer.to(new long[] {x.elements()}));
+    }
+
+    @Override
+    public void softcap(GpuMatrix x, float cap) {
+        if (!(cap > 0) || Float.isInfinite(cap)) {
+            throw new IllegalArgumentException("softcap: cap must be a positive finite number, got " + cap);
+        }
+        if (x.elements() == 0) {
+            return;
+        }
+        kernels.launch(stream, "gl_softcap", LaunchGeometry.elementwiseGrid(x.elements(), BLOCK), BLOCK, 0,
+                Pointer.to(x.pointer()), Pointer.to(new float[] {cap}), Pointer.to(new long[] {x.elements()}));
     }
 
     @Override
@@ -220,6 +281,17 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         OpShapes.requireSame("siluMul", "up", gate.rows(), gate.cols(), up.rows(), up.cols());
         OpShapes.requireSame("siluMul", "out", gate.rows(), gate.cols(), out.rows(), out.cols());
         elementwise("gl_silu_mul", gate, up, out);
+    }
+
+    @Override
+    public void gatedMul(GpuMatrix gate, GpuMatrix up, GpuMatrix out, GateActivation activation) {
+        OpShapes.requireSame("gatedMul", "up", gate.rows(), gate.cols(), up.rows(), up.cols());
+        OpShapes.requireSame("gatedMul", "out", gate.rows(), gate.cols(), out.rows(), out.cols());
+        elementwise(switch (activation) {
+            case SILU -> "gl_silu_mul";
+            case GELU -> "gl_gelu_mul";
+            case GELU_TANH -> "gl_gelu_tanh_mul";
+        }, gate, up, out);
     }
 
     @Override
@@ -347,6 +419,12 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
             throw new ShapeMismatchException("allocate", "shape", "non-negative rows and cols", rows + " x " + cols);
         }
         return new GpuMatrix(DeviceBuffer.allocate(stream, (long) rows * cols * Float.BYTES), 0, rows, cols, false);
+    }
+
+    private DeviceBuffer uploadFloats(float[] values) {
+        DeviceBuffer buffer = DeviceBuffer.allocate(stream, (long) values.length * Float.BYTES);
+        uploadOnStream(buffer.pointer(), Pointer.to(values), (long) values.length * Float.BYTES);
+        return buffer;
     }
 
     private DeviceBuffer uploadInts(int[] values) {

@@ -15,8 +15,8 @@ public final class KernelSources {
 
     /** The names of the kernels {@link #llama()} defines, in the order they appear. */
     public static final List<String> KERNELS = List.of(
-            "gl_embedding", "gl_rms_norm", "gl_rope", "gl_silu_mul", "gl_add", "gl_add_bias",
-            "gl_softmax_rows", "gl_attention", "gl_argmax_rows", "gl_f16_to_f32", "gl_bf16_to_f32");
+            "gl_embedding", "gl_rms_norm", "gl_rope", "gl_gelu_mul", "gl_gelu_tanh_mul", "gl_silu_mul", "gl_add", "gl_add_bias",
+            "gl_softmax_rows", "gl_attention", "gl_scale", "gl_softcap", "gl_argmax_rows", "gl_f16_to_f32", "gl_bf16_to_f32");
 
     private KernelSources() {
     }
@@ -71,7 +71,9 @@ public final class KernelSources {
                 for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long) r * cols + c] = src[c];
             }
 
-            extern "C" __global__ void gl_rms_norm(const float* x, const float* w, float* out, int rows, int cols, float eps) {
+            // out = x / rms(x) * (offset + w): offset 0 for Llama's norms, 1 for Gemma's (1 + w)
+            extern "C" __global__ void gl_rms_norm(const float* x, const float* w, float* out, int rows, int cols, float eps,
+                                                   float offset) {
                 __shared__ float shared[GL_BLOCK];
                 int r = blockIdx.x;
                 if (r >= rows) return;
@@ -79,26 +81,41 @@ public final class KernelSources {
                 float ss = 0.0f;
                 for (int c = threadIdx.x; c < cols; c += blockDim.x) ss += row[c] * row[c];
                 float inv = rsqrtf(gl_block_sum(ss, shared) / cols + eps);
-                for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long) r * cols + c] = row[c] * inv * w[c];
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long) r * cols + c] = row[c] * inv * (offset + w[c]);
             }
 
-            // Rotate-half RoPE: in each head the pair (i, i + headDim/2) turns by pos * theta^(-2i/headDim).
-            extern "C" __global__ void gl_rope(float* x, const int* pos, int rows, int cols, int headDim, float theta) {
-                int half = headDim / 2;
-                long long pairs = (long long) rows * (cols / headDim) * half;
+            // Rotate-half RoPE from a host-computed table: in each head the pair (i, i + rotaryDim/2) of the first
+            // rotaryDim features turns by pos * invFreq[i], cos and sin scaled by `scaling`; the rest of the head stays.
+            extern "C" __global__ void gl_rope(float* x, const int* pos, const float* invFreq, int rows, int cols, int headDim,
+                                               int rotaryDim, float scaling) {
+                int half = rotaryDim / 2;
+                int headsPerRow = cols / headDim;
+                long long pairs = (long long) rows * headsPerRow * half;
                 for (long long p = blockIdx.x * (long long) blockDim.x + threadIdx.x; p < pairs; p += (long long) gridDim.x * blockDim.x) {
                     int i = (int) (p % half);
                     long long headIndex = p / half;
-                    int headsPerRow = cols / headDim;
                     int r = (int) (headIndex / headsPerRow);
                     int h = (int) (headIndex % headsPerRow);
-                    float invFreq = 1.0f / powf(theta, (float) (2 * i) / (float) headDim);
-                    float angle = (float) pos[r] * invFreq;
-                    float c = cosf(angle), s = sinf(angle);
+                    float angle = (float) pos[r] * invFreq[i];
+                    float c = cosf(angle) * scaling, s = sinf(angle) * scaling;
                     float* head = x + (long long) r * cols + (long long) h * headDim;
                     float a = head[i], b = head[i + half];
                     head[i] = a * c - b * s;
                     head[i + half] = b * c + a * s;
+                }
+            }
+
+            extern "C" __global__ void gl_gelu_mul(const float* gate, const float* up, float* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    float g = gate[i];
+                    out[i] = 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * up[i];
+                }
+            }
+
+            extern "C" __global__ void gl_gelu_tanh_mul(const float* gate, const float* up, float* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    float g = gate[i];
+                    out[i] = 0.5f * g * (1.0f + tanhf(0.7978845608028654f * (g + 0.044715f * g * g * g))) * up[i];
                 }
             }
 
@@ -146,7 +163,7 @@ public final class KernelSources {
             // shared memory, one float per attended key: min(maxPosition + 1, window) floats.
             extern "C" __global__ void gl_attention(const float* q, const float* keys, const float* values, const int* pos,
                                                    float* out, int rows, int heads, int kvHeads, int headDim, float scale,
-                                                   int window) {
+                                                   int window, float softcap) {
                 extern __shared__ float scores[];
                 __shared__ float shared[GL_BLOCK];
                 int r = blockIdx.x / heads;
@@ -165,6 +182,8 @@ public final class KernelSources {
                     float dot = 0.0f;
                     for (int d = 0; d < headDim; d++) dot += qh[d] * k[d];
                     dot *= scale;
+                    // Gemma 2's attn_logit_softcapping: cap * tanh(score / cap), before the softmax; 0 is none
+                    if (softcap > 0.0f) dot = softcap * tanhf(dot / softcap);
                     scores[t] = dot;
                     m = fmaxf(m, dot);
                 }
@@ -183,6 +202,18 @@ public final class KernelSources {
                         acc += scores[t] * values[(long long) (first + t) * kvStride + (long long) kvh * headDim + d];
                     }
                     o[d] = acc * inv;
+                }
+            }
+
+            extern "C" __global__ void gl_scale(float* x, float factor, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    x[i] *= factor;
+                }
+            }
+
+            extern "C" __global__ void gl_softcap(float* x, float cap, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    x[i] = cap * tanhf(x[i] / cap);
                 }
             }
 

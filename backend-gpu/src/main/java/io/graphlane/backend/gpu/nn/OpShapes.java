@@ -51,8 +51,17 @@ final class OpShapes {
     }
 
     static void requireRope(int cols, int headDim) {
+        requireRope(cols, headDim, headDim);
+    }
+
+    /** Checks rope operands: cols a multiple of an even head width, and a rotary width (even) of at most the head. */
+    static void requireRope(int cols, int headDim, int rotaryDim) {
         if (headDim <= 0 || headDim % 2 != 0 || cols % headDim != 0) {
             throw new ShapeMismatchException("rope", "x", "cols a multiple of an even headDim " + headDim, "cols = " + cols);
+        }
+        if (rotaryDim <= 0 || rotaryDim % 2 != 0 || rotaryDim > headDim) {
+            throw new ShapeMismatchException("rope", "table", "an even rotary width of at most headDim " + headDim,
+                    "rotaryDim = " + rotaryDim);
         }
     }
 

@@ -119,6 +119,37 @@ class GpuNeuralOpsDeviceTest {
     }
 
     @Test
+    void gemmasOpsMatchTheCpu() {
+        float[] x = randoms(5 * 64);
+        float[] w = randoms(64);
+        float[] big = new float[x.length];
+        for (int i = 0; i < x.length; i++) {
+            big[i] = 20 * x[i];
+        }
+        compare(5, 64, (ops, t) -> ops.rmsNorm(t.x, t.w, 1e-6f, 1f, t.x), x, w);
+        compare(5, 64, (ops, t) -> ops.rmsNormHeads(t.x, t.w, 1e-6f, 64, 1f), x, w);
+        compare(5, 64, (ops, t) -> ops.scale(t.x, 55.5f), x, w);
+        compare(5, 64, (ops, t) -> ops.softcap(t.x, 15f), big, w);
+        int heads = 4;
+        int kvHeads = 2;
+        int headDim = 16;
+        int cache = 40;
+        float[] q = randoms(4 * heads * headDim);
+        float[] k = randoms(cache * kvHeads * headDim);
+        float[] v = randoms(cache * kvHeads * headDim);
+        int[] positions = {0, 2, 3, 39};
+        for (int window : new int[] {3, NeuralOps.NO_WINDOW}) {
+            GpuMatrix gOut = gpu.allocate(4, heads * headDim);
+            gpu.attention(gpu.fromHost(q, 4, heads * headDim), gpu.fromHost(k, cache, kvHeads * headDim),
+                    gpu.fromHost(v, cache, kvHeads * headDim), positions, heads, kvHeads, headDim, window, 0.5f, 2f, gOut);
+            CpuTensor cOut = cpu.allocate(4, heads * headDim);
+            cpu.attention(cpu.fromHost(q, 4, heads * headDim), cpu.fromHost(k, cache, kvHeads * headDim),
+                    cpu.fromHost(v, cache, kvHeads * headDim), positions, heads, kvHeads, headDim, window, 0.5f, 2f, cOut);
+            assertClose(read(cpu, cOut), read(gpu, gOut));
+        }
+    }
+
+    @Test
     void embeddingGathersRowsAndCopyOfASliceWritesThrough() {
         float[] table = randoms(10 * 8);
         GpuMatrix out = gpu.allocate(3, 8);
