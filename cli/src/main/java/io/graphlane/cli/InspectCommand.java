@@ -93,6 +93,7 @@ public final class InspectCommand implements Callable<Integer> {
         root.put("architecture", model.config().architecture().hfName());
         root.put("rope", model.config().rope().toString());
         root.put("hidden_act", model.config().hiddenAct().hfName());
+        model.config().gemma().ifPresent(g -> root.put("gemma", g.toString()));
         root.put("tensor_count", catalog.tensors().size());
         root.put("total_bytes", catalog.totalBytes());
         List<Map<String, Object>> tensors = new ArrayList<>();
@@ -142,6 +143,7 @@ public final class InspectCommand implements Callable<Integer> {
                 c.tieWordEmbeddings() ? ", tied embeddings" : "");
         out.printf("rope:         %s%n", c.rope());
         out.printf("mlp:          %s%s%n", c.hiddenAct().hfName(), c.mlpBias() ? ", biases" : "");
+        c.gemma().ifPresent(g -> out.printf("gemma:        %s%n", g));
         if (gguf != null) {
             printGguf(gguf, out);
             return;

@@ -13,6 +13,7 @@ import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.tensorparallel.TensorParallelStage;
 import io.graphlane.inference.tensorparallel.TensorParallelStages;
+import io.graphlane.inference.weights.WeightFormat;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -43,6 +44,12 @@ public final class LogitsCommand implements Callable<Integer> {
             description = "Shard lanes per stage (default ${DEFAULT-VALUE}); must divide the model's heads, kv heads and intermediate size.")
     int tensorParallel;
 
+    @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held, as in run:"
+            + " stored (default; the checkpoint's dtype: F16/BF16 read in place from the memory-mapped file when java runs with"
+            + " --add-modules jdk.incubator.vector, else widened to F32), f32, bf16 (16-bit with or without it), or q8 (8-bit blocks"
+            + " for the projection and MLP matrices). With --tensor-parallel above 1: stored or f32 (the shards hold F32).")
+    String weights;
+
     @Option(names = "--json", description = "Print one JSON object: {\"ids\":[…],\"stages\":P,\"tensor_parallel\":T,\"last_logits\":[…]}.")
     boolean json;
 
@@ -52,6 +59,8 @@ public final class LogitsCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         List<Integer> prompt = RunCommand.parseIds(ids);
+        WeightFormat format = WeightFormat.parse("--weights", weights);
+        format.requireTensorParallel(tensorParallel);
         ModelDirectory dir = ModelDirectory.open(model);
         int vocab = dir.config().vocabSize();
         for (int id : prompt) {
@@ -68,7 +77,7 @@ public final class LogitsCommand implements Callable<Integer> {
         }
         int[] tokens = prompt.stream().mapToInt(Integer::intValue).toArray();
         List<Segment> segments = List.of(new Segment(1, 0, tokens.length));
-        float[] logits = tensorParallel == 1 ? staged(dir, segments, tokens) : tensorParallel(dir, segments, tokens);
+        float[] logits = tensorParallel == 1 ? staged(dir, format, segments, tokens) : tensorParallel(dir, segments, tokens);
         var out = spec.commandLine().getOut();
         if (json) {
             ObjectNode o = new ObjectMapper().createObjectNode();
@@ -95,9 +104,12 @@ public final class LogitsCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** The logits through the model's stages, each on the calling thread. */
-    private float[] staged(ModelDirectory dir, List<Segment> segments, int[] tokens) {
-        try (StagedModel<CpuTensor> staged = CpuModels.staged(dir, stages)) {
+    /**
+     * The logits through the model's stages, each on the calling thread, their weights loaded as {@code run} loads them
+     * (through the materialization supervisor, held in {@code format}).
+     */
+    private float[] staged(ModelDirectory dir, WeightFormat format, List<Segment> segments, int[] tokens) {
+        try (StagedModel<CpuTensor> staged = CpuModels.supervised(dir, stages, format)) {
             return staged.step(segments, tokens)[0];
         }
     }

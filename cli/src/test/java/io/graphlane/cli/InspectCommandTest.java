@@ -97,12 +97,12 @@ class InspectCommandTest {
         assertEquals("", run.err());
         JsonNode root = StrictJson.mapper().readTree(run.out());
         List<String> keys = names(root.fieldNames());
-        assertEquals(List.of("format", "architecture", "rope", "hidden_act", "tensor_count", "total_bytes", "tensors", "sampling_defaults",
-                "special_tokens_added", "decode_clean_up", "chat_template"), keys);
-        assertEquals("none", root.get("sampling_defaults").asText());
-        assertEquals("as tokenizer.json's post-processor adds them", root.get("special_tokens_added").asText());
+        assertEquals(List.of("format", "architecture", "rope", "hidden_act", "tensor_count", "total_bytes", "tensors",
+                "sampling_defaults", "special_tokens_added", "decode_clean_up", "chat_template"), keys);
         assertEquals("default (theta 10000.0)", root.get("rope").asText());
         assertEquals("silu", root.get("hidden_act").asText());
+        assertEquals("none", root.get("sampling_defaults").asText());
+        assertEquals("as tokenizer.json's post-processor adds them", root.get("special_tokens_added").asText());
         assertEquals("safetensors", root.get("format").asText());
         assertEquals("LlamaForCausalLM", root.get("architecture").asText());
         assertEquals(39, root.get("tensor_count").asInt());
@@ -155,6 +155,16 @@ class InspectCommandTest {
         assertTrue(out.lines().anyMatch(l -> l.startsWith("model.norm.weight ") && l.contains("[64]")
                 && l.contains("256") && l.endsWith("model-00002-of-00002.safetensors")), out);
         assertEquals(39 + 9 + 5, out.lines().count(), "the catalogue, then a blank line and four lines of settings");
+    }
+
+    @Test
+    void aGemmaModelShowsItsAdditions() {
+        Path gemma = Path.of("..", "inference", "src", "test", "resources", "hf-fixtures", "gemma2");
+        Run run = inspect(gemma.toString());
+        assertEquals(0, run.status(), run.err());
+        assertTrue(run.out().contains("architecture: Gemma2ForCausalLM (layers 4"), run.out());
+        assertTrue(run.out().contains("gemma:        query_pre_attn_scalar 24.0, attention soft cap 5.0, final soft cap 15.0, "
+                + "embedding scale 8.0"), run.out());
     }
 
     /** inspect runs the load's checks: a config.json field the loader refuses is refused here too, in one line. */

@@ -86,6 +86,36 @@ class RunCommandsTest {
     }
 
     @Test
+    void logitsOfABf16CheckpointMatchTheBf16ReferenceInEveryWeightFormat() throws Exception {
+        // The bf16 variant holds the same weights rounded to bfloat16; its reference is computed from those.
+        JsonNode p = reference().get(0);
+        JsonNode expected = p.get("last_logits_bf16_weights");
+        for (String weights : List.of("stored", "f32", "bf16")) {
+            Run run = cli("logits", "--model", FIXTURE.resolve("bf16").toString(), "--ids", ids(p.get("ids")), "--stages", "2",
+                    "--weights", weights, "--json");
+            assertEquals(0, run.status(), run.err());
+            JsonNode logits = JSON.readTree(run.out()).get("last_logits");
+            assertEquals(expected.size(), logits.size());
+            for (int i = 0; i < expected.size(); i++) {
+                assertEquals(expected.get(i).asDouble(), logits.get(i).asDouble(), 2e-3, "logit " + i + " with --weights " + weights);
+            }
+        }
+    }
+
+    @Test
+    void logitsRefusesAWeightFormatItCannotHoldWithOneLine() throws Exception {
+        String ids = ids(reference().get(0).get("ids"));
+        Run sharded = cli("logits", "--model", FIXTURE.toString(), "--ids", ids, "--tensor-parallel", "2", "--weights", "bf16");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, sharded.status(), sharded.err());
+        assertEquals(1, sharded.err().strip().lines().count(), "one line, no stack trace: " + sharded.err());
+        assertTrue(sharded.err().contains("--weights bf16 is not supported with --tensor-parallel 2"), sharded.err());
+        Run unknown = cli("logits", "--model", FIXTURE.toString(), "--ids", ids, "--weights", "f16");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, unknown.status(), unknown.err());
+        assertEquals(1, unknown.err().strip().lines().count(), "one line, no stack trace: " + unknown.err());
+        assertTrue(unknown.err().contains("--weights: 'f16' is not a weight format; use one of stored, f32, bf16, q8"), unknown.err());
+    }
+
+    @Test
     void tensorParallelLogitsMatchTheUnshardedOnes() throws Exception {
         JsonNode p = reference().get(0);
         for (int stages = 1; stages <= 2; stages++) {

@@ -44,6 +44,13 @@ final class ConfigFieldList {
             "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens",
             "begin_suppress_tokens");
 
+    /**
+     * Fields of Gemma configs that change no output: the generation cache default ({@code cache_implementation:
+     * "hybrid"}), and the {@code sliding_window_size} some early Gemma 2 configs carry, which transformers' Gemma2Config
+     * never reads (the window is {@code sliding_window}).
+     */
+    static final Set<String> GEMMA_HARMLESS = Set.of("cache_implementation", "sliding_window_size");
+
     private ConfigFieldList() {
     }
 
@@ -60,8 +67,7 @@ final class ConfigFieldList {
             if (name.equals("quantization_config")) {
                 throw f.refuse(name, "is present: graphlane reads unquantized checkpoints (F32, F16, BF16) only");
             }
-            if (arch.isGemma() && (GemmaConfig.FIELDS.contains(name) || name.equals("cache_implementation"))) {
-                // Gemma's own fields (GemmaConfig), and its generation cache default ("hybrid"), which changes no output
+            if (arch.isGemma() && (GemmaConfig.FIELDS.contains(name) || GEMMA_HARMLESS.contains(name))) {
                 continue;
             }
             if (!APPLIED.contains(name) && !WINDOW.contains(name) && !HARMLESS.contains(name)) {

@@ -46,6 +46,14 @@ public record GemmaConfig(double queryPreAttnScalar, double attnLogitSoftcapping
         return 1.0 / Math.sqrt(queryPreAttnScalar);
     }
 
+    /** One line for {@code inspect}: the scale, the caps, the embedding scale and the sliding layers' RoPE. */
+    @Override
+    public String toString() {
+        return "query_pre_attn_scalar " + queryPreAttnScalar + ", attention soft cap " + (attnLogitSoftcapping > 0 ? attnLogitSoftcapping : "none")
+                + ", final soft cap " + (finalLogitSoftcapping > 0 ? finalLogitSoftcapping : "none") + ", embedding scale " + embeddingScale
+                + ", sliding layers' rope " + slidingRope;
+    }
+
     /** Reads the Gemma fields of {@code f} for {@code arch}; {@code slidingRope} comes from the rope reader. */
     static GemmaConfig read(ConfigFields f, Architecture arch, int hidden, RopeConfig slidingRope, Optional<String> dtype) {
         if (f.bool("use_bidirectional_attention", false)) {

@@ -39,7 +39,7 @@ class GemmaConfigTest {
         c.put("model_type", "gemma3_text").put("head_dim", 16).put("query_pre_attn_scalar", 16)
                 .put("rope_local_base_freq", 10000.0).put("sliding_window", 512).put("sliding_window_pattern", 6)
                 .putNull("attn_logit_softcapping").putNull("final_logit_softcapping");
-        ((ObjectNode) c.putObject("rope_scaling")).put("rope_type", "linear").put("factor", 8.0);
+        c.putObject("rope_scaling").put("rope_type", "linear").put("factor", 8.0);
         return c;
     }
 
@@ -181,5 +181,10 @@ class GemmaConfigTest {
         llama.remove("cache_implementation");
         llama.put("query_pre_attn_scalar", 256);
         refused(llama, "field 'query_pre_attn_scalar'", "LlamaForCausalLM");
+        llama.remove("query_pre_attn_scalar");
+        llama.put("cache_implementation", "hybrid");
+        refused(llama, "field 'cache_implementation'", "LlamaForCausalLM");
+        // Gemma 2's sliding_window_size, which transformers never reads, is accepted there
+        assertEquals(Architecture.GEMMA2, parse(edit(gemma2(), o -> o.put("sliding_window_size", 4096))).architecture());
     }
 }

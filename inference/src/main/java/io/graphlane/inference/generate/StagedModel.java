@@ -8,6 +8,7 @@ import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A model's stages run one after another on the calling thread: stage k's activation goes
@@ -18,13 +19,24 @@ import java.util.List;
  */
 public final class StagedModel<T> implements AutoCloseable {
     private final List<LlamaStage<T>> stages;
+    private final Runnable releaseWeights;
+    private boolean closed;
 
-    /** The stages of one model, in pipeline order, all issuing through the same thread. */
+    /** The stages of one model, in pipeline order, all issuing through the same thread; their weights are the caller's. */
     public StagedModel(List<LlamaStage<T>> stages) {
+        this(stages, () -> { });
+    }
+
+    /**
+     * The stages of one model, in pipeline order, all issuing through the same thread; {@link #close} runs
+     * {@code releaseWeights} once, after freeing the stages' caches (whoever loaded the weights releases them there).
+     */
+    public StagedModel(List<LlamaStage<T>> stages, Runnable releaseWeights) {
         if (stages.isEmpty()) {
             throw new IllegalArgumentException("a model needs at least one stage");
         }
         this.stages = List.copyOf(stages);
+        this.releaseWeights = Objects.requireNonNull(releaseWeights, "releaseWeights");
     }
 
     /** The model configuration. */
@@ -94,11 +106,19 @@ public final class StagedModel<T> implements AutoCloseable {
         }
     }
 
-    /** Frees every stage's KV caches. */
+    /** Frees every stage's KV caches, then releases the weights if this model was given a way to; idempotent. */
     @Override
     public void close() {
-        for (LlamaStage<T> stage : stages) {
-            stage.close();
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            for (LlamaStage<T> stage : stages) {
+                stage.close();
+            }
+        } finally {
+            releaseWeights.run();
         }
     }
 }

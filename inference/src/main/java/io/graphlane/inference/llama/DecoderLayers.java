@@ -2,10 +2,13 @@ package io.graphlane.inference.llama;
 
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
+import io.graphlane.checkpoint.config.RopeConfig;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.core.nn.RotaryTable;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 
 /**
@@ -75,9 +78,9 @@ public final class DecoderLayers<T> {
         this.reduceProjection = reduceProjection;
         this.cpuOps = ops instanceof CpuNeuralOps cpu ? cpu : null;
         this.fixedRotary = new RotaryTable[config.layerCount()];
-        java.util.Map<io.graphlane.checkpoint.config.RopeConfig, RotaryTable> tables = new java.util.HashMap<>();
+        Map<RopeConfig, RotaryTable> tables = new HashMap<>();
         for (int layer = 0; layer < config.layerCount(); layer++) {
-            io.graphlane.checkpoint.config.RopeConfig rope = config.rope(layer);
+            RopeConfig rope = config.rope(layer);
             if (!rope.dependsOnLength()) {
                 fixedRotary[layer] = tables.computeIfAbsent(rope, r -> r.table(config.headDim(), config.maxPositions()));
             }

@@ -26,6 +26,9 @@ import java.util.Set;
  *   logits = rmsnorm(x_last)·Wheadᵀ                      (last stage)
  * </pre>
  *
+ * <p>Gemma 2 and 3 scale the embeddings by {@code sqrt(hidden)}, norm each block's output before the residual add, scale
+ * every norm by {@code 1 + w} and soft-cap scores and logits: see {@link DecoderLayers}.
+ *
  * <p>Not thread-safe: a stage belongs to one lane, and its forward runs as that lane's work.
  *
  * @param <T> the backend tensor

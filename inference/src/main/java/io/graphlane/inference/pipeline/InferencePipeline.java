@@ -564,10 +564,7 @@ public final class InferencePipeline implements TextGenerator {
             if (tensorParallel < 1) {
                 throw new GraphlaneException("--tensor-parallel must be >= 1, got " + tensorParallel);
             }
-            if (tensorParallel > 1 && (weights == WeightFormat.BF16 || weights == WeightFormat.Q8)) {
-                throw new GraphlaneException("--weights " + weights.optionValue() + " is not supported with --tensor-parallel "
-                        + tensorParallel + ": tensor-parallel shards hold F32 weights; use --weights stored or f32");
-            }
+            weights.requireTensorParallel(tensorParallel);
             Path dir = model != null ? model : DemoModel.ensure();
             ModelDirectory md = ModelDirectory.open(dir);
             if (maxPositions != null) {

@@ -1,32 +1,27 @@
 package io.graphlane.inference.tensorparallel;
 
-import io.graphlane.actors.materialize.MaterializationSettings;
 import io.graphlane.actors.materialize.MaterializationSupervisor;
-import io.graphlane.backend.cpu.CpuBackend;
-import io.graphlane.backend.cpu.CpuExecutor;
 import io.graphlane.backend.cpu.nn.CpuNeuralOps;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.backend.cpu.param.CpuParameter;
-import io.graphlane.backend.cpu.param.CpuParameterBackend;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
+import io.graphlane.inference.weights.CpuLoadingSupervisor;
 import io.graphlane.inference.weights.CpuWeightSlots;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Scheduler;
 
 /** Builds the tensor-parallel stages of a model for CPU lanes in this JVM, their shards loaded through a materialization supervisor. */
 public final class TensorParallelStages {
     /** How long a shard may take to load when the caller gives no timeout. */
-    public static final Duration DEFAULT_LOAD_TIMEOUT = Duration.ofMinutes(10);
+    public static final Duration DEFAULT_LOAD_TIMEOUT = CpuLoadingSupervisor.DEFAULT_LOAD_TIMEOUT;
 
     private TensorParallelStages() {
     }
@@ -71,29 +66,13 @@ public final class TensorParallelStages {
 
     /**
      * As {@link #load(ActorRef, Scheduler, Duration, ModelDirectory, StagePlan, int, Consumer)}, for a caller with no
-     * actor system (the logits command, tests): a supervisor on a loading lane of its own is started for the load and
-     * stopped once it is done; the weights stay bound until the stages are closed.
+     * actor system (the logits command, tests): a {@link CpuLoadingSupervisor} is started for the load and stopped once
+     * it is done; the weights stay bound until the stages are closed.
      */
     public static List<TensorParallelStage<CpuTensor>> load(ModelDirectory model, StagePlan plan, int degree,
                                                             Consumer<StageSpec> progress) {
         new TensorParallelism(model.config(), degree); // refuses a bad degree before anything starts
-        try (CpuBackend device = new CpuBackend("cpu-tensor-parallel-load")) {
-            CpuExecutor loadingLane = device.forkExecutors(device.rootExecutor(), 1).get(0);
-            ActorSystem<MaterializationSupervisor.Command<CpuParameter>> system = ActorSystem.create(
-                    MaterializationSupervisor.create(CpuParameterBackend.keepingHalfPrecision(device), loadingLane,
-                            MaterializationSettings.DEFAULTS), "graphlane-tensor-parallel-load");
-            try {
-                return load(system, system.scheduler(), DEFAULT_LOAD_TIMEOUT, model, plan, degree, progress);
-            } finally {
-                system.terminate();
-                try {
-                    system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                } catch (Exception e) {
-                    // the weights are bound already; a slow shutdown of the loading actors changes nothing for them
-                }
-            }
-        }
+        return CpuLoadingSupervisor.run("graphlane-tensor-parallel-load",
+                (supervisor, scheduler) -> load(supervisor, scheduler, DEFAULT_LOAD_TIMEOUT, model, plan, degree, progress));
     }
 }

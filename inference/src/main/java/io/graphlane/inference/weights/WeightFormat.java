@@ -29,6 +29,19 @@ public enum WeightFormat {
     }
 
     /**
+     * Refuses this format for stages split over {@code degree} tensor-parallel shards where they cannot hold it: a
+     * shard holds F32 weights, so only {@link #STORED} and {@link #F32} are accepted there (any format at degree 1).
+     *
+     * @throws GraphlaneException naming both options and the formats accepted
+     */
+    public void requireTensorParallel(int degree) {
+        if (degree > 1 && (this == BF16 || this == Q8)) {
+            throw new GraphlaneException("--weights " + optionValue() + " is not supported with --tensor-parallel "
+                    + degree + ": tensor-parallel shards hold F32 weights; use --weights stored or f32");
+        }
+    }
+
+    /**
      * The format {@code value} names, case-insensitively.
      *
      * @throws GraphlaneException naming {@code option}, the value and the accepted values otherwise

@@ -51,10 +51,15 @@ class ModelDirectoryTest {
     }
 
     @Test
-    void ropeScalingIsRefusedNamingTheField(@TempDir Path tmp) throws IOException {
-        Path dir = withConfig(tmp, "\"eos_token_id\": null", "\"eos_token_id\": null, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}");
+    void llama3RopeScalingIsAppliedAndAnIncompleteOneRefusedNamingTheField(@TempDir Path tmp) throws IOException {
+        Path dir = withConfig(tmp.resolve("incomplete"), "\"eos_token_id\": null",
+                "\"eos_token_id\": null, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}");
         GraphlaneException e = assertThrows(GraphlaneException.class, () -> ModelDirectory.open(dir));
-        assertTrue(e.getMessage().contains("config.json: field 'rope_scaling'"), e.getMessage());
+        assertTrue(e.getMessage().contains("config.json: field 'rope_scaling.original_max_position_embeddings' is missing"), e.getMessage());
+        ModelDirectory llama3 = ModelDirectory.open(withConfig(tmp.resolve("llama3"), "\"eos_token_id\": null",
+                "\"eos_token_id\": null, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+                        + "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"));
+        assertEquals(io.graphlane.checkpoint.config.RopeConfig.Type.LLAMA3, llama3.config().rope().type());
     }
 
     @Test

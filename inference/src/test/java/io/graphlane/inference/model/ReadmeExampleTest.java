@@ -8,6 +8,7 @@ import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.tokenizer.TextTokenizer;
+import io.graphlane.inference.weights.WeightFormat;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -21,7 +22,7 @@ class ReadmeExampleTest {
         Fixture.Prompt fox = Fixture.prompts().get(4);
 
         ModelDirectory model = ModelDirectory.open(dir);
-        try (StagedModel<CpuTensor> staged = CpuModels.staged(model, 2);
+        try (StagedModel<CpuTensor> staged = CpuModels.supervised(model, 2, WeightFormat.STORED);
              TextTokenizer tokenizer = model.tokenizer()) {
             int[] prompt = tokenizer.encode("The quick brown fox");
             int[] tokens = SequentialGenerator.generate(staged,
