@@ -57,7 +57,7 @@ import picocli.CommandLine.Option;
 public final class LoadBench implements Callable<Integer> {
 
     static final class Source {
-        @Option(names = "--model", paramLabel = "DIR", description = "A Hugging Face model directory to load.")
+        @Option(names = "--model", paramLabel = "MODEL", description = "A Hugging Face model directory to load, a GGUF file, or a directory holding exactly one (its tensors as stored).")
         Path model;
 
         @Option(names = "--synthetic-mb", paramLabel = "N", description = "Write an F32 checkpoint of N MB first, load it, delete it.")
@@ -156,7 +156,9 @@ public final class LoadBench implements Callable<Integer> {
     }
 
     private LoadBenchResult run(Path dir) throws Exception {
-        try (CheckpointSource checkpoint = CheckpointSource.open(dir)) {
+        // a GGUF file's tensors are leased as stored (quantized ones as their raw blocks), as safetensors tensors are
+        try (CheckpointSource checkpoint = io.graphlane.checkpoint.ModelCheckpoint.isGguf(dir)
+                ? io.graphlane.checkpoint.gguf.GgufCheckpoint.open(dir).openSource() : CheckpointSource.open(dir)) {
             List<TensorLocation> tensors = new ArrayList<>(checkpoint.catalog().tensors().values());
             Set<Path> files = new LinkedHashSet<>();
             for (TensorLocation t : tensors) {
