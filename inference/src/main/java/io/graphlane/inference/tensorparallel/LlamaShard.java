@@ -2,6 +2,7 @@ package io.graphlane.inference.tensorparallel;
 
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.llama.CacheRestarts;
 import io.graphlane.inference.llama.DecoderLayers;
 import io.graphlane.inference.llama.KvCache;
 import io.graphlane.inference.llama.LayerWeights;
@@ -43,6 +44,8 @@ public final class LlamaShard<T> implements AutoCloseable {
     private final int rank;
     private final RequestCaches<T> caches;
     private final DecoderLayers<T> layers;
+    /** The cache restart of a model that {@link LlamaConfig#restartsCache}, as the whole stage does it. */
+    private final CacheRestarts restarts;
 
     /** Rank {@code weights.rank()} over its loaded {@code weights}, run as lane works of its stage's plan. */
     public LlamaShard(TensorParallelism tp, ShardWeights<T> weights, NeuralOps<T> ops) {
@@ -55,6 +58,7 @@ public final class LlamaShard<T> implements AutoCloseable {
                 config.intermediateSize() / tp.size(), LlamaShard::noCollective);
         this.caches = new RequestCaches<>(ops, weights.stage() + " rank " + rank, weights.layers().size(),
                 tp.kvHeadsPerRank() * config.headDim(), config.maxPositions());
+        this.restarts = new CacheRestarts(config);
     }
 
     private static <T> void noCollective(T partial) {
@@ -93,6 +97,7 @@ public final class LlamaShard<T> implements AutoCloseable {
 
     /** Frees the KV cache of {@code requestId}; false if the shard holds none. */
     public boolean endRequest(long requestId) {
+        restarts.end(requestId);
         return caches.end(requestId);
     }
 
@@ -110,6 +115,9 @@ public final class LlamaShard<T> implements AutoCloseable {
      * {@link #release} after every work that touches it has completed.
      */
     static final class Step<T> {
+        /** The segments as the step was given them. */
+        private final List<Segment> given;
+        /** The segments it runs as: {@link #given}, or where the model restarts its cache, some from position 0. */
         private final List<Segment> segments;
         private final int[] positions;
         private volatile List<KvCache<T>> caches;
@@ -120,7 +128,8 @@ public final class LlamaShard<T> implements AutoCloseable {
         private final T[] partials = (T[]) new Object[2];
         private volatile boolean handedOver;
 
-        Step(List<Segment> segments) {
+        private Step(List<Segment> given, List<Segment> segments) {
+            this.given = List.copyOf(given);
             this.segments = List.copyOf(segments);
             this.positions = RequestCaches.positionsOf(segments);
         }
@@ -136,13 +145,21 @@ public final class LlamaShard<T> implements AutoCloseable {
     }
 
     /**
+     * A step over {@code segments} as given; it runs as {@link CacheRestarts#segments} expands them (every rank alike, as
+     * that depends on the segments alone). Touches no cache: makes no change until its works run.
+     */
+    Step<T> step(List<Segment> segments) {
+        return new Step<>(segments, restarts.segments(segments));
+    }
+
+    /**
      * The first work of a step in one JVM: makes the residual stream from {@code input} (token ids through
      * {@code embedding}, rank 0's table, or a copy of the previous stage's activation), then {@link #open}s the step.
      */
     void begin(Step<T> step, StageInput<T> input, T embedding) {
         requireSegments(step);
         step.x = ops.allocate(step.positions.length, config.hiddenSize());
-        fill(step.x, input, embedding);
+        fill(step, step.x, input, embedding);
         open(step);
     }
 
@@ -160,7 +177,7 @@ public final class LlamaShard<T> implements AutoCloseable {
         T own = ops.allocate(input == null ? 0 : rows, config.hiddenSize());
         try {
             if (input != null) {
-                fill(own, input, weights.embedding());
+                fill(step, own, input, weights.embedding());
             }
             T x = comm.allGather(own);
             step.x = x;
@@ -176,6 +193,7 @@ public final class LlamaShard<T> implements AutoCloseable {
     /** Reserves the segments' caches and allocates the step's scratch and partials, once its residual stream is made. */
     void open(Step<T> step) {
         int rows = step.positions.length;
+        CacheRestarts.forgetRestarted(step.given, step.segments, caches);
         step.caches = caches.reserve(step.segments);
         step.scratch = layers.scratch(rows);
         step.partials[0] = ops.allocate(rows, config.hiddenSize());
@@ -188,13 +206,13 @@ public final class LlamaShard<T> implements AutoCloseable {
         }
     }
 
-    private void fill(T x, StageInput<T> input, T embedding) {
+    private void fill(Step<T> step, T x, StageInput<T> input, T embedding) {
         int rows = ops.rows(x);
         if (input instanceof StageInput.Tokens<T> tokens) {
             if (embedding == null) {
                 throw new GraphlaneException(weights.stage() + " reads the previous stage's activation, got token ids");
             }
-            layers.embed(embedding, tokens.tokenIds(), x);
+            layers.embed(embedding, restarts.tokens(step.given, step.segments, tokens.tokenIds(), weights.stage() + " rank " + rank), x);
         } else {
             T activation = ((StageInput.Hidden<T>) input).activation();
             if (ops.rows(activation) != rows || ops.cols(activation) != config.hiddenSize()) {
