@@ -31,6 +31,11 @@ import java.util.List;
  * (one rank of a stage whose other ranks run on other nodes: each all-reduce a work on the rank's collective lane,
  * ordered between its partial and reduce works on the compute lane). The shard itself runs no collective.
  *
+ * <p>A model that {@link LlamaConfig#restartsCache} (Phi-3's longrope) runs a step as {@link CacheRestarts} expands it,
+ * as a whole stage does: where a decode step first passes the original context, the rank forgets its cached positions
+ * of the request (by the step's first compute work, on its lane) and recomputes its heads of the whole sequence; the rank
+ * that reads the stage's token ids keeps each request's tokens to put in front.
+ *
  * <p>Not thread-safe: a shard's caches belong to one lane (its compute lane), and its works run as that lane's work; a
  * step's buffers are touched by one work at a time, the works ordered by completion handles.
  *
