@@ -23,28 +23,29 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Hugging Face fixtures of the inference module (tiny random weights, float64 references following transformers) on
- * a cluster of two nodes in one JVM: Gemma 2 (embedding scale, (1 + w) norms, GeGLU, soft-capping, sliding-window
- * layers) and Phi-3 with longrope (fused projections; its generation recomputes the sequence once it passes the
- * original context), as two stages on two nodes and, for Phi-3, as one stage of two tensor-parallel shards on two
- * nodes. Every request's 8 greedy tokens equal the reference's, for the 24-token prompt and the 12-token prompt (whose
- * decode passes Phi-3's original context of 16, so the cache restart runs on every stage and shard).
+ * clusters of nodes in one JVM, one stage or shard per node: Gemma 2 (embedding scale, (1 + w) norms, GeGLU,
+ * soft-capping, sliding-window layers) as two stages on two nodes, and Phi-3 with longrope (fused projections; its
+ * generation recomputes the sequence once it passes the original context) as two stages on two nodes, one stage of two
+ * tensor-parallel shards on two nodes, and two stages of two shards on four nodes. Every request's 8 greedy tokens
+ * equal the reference's, for the 24-token prompt and the 12-token prompt, whose decode passes Phi-3's original context
+ * of 16: the cache restart runs on every stage and shard, and a stage after the first receives the recomputed rows.
  */
 class HfFixturesClusterTest {
     private static final Path FIXTURES = Path.of("../inference/src/test/resources/hf-fixtures");
-    private static final int NODES = 2;
 
-    @ParameterizedTest(name = "{0} on {1} stage(s) x {2} shard(s)")
-    @CsvSource({"gemma2, 2, 1", "phi3-longrope, 2, 1", "phi3-longrope, 1, 2"})
-    void greedyTokensOnTwoNodesEqualTheReference(String name, int stages, int shards) throws Exception {
+    @ParameterizedTest(name = "{0}: {1} stage(s) x {2} shard(s)")
+    @CsvSource({"gemma2, 2, 1", "phi3-longrope, 2, 1", "phi3-longrope, 1, 2", "phi3-longrope, 2, 2"})
+    void greedyTokensOnOneNodePerStageAndShardEqualTheReference(String name, int stages, int shards) throws Exception {
         Path model = FIXTURES.resolve(name);
         JsonNode reference = new ObjectMapper().readTree(model.resolve("reference.json").toFile());
-        ParallelLayout layout = new ParallelLayout(NODES, stages, shards);
+        int nodes = stages * shards;
+        ParallelLayout layout = new ParallelLayout(nodes, stages, shards);
         ExecutorService loader = Executors.newSingleThreadExecutor();
         List<GraphlaneNode> running = new ArrayList<>();
         ClusterPipeline pipeline = null;
         try {
-            List<NodeSettings> settings = FixtureNodes.localCluster(NODES);
-            for (int rank = 0; rank < NODES; rank++) {
+            List<NodeSettings> settings = FixtureNodes.localCluster(nodes);
+            for (int rank = 0; rank < nodes; rank++) {
                 running.add(GraphlaneNode.start(settings.get(rank), FixtureNodes.base(), layout,
                         new ModelStageHosting(model, stages, shards, loader)));
             }
@@ -69,7 +70,7 @@ class HfFixturesClusterTest {
             List<GenerationResult> results = pipeline.generateAll(requests, Duration.ofSeconds(60));
             for (int i = 0; i < requests.size(); i++) {
                 assertEquals(expected.get(i), results.get(i).generatedIds(), name + ", " + requests.get(i).promptIds().size()
-                        + "-token prompt, " + stages + " stage(s) x " + shards + " shard(s) on " + NODES + " nodes: greedy tokens");
+                        + "-token prompt, " + stages + " stage(s) x " + shards + " shard(s) on " + nodes + " nodes: greedy tokens");
             }
         } finally {
             FixtureNodes.stop(pipeline, running, loader);
