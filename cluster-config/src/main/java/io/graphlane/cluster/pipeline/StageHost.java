@@ -80,7 +80,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
      * Runs stage {@code stage} over one micro-batch for the serving node, which numbered it {@code stepId}: segment i is
      * {@code lengths[i]} positions of request {@code requestIds[i]} from {@code starts[i]}, whose caches may reach
      * {@code reserved[i]} positions (what admission reserved for the request); the input is {@code tokens} on stage 0
-     * (every segment's, concatenated) and {@code activation} ({@code positions × hidden}) after it. Before the step, the
+     * (every segment's, concatenated) and {@code activation} ({@code positions × hidden}, where a model that restarts its
+     * cache counts a restarting segment's positions from 0: see {@code LlamaConfig#restarted}) after it. Before the step, the
      * KV caches of {@code forget} are dropped and those of {@code rewindIds[i]} rewound to {@code rewindPositions[i]}. A
      * step of no segments only applies those changes. The answer goes to {@code replyTo}.
      */
@@ -465,11 +466,6 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     }
 
     /**
-     * Why {@code step}, as it came from a peer, cannot be a step of {@code hosted}, naming the field, the expected and the
-     * found value; null if it can. The forward checks the rest (the activation's width, the positions each request's KV
-     * cache holds) and fails the step as work.
-     */
-    /**
      * The rows of the activations of {@code step} on a stage of {@code config}'s model: its positions, each segment as
      * {@link LlamaConfig#restarted} runs it (from position 0 where the model recomputes the sequence), so every stage
      * expands a step alike; malformed segments count as given (they are refused by {@link #malformed}).
@@ -487,6 +483,11 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         return rows;
     }
 
+    /**
+     * Why {@code step}, as it came from a peer, cannot be a step of {@code hosted}, naming the field, the expected and the
+     * found value; null if it can. The forward checks the rest (the activation's width, the positions each request's KV
+     * cache holds) and fails the step as work.
+     */
     private static String malformed(Step step, HostedStage hosted) {
         int n = step.requestIds().length;
         if (step.starts().length != n || step.lengths().length != n || step.reserved().length != n) {
