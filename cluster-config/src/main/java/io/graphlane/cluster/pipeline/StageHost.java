@@ -80,7 +80,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
      * Runs stage {@code stage} over one micro-batch for the serving node, which numbered it {@code stepId}: segment i is
      * {@code lengths[i]} positions of request {@code requestIds[i]} from {@code starts[i]}, whose caches may reach
      * {@code reserved[i]} positions (what admission reserved for the request); the input is {@code tokens} on stage 0
-     * (every segment's, concatenated) and {@code activation} ({@code positions × hidden}) after it. Before the step, the
+     * (every segment's, concatenated) and {@code activation} ({@code positions × hidden}, where a model that restarts its
+     * cache counts a restarting segment's positions from 0: see {@code LlamaConfig#restarted}) after it. Before the step, the
      * KV caches of {@code forget} are dropped and those of {@code rewindIds[i]} rewound to {@code rewindPositions[i]}. A
      * step of no segments only applies those changes. The answer goes to {@code replyTo}.
      */
@@ -326,7 +327,8 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
         }
         counters.stepRan(step.requestIds().length);
         NeuralOps<CpuTensor> ops = hosted.ops();
-        int rows = (int) step.positions();
+        // a model that restarts its cache runs some segments from position 0: its activations have the expanded rows
+        int rows = (int) runRows(step, hosted.config());
         List<Segment> segments = new ArrayList<>(step.requestIds().length);
         for (int i = 0; i < step.requestIds().length; i++) {
             segments.add(new Segment(step.requestIds()[i], step.starts()[i], step.lengths()[i], step.reserved()[i]));
@@ -464,6 +466,24 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
     }
 
     /**
+     * The rows of the activations of {@code step} on a stage of {@code config}'s model: its positions, each segment as
+     * {@link LlamaConfig#restarted} runs it (from position 0 where the model recomputes the sequence), so every stage
+     * expands a step alike; malformed segments count as given (they are refused by {@link #malformed}).
+     */
+    private static long runRows(Step step, LlamaConfig config) {
+        long rows = 0;
+        int n = Math.min(step.requestIds().length, Math.min(step.starts().length, Math.min(step.lengths().length, step.reserved().length)));
+        for (int i = 0; i < n; i++) {
+            int start = step.starts()[i];
+            int length = step.lengths()[i];
+            int reserved = step.reserved()[i];
+            rows += start < 0 || length < 1 || reserved < 1 ? length
+                    : config.restarted(new Segment(step.requestIds()[i], start, length, reserved)).length();
+        }
+        return rows;
+    }
+
+    /**
      * Why {@code step}, as it came from a peer, cannot be a step of {@code hosted}, naming the field, the expected and the
      * found value; null if it can. The forward checks the rest (the activation's width, the positions each request's KV
      * cache holds) and fails the step as work.
@@ -498,8 +518,11 @@ public final class StageHost extends AbstractBehavior<StageHost.Command> {
                 return "activation: expected a rank-2 tensor (rows x " + hosted.config().hiddenSize() + "), found shape "
                         + Arrays.toString(dims);
             }
-            if (dims[0] != rows) {
-                return "activation: expected " + rows + " rows (the segments' lengths), found " + dims[0];
+            long runRows = runRows(step, hosted.config());
+            if (dims[0] != runRows) {
+                return "activation: expected " + runRows + " rows (the segments' lengths"
+                        + (runRows != rows ? ", each restarted from position 0 as the model recomputes the sequence" : "")
+                        + "), found " + dims[0];
             }
         }
         for (int i = 0; i < n; i++) {

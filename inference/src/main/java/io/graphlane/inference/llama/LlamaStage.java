@@ -3,11 +3,7 @@ package io.graphlane.inference.llama;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.stage.StageSpec;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Map;
 import java.util.List;
 import java.util.Set;
 
@@ -45,8 +41,8 @@ public final class LlamaStage<T> implements StageForward<T> {
     private final RowBuffer<T> residual;
     /** The last stage's rows at each segment's last position, for the head. */
     private final RowBuffer<T> lastRows;
-    /** Each request's tokens so far, kept by the first stage of a model that {@link LlamaConfig#restartsCache}. */
-    private final Map<Long, int[]> history = new HashMap<>();
+    /** The cache restart of a model that {@link LlamaConfig#restartsCache}: the segments a step runs as, the tokens kept. */
+    private final CacheRestarts restarts;
 
     /** A stage over loaded weights, issuing its operations through {@code ops}. */
     public LlamaStage(LlamaConfig config, StageWeights<T> weights, NeuralOps<T> ops) {
@@ -57,6 +53,7 @@ public final class LlamaStage<T> implements StageForward<T> {
         this.caches = new RequestCaches<>(ops, weights.stage().toString(), weights.layers().size(), config.kvWidth(), config.maxPositions());
         this.residual = new RowBuffer<>(ops, config.hiddenSize());
         this.lastRows = new RowBuffer<>(ops, config.hiddenSize());
+        this.restarts = new CacheRestarts(config);
     }
 
     /** The stage this instance runs. */
@@ -90,8 +87,11 @@ public final class LlamaStage<T> implements StageForward<T> {
     @Override
     public StageOutput<T> forward(StageInput<T> input) {
         requireInputMatchesStage(input);
-        List<Segment> segments = restarted(input.segments());
-        int[] tokenIds = input instanceof StageInput.Tokens<T> t ? withHistory(input.segments(), segments, t.tokenIds()) : null;
+        // where a segment restarts from position 0 (LlamaConfig#restarted), its cached positions are computed again
+        List<Segment> segments = restarts.segments(input.segments());
+        CacheRestarts.forgetRestarted(input.segments(), segments, caches);
+        int[] tokenIds = input instanceof StageInput.Tokens<T> t ? restarts.tokens(input.segments(), segments, t.tokenIds(), spec().toString())
+                : null;
         if (input instanceof StageInput.Hidden<T> hidden && ops.rows(hidden.activation()) != RequestCaches.positionsOf(segments).length) {
             throw new GraphlaneException(spec() + ": activation should have " + RequestCaches.positionsOf(segments).length
                     + " rows for the step's segments, but has " + ops.rows(hidden.activation()));
@@ -128,59 +128,10 @@ public final class LlamaStage<T> implements StageForward<T> {
         }
     }
 
-    /**
-     * The segments a step runs as ({@link LlamaConfig#restarted}); where one restarts from position 0, the request's
-     * cached positions are forgotten first, so they are computed again.
-     */
-    private List<Segment> restarted(List<Segment> segments) {
-        if (!config.restartsCache()) {
-            return segments;
-        }
-        List<Segment> out = new ArrayList<>(segments.size());
-        for (Segment s : segments) {
-            Segment r = config.restarted(s);
-            if (r != s) {
-                caches.rewind(s.requestId(), 0);
-            }
-            out.add(r);
-        }
-        return out;
-    }
-
-    /**
-     * The token ids of the step as it runs: {@code tokenIds} of the {@code given} segments, with the earlier tokens of each
-     * segment that {@link #restarted} from position 0 in front. Keeps each request's tokens (first stage of a model that
-     * restarts its cache only) until the request ends.
-     */
-    private int[] withHistory(List<Segment> given, List<Segment> run, int[] tokenIds) {
-        if (!config.restartsCache()) {
-            return tokenIds;
-        }
-        int[] out = new int[RequestCaches.positionsOf(run).length];
-        int from = 0;
-        int to = 0;
-        for (int i = 0; i < given.size(); i++) {
-            Segment g = given.get(i);
-            int[] known = history.getOrDefault(g.requestId(), new int[0]);
-            if (known.length < g.startPosition()) {
-                throw new GraphlaneException(spec() + ": request " + g.requestId() + " starts at position " + g.startPosition()
-                        + ", but the stage has seen " + known.length + " of its tokens");
-            }
-            int[] all = Arrays.copyOf(known, g.startPosition() + g.length());
-            System.arraycopy(tokenIds, from, all, g.startPosition(), g.length());
-            history.put(g.requestId(), all);
-            int start = run.get(i).startPosition();
-            System.arraycopy(all, start, out, to, all.length - start);
-            from += g.length();
-            to += all.length - start;
-        }
-        return out;
-    }
-
     /** Frees the KV cache of {@code requestId} (finished, cancelled or failed); false if the stage holds none. */
     @Override
     public boolean endRequest(long requestId) {
-        history.remove(requestId);
+        restarts.end(requestId);
         return caches.end(requestId);
     }
 
@@ -190,10 +141,6 @@ public final class LlamaStage<T> implements StageForward<T> {
      */
     @Override
     public boolean rewind(long requestId, int position) {
-        int[] known = history.get(requestId);
-        if (known != null && known.length > position) {
-            history.put(requestId, Arrays.copyOf(known, position));
-        }
         return caches.rewind(requestId, position);
     }
 

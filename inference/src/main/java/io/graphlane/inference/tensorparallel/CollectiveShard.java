@@ -93,7 +93,7 @@ public final class CollectiveShard<T> implements AutoCloseable {
                     + " was given " + (input == null ? "no input" : "an input") + " and " + (output == null ? "no output" : "an output"));
         }
         int phases = shard.phases();
-        LlamaShard.Step<T> step = new LlamaShard.Step<>(segments);
+        LlamaShard.Step<T> step = shard.step(segments);
         int count = 2 + 2 * phases;
         StepBuffers<T> buffers = new StepBuffers<>(List.of(shard), List.of(step), count, held);
         List<StageStep.Submission<Runnable>> works = new ArrayList<>(count);

@@ -2,6 +2,7 @@ package io.graphlane.inference.tensorparallel;
 
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.llama.CacheRestarts;
 import io.graphlane.inference.llama.DecoderLayers;
 import io.graphlane.inference.llama.KvCache;
 import io.graphlane.inference.llama.LayerWeights;
@@ -30,6 +31,11 @@ import java.util.List;
  * (one rank of a stage whose other ranks run on other nodes: each all-reduce a work on the rank's collective lane,
  * ordered between its partial and reduce works on the compute lane). The shard itself runs no collective.
  *
+ * <p>A model that {@link LlamaConfig#restartsCache} (Phi-3's longrope) runs a step as {@link CacheRestarts} expands it,
+ * as a whole stage does: where a decode step first passes the original context, the rank forgets its cached positions
+ * of the request (by the step's first compute work, on its lane) and recomputes its heads of the whole sequence; the rank
+ * that reads the stage's token ids keeps each request's tokens to put in front.
+ *
  * <p>Not thread-safe: a shard's caches belong to one lane (its compute lane), and its works run as that lane's work; a
  * step's buffers are touched by one work at a time, the works ordered by completion handles.
  *
@@ -43,6 +49,8 @@ public final class LlamaShard<T> implements AutoCloseable {
     private final int rank;
     private final RequestCaches<T> caches;
     private final DecoderLayers<T> layers;
+    /** The cache restart of a model that {@link LlamaConfig#restartsCache}, as the whole stage does it. */
+    private final CacheRestarts restarts;
 
     /** Rank {@code weights.rank()} over its loaded {@code weights}, run as lane works of its stage's plan. */
     public LlamaShard(TensorParallelism tp, ShardWeights<T> weights, NeuralOps<T> ops) {
@@ -55,6 +63,7 @@ public final class LlamaShard<T> implements AutoCloseable {
                 config.intermediateSize() / tp.size(), LlamaShard::noCollective);
         this.caches = new RequestCaches<>(ops, weights.stage() + " rank " + rank, weights.layers().size(),
                 tp.kvHeadsPerRank() * config.headDim(), config.maxPositions());
+        this.restarts = new CacheRestarts(config);
     }
 
     private static <T> void noCollective(T partial) {
@@ -93,6 +102,7 @@ public final class LlamaShard<T> implements AutoCloseable {
 
     /** Frees the KV cache of {@code requestId}; false if the shard holds none. */
     public boolean endRequest(long requestId) {
+        restarts.end(requestId);
         return caches.end(requestId);
     }
 
@@ -110,6 +120,9 @@ public final class LlamaShard<T> implements AutoCloseable {
      * {@link #release} after every work that touches it has completed.
      */
     static final class Step<T> {
+        /** The segments as the step was given them. */
+        private final List<Segment> given;
+        /** The segments it runs as: {@link #given}, or where the model restarts its cache, some from position 0. */
         private final List<Segment> segments;
         private final int[] positions;
         private volatile List<KvCache<T>> caches;
@@ -120,7 +133,8 @@ public final class LlamaShard<T> implements AutoCloseable {
         private final T[] partials = (T[]) new Object[2];
         private volatile boolean handedOver;
 
-        Step(List<Segment> segments) {
+        private Step(List<Segment> given, List<Segment> segments) {
+            this.given = List.copyOf(given);
             this.segments = List.copyOf(segments);
             this.positions = RequestCaches.positionsOf(segments);
         }
@@ -136,13 +150,21 @@ public final class LlamaShard<T> implements AutoCloseable {
     }
 
     /**
+     * A step over {@code segments} as given; it runs as {@link CacheRestarts#segments} expands them (every rank alike, as
+     * that depends on the segments alone). Touches no cache: makes no change until its works run.
+     */
+    Step<T> step(List<Segment> segments) {
+        return new Step<>(segments, restarts.segments(segments));
+    }
+
+    /**
      * The first work of a step in one JVM: makes the residual stream from {@code input} (token ids through
      * {@code embedding}, rank 0's table, or a copy of the previous stage's activation), then {@link #open}s the step.
      */
     void begin(Step<T> step, StageInput<T> input, T embedding) {
         requireSegments(step);
         step.x = ops.allocate(step.positions.length, config.hiddenSize());
-        fill(step.x, input, embedding);
+        fill(step, step.x, input, embedding);
         open(step);
     }
 
@@ -160,7 +182,7 @@ public final class LlamaShard<T> implements AutoCloseable {
         T own = ops.allocate(input == null ? 0 : rows, config.hiddenSize());
         try {
             if (input != null) {
-                fill(own, input, weights.embedding());
+                fill(step, own, input, weights.embedding());
             }
             T x = comm.allGather(own);
             step.x = x;
@@ -176,6 +198,7 @@ public final class LlamaShard<T> implements AutoCloseable {
     /** Reserves the segments' caches and allocates the step's scratch and partials, once its residual stream is made. */
     void open(Step<T> step) {
         int rows = step.positions.length;
+        CacheRestarts.forgetRestarted(step.given, step.segments, caches);
         step.caches = caches.reserve(step.segments);
         step.scratch = layers.scratch(rows);
         step.partials[0] = ops.allocate(rows, config.hiddenSize());
@@ -188,13 +211,13 @@ public final class LlamaShard<T> implements AutoCloseable {
         }
     }
 
-    private void fill(T x, StageInput<T> input, T embedding) {
+    private void fill(Step<T> step, T x, StageInput<T> input, T embedding) {
         int rows = ops.rows(x);
         if (input instanceof StageInput.Tokens<T> tokens) {
             if (embedding == null) {
                 throw new GraphlaneException(weights.stage() + " reads the previous stage's activation, got token ids");
             }
-            layers.embed(embedding, tokens.tokenIds(), x);
+            layers.embed(embedding, restarts.tokens(step.given, step.segments, tokens.tokenIds(), weights.stage() + " rank " + rank), x);
         } else {
             T activation = ((StageInput.Hidden<T>) input).activation();
             if (ops.rows(activation) != rows || ops.cols(activation) != config.hiddenSize()) {

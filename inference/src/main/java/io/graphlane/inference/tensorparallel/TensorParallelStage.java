@@ -91,7 +91,7 @@ public final class TensorParallelStage<T> implements StageForward<T> {
         int phases = shards.get(0).phases();
         List<LlamaShard.Step<T>> steps = new ArrayList<>(t);
         for (int r = 0; r < t; r++) {
-            steps.add(new LlamaShard.Step<>(segments));
+            steps.add(shards.get(r).step(segments));
         }
         StepBuffers<T> buffers = new StepBuffers<>(shards, steps, (phases + 1) * t, held);
         T embedding = shards.get(0).embedding();

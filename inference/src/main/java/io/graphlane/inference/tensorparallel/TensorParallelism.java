@@ -23,12 +23,6 @@ public record TensorParallelism(LlamaConfig config, int size) {
         if (size < 1) {
             throw new GraphlaneException("--tensor-parallel must be >= 1, got " + size);
         }
-        if (size > 1 && config.restartsCache()) {
-            throw new GraphlaneException("--tensor-parallel " + size + ": not supported for this model: Phi-3's longrope "
-                    + "generation recomputes the whole sequence once it first passes original_max_position_embeddings ("
-                    + config.rope().originalMaxPositions() + "), which tensor-parallel stages do not do yet; run it without "
-                    + "--tensor-parallel");
-        }
         requireDivides(size, config.headCount(), "num_attention_heads", "the heads of self_attn.q_proj.weight and self_attn.o_proj.weight");
         requireDivides(size, config.kvHeadCount(), "num_key_value_heads", "the heads of self_attn.k_proj.weight and self_attn.v_proj.weight");
         requireDivides(size, config.intermediateSize(), "intermediate_size",

@@ -50,9 +50,9 @@ class HfFixturesTest {
                 "phi3-longrope", "phi4-mini", "gemma2", "gemma3-text", "gemma3-text-params-v5");
     }
 
-    /** The supported cases whose model tensor parallel 2 can split (Phi-3's cache restart is refused there). */
+    /** The supported cases whose model tensor parallel 2 can split: all of them (Phi-3's cache restart included). */
     static Stream<String> tensorParallel() {
-        return supported().filter(c -> !c.startsWith("phi"));
+        return supported();
     }
 
     @AfterAll
