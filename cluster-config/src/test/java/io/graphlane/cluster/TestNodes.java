@@ -4,7 +4,6 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -31,21 +30,9 @@ public final class TestNodes {
                 """).withFallback(ConfigFactory.load());
     }
 
-    /** {@code count} ports that were free a moment ago. */
+    /** {@code count} ports that were free a moment ago, below the ephemeral range ({@link TestPorts}). */
     static List<Integer> freePorts(int count) {
-        List<ServerSocket> sockets = new ArrayList<>();
-        try {
-            for (int i = 0; i < count; i++) {
-                sockets.add(new ServerSocket(0));
-            }
-            List<Integer> ports = sockets.stream().map(ServerSocket::getLocalPort).toList();
-            for (ServerSocket s : sockets) {
-                s.close();
-            }
-            return ports;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return TestPorts.reserve(count);
     }
 
     /** Local-profile settings of {@code nodes} members on free ports, none with a given rank. */

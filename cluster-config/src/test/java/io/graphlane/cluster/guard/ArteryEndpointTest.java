@@ -10,6 +10,7 @@ import io.graphlane.cluster.ClusterConfigException;
 import io.graphlane.cluster.ClusterProfile;
 import io.graphlane.cluster.NodeConfig;
 import io.graphlane.cluster.NodeSettings;
+import io.graphlane.cluster.TestPorts;
 import java.util.List;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
@@ -56,10 +57,7 @@ class ArteryEndpointTest {
 
     @Test
     void loopbackPlainTcpRunsBehindTheGuard_andAFixedPortIsKept() throws Exception {
-        int port;
-        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
-            port = probe.getLocalPort();
-        }
+        int port = TestPorts.reserve(1).get(0);
         Config config = ConfigFactory.parseString("pekko.remote.artery.canonical.port = " + port).withFallback(node("127.0.0.1", false, ""));
         try (ArteryEndpoint endpoint = ArteryEndpoint.open(config)) {
             assertEquals(port, endpoint.guard().orElseThrow().address().getPort());

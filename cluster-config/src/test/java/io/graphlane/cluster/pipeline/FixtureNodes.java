@@ -9,9 +9,9 @@ import io.graphlane.cluster.ClusterProfile;
 import io.graphlane.cluster.GraphlaneNode;
 import io.graphlane.cluster.NodeSettings;
 import io.graphlane.cluster.TestNodes;
+import io.graphlane.cluster.TestPorts;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,16 +35,9 @@ final class FixtureNodes {
                 """).withFallback(ConfigFactory.load());
     }
 
-    /** Local-profile settings of {@code nodes} members with given ranks, on ports that were free a moment ago. */
+    /** Local-profile settings of {@code nodes} members with given ranks, on ports that were free a moment ago ({@link TestPorts}). */
     static List<NodeSettings> localCluster(int nodes) throws Exception {
-        List<ServerSocket> sockets = new ArrayList<>();
-        for (int i = 0; i < 2 * nodes; i++) {
-            sockets.add(new ServerSocket(0));
-        }
-        List<Integer> ports = sockets.stream().map(ServerSocket::getLocalPort).toList();
-        for (ServerSocket s : sockets) {
-            s.close();
-        }
+        List<Integer> ports = TestPorts.reserve(2 * nodes);
         List<Integer> management = ports.subList(nodes, 2 * nodes);
         List<NodeSettings> all = new ArrayList<>();
         for (int rank = 0; rank < nodes; rank++) {
