@@ -8,6 +8,14 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import io.graphlane.checkpoint.CheckpointException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Optional;
 
 /**
@@ -55,6 +63,37 @@ public final class StrictJson {
         } catch (JsonProcessingException e) {
             return new Result(null, describe(e));
         }
+    }
+
+    /**
+     * Reads {@code file} (at most {@code maxBytes}, strict UTF-8) as one JSON object, the way a model directory's small
+     * JSON files (generation_config.json, tokenizer_config.json) are read.
+     *
+     * @throws CheckpointException naming the file: too large, not UTF-8, not valid JSON (with line and column), or
+     *                             not an object
+     */
+    public static JsonNode readObject(Path file, long maxBytes) {
+        String text;
+        try {
+            long size = Files.size(file);
+            if (size > maxBytes) {
+                throw new CheckpointException(file + ": " + size + " bytes, over the limit of " + maxBytes);
+            }
+            text = StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(Files.readAllBytes(file))).toString();
+        } catch (CharacterCodingException e) {
+            throw new CheckpointException(file + ": not valid UTF-8");
+        } catch (IOException e) {
+            throw new CheckpointException(file + ": cannot read: " + e);
+        }
+        Result parsed = parse(text);
+        JsonNode root = parsed.node().orElseThrow(() -> new CheckpointException(file + ": not valid JSON: " + parsed.error()));
+        if (!root.isObject()) {
+            throw new CheckpointException(file + ": expected a JSON object, found " + root.getNodeType().name().toLowerCase(java.util.Locale.ROOT));
+        }
+        return root;
     }
 
     private static String describe(JsonProcessingException e) {

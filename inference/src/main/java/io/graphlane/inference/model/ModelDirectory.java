@@ -6,6 +6,7 @@ import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.checkpoint.ModelCheckpoint;
 import io.graphlane.checkpoint.config.Architecture;
 import io.graphlane.checkpoint.config.ModelConfig;
+import io.graphlane.checkpoint.json.StrictJson;
 import io.graphlane.checkpoint.config.RopeConfig;
 import io.graphlane.checkpoint.config.ModelTensors;
 import io.graphlane.checkpoint.gguf.GgufCheckpoint;
@@ -154,11 +155,7 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
     }
 
     private static JsonNode rawConfig(Path file) {
-        try {
-            return new ObjectMapper().readTree(file.toFile());
-        } catch (IOException e) {
-            throw new GraphlaneException(file + ": cannot read: " + e.getMessage(), e);
-        }
+        return StrictJson.readObject(file, ModelConfig.MAX_CONFIG_BYTES);
     }
 
     /** The end-of-sequence ids as Hugging Face's generation uses them: generation_config.json's, else config.json's. */

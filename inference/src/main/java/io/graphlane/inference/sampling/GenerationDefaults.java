@@ -1,9 +1,9 @@
 package io.graphlane.inference.sampling;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import io.graphlane.checkpoint.config.ModelConfig;
+import io.graphlane.checkpoint.json.StrictJson;
 import io.graphlane.core.GraphlaneException;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -44,15 +44,7 @@ public record GenerationDefaults(OptionalDouble temperature, OptionalDouble topP
         if (!Files.isRegularFile(file)) {
             return NONE;
         }
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(file.toFile());
-        } catch (IOException e) {
-            throw new GraphlaneException(file + ": cannot read: " + e.getMessage(), e);
-        }
-        if (root == null || !root.isObject()) {
-            throw new GraphlaneException(file + ": expected a JSON object");
-        }
+        JsonNode root = StrictJson.readObject(file, ModelConfig.MAX_CONFIG_BYTES);
         OptionalDouble temperature = number(file, root, "temperature");
         check(file, "temperature", temperature, t -> t >= 0 && !Double.isInfinite(t), "a finite number >= 0");
         OptionalDouble topP = number(file, root, "top_p");

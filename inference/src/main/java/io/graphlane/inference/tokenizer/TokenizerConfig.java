@@ -2,6 +2,7 @@ package io.graphlane.inference.tokenizer;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.graphlane.checkpoint.json.StrictJson;
 import io.graphlane.core.GraphlaneException;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -41,6 +42,8 @@ public record TokenizerConfig(Path file, Optional<Boolean> addBosToken, Optional
                               String bosToken, String eosToken, Optional<String> chatTemplate, String chatTemplateSource) {
     /** The file this reads. */
     public static final String FILE_NAME = "tokenizer_config.json";
+    /** The largest tokenizer_config.json read, in bytes (a vocabulary's added tokens and a chat template fit well within). */
+    public static final long MAX_BYTES = 64L << 20;
     /** The chat template file that overrides the config's {@code chat_template}. */
     public static final String CHAT_TEMPLATE_FILE = "chat_template.jinja";
 
@@ -76,16 +79,7 @@ public record TokenizerConfig(Path file, Optional<Boolean> addBosToken, Optional
     }
 
     private static JsonNode json(Path file) {
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(file.toFile());
-        } catch (IOException e) {
-            throw new GraphlaneException(file + ": cannot read: " + e.getMessage(), e);
-        }
-        if (root == null || !root.isObject()) {
-            throw new GraphlaneException(file + ": expected a JSON object");
-        }
-        return root;
+        return StrictJson.readObject(file, MAX_BYTES);
     }
 
     private static Optional<Boolean> flag(Path file, JsonNode root, String field) {
