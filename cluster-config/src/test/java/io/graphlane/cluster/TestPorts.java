@@ -56,7 +56,8 @@ public final class TestPorts {
 
     private static int ephemeralLow() {
         try {
-            String[] range = Files.readString(EPHEMERAL_RANGE).trim().split("\\s+");
+            // readAllLines, not readString: JDK 17's readString trusts the size /proc reports and returns a short read.
+            String[] range = Files.readAllLines(EPHEMERAL_RANGE).get(0).trim().split("\\s+");
             return Integer.parseInt(range[0]);
         } catch (IOException | RuntimeException e) {
             return DEFAULT_EPHEMERAL_LOW;
