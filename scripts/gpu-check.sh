@@ -84,6 +84,8 @@ assemble() {
   (( n > 0 )) || { echo "GPUCHECK pack FAILED: no class folder in $cpfile"; exit 2; }
   # Build and IDE leftovers that no check reads.
   rm -f "$BUNDLE"/lib/surefire*.jar
+  # The HF fixtures (inference's test resources) are read by CPU tests only; no device check below loads them.
+  rm -rf "$BUNDLE"/classes/*/hf-fixtures
   slim
 }
 
