@@ -39,7 +39,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * the last prompt position within {@code tolerance_rel} × max|logit| and the 8 greedy tokens (KV cache, one token per
  * step), on 1 stage, 2 stages, through the actor pipeline and tensor parallel 2; and with the narrower weight formats.
  */
-class HfFixturesTest {
+public class HfFixturesTest {
     private static final Path ROOT = Path.of("src/test/resources/hf-fixtures");
     private static final ActorTestKit TESTKIT = ActorTestKit.create();
 
@@ -60,10 +60,12 @@ class HfFixturesTest {
         TESTKIT.shutdownTestKit();
     }
 
-    record Prompt(int[] ids, float[] lastLogits, int[] greedy8) {
+    /** One prompt of a fixture's reference.json. */
+    public record Prompt(int[] ids, float[] lastLogits, int[] greedy8) {
     }
 
-    record Reference(String name, double toleranceRel, List<Prompt> prompts) {
+    /** A fixture's reference.json. */
+    public record Reference(String name, double toleranceRel, List<Prompt> prompts) {
         Path dir() {
             return ROOT.resolve(name);
         }
@@ -83,7 +85,8 @@ class HfFixturesTest {
         }
     }
 
-    static Reference reference(String name) {
+    /** The reference.json of fixture {@code name}. */
+    public static Reference reference(String name) {
         try {
             JsonNode root = new ObjectMapper().readTree(ROOT.resolve(name).resolve("reference.json").toFile());
             List<Prompt> prompts = new ArrayList<>();

@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.backend.gpu.CudaLibraries;
@@ -16,11 +14,12 @@ import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.gpu.GpuInference;
+import io.graphlane.inference.hf.HfFixturesTest;
+import io.graphlane.inference.hf.HfFixturesTest.Prompt;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.Segment;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -80,10 +79,6 @@ class GemmaFixtureTest {
             }
         }
     }
-    /** One prompt of reference.json. */
-    record Prompt(int[] ids, float[] lastLogits, int[] greedy8) {
-    }
-
     @Test
     void theConfigsReadAsTransformersReadsThem() {
         LlamaConfig g2 = ModelDirectory.open(dir("gemma2")).config();
@@ -182,36 +177,11 @@ class GemmaFixtureTest {
         }
     }
 
-    private static JsonNode reference(String name) {
-        try {
-            return new ObjectMapper().readTree(dir(name).resolve("reference.json").toFile());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
     private static double tolerance(String name) {
-        return reference(name).get("tolerance_rel").asDouble();
+        return HfFixturesTest.reference(name).toleranceRel();
     }
 
     static List<Prompt> prompts(String name) {
-        List<Prompt> prompts = new ArrayList<>();
-        for (JsonNode p : reference(name).get("prompts")) {
-            JsonNode logits = p.get("last_logits");
-            float[] last = new float[logits.size()];
-            for (int i = 0; i < last.length; i++) {
-                last[i] = (float) logits.get(i).asDouble();
-            }
-            prompts.add(new Prompt(ints(p.get("ids")), last, ints(p.get("greedy_8"))));
-        }
-        return prompts;
-    }
-
-    private static int[] ints(JsonNode array) {
-        int[] out = new int[array.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = array.get(i).asInt();
-        }
-        return out;
+        return HfFixturesTest.reference(name).prompts();
     }
 }

@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.backend.gpu.CudaLibraries;
 import io.graphlane.backend.gpu.CudaLibrary;
@@ -17,6 +15,8 @@ import io.graphlane.inference.generate.SequentialGenerator;
 import io.graphlane.inference.generate.SequentialRequest;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.gpu.GpuInference;
+import io.graphlane.inference.hf.HfFixturesTest;
+import io.graphlane.inference.hf.HfFixturesTest.Prompt;
 import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.inference.sampling.SamplingParams;
@@ -24,7 +24,6 @@ import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.tensorparallel.TensorParallelStage;
 import io.graphlane.inference.tensorparallel.TensorParallelStages;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -55,10 +54,6 @@ class SlidingWindowFixtureTest {
     @AfterAll
     static void shutdown() {
         TESTKIT.shutdownTestKit();
-    }
-
-    /** One prompt of reference.json. */
-    record Prompt(int[] ids, float[] lastLogits, int[] greedy8) {
     }
 
     @Test
@@ -198,36 +193,11 @@ class SlidingWindowFixtureTest {
         }
     }
 
-    private static JsonNode reference() {
-        try {
-            return new ObjectMapper().readTree(dir().resolve("reference.json").toFile());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
     private static double tolerance() {
-        return reference().get("tolerance_rel").asDouble();
+        return HfFixturesTest.reference(CASE).toleranceRel();
     }
 
     private static List<Prompt> prompts() {
-        List<Prompt> prompts = new ArrayList<>();
-        for (JsonNode p : reference().get("prompts")) {
-            JsonNode logits = p.get("last_logits");
-            float[] last = new float[logits.size()];
-            for (int i = 0; i < last.length; i++) {
-                last[i] = (float) logits.get(i).asDouble();
-            }
-            prompts.add(new Prompt(ints(p.get("ids")), last, ints(p.get("greedy_8"))));
-        }
-        return prompts;
-    }
-
-    private static int[] ints(JsonNode array) {
-        int[] out = new int[array.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = array.get(i).asInt();
-        }
-        return out;
+        return HfFixturesTest.reference(CASE).prompts();
     }
 }
