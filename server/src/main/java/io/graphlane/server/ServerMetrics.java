@@ -33,7 +33,7 @@ import java.util.function.ToDoubleFunction;
  * (requests running and waiting, stage busy time and fraction, lane queue depth, KV-cache positions)
  * read {@link TextGenerator#servingStats()} once per {@link #scrape}, which only reads counters the
  * engine publishes: a scrape never waits for the engine. Thread-safe. The names and their meanings
- * are listed in the server module's README.
+ * are listed in docs/serving.md (Metrics).
  */
 public final class ServerMetrics {
 

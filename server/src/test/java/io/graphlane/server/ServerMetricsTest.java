@@ -270,7 +270,7 @@ class ServerMetricsTest {
                 Map.entry("graphlane_stage_busy_ratio", "gauge"),
                 Map.entry("graphlane_lane_queue_depth", "gauge"),
                 Map.entry("graphlane_kv_cache_positions", "gauge")), types);
-        String readme = Files.readString(Path.of("README.md"), StandardCharsets.UTF_8);
+        String readme = Files.readString(Path.of("..", "docs", "serving.md"), StandardCharsets.UTF_8);
         for (Map.Entry<String, String> e : types.entrySet()) {
             String name = e.getKey();
             assertTrue(name.matches("graphlane_[a-z0-9_]+"), name + ": snake case with the graphlane_ prefix");
@@ -280,7 +280,7 @@ class ServerMetricsTest {
             }
             assertFalse(name.matches(".*_(milliseconds|ms|nanoseconds|ns|minutes)(_.*)?"), name + ": durations are in seconds");
             if (!name.endsWith("_max")) {
-                assertTrue(readme.contains("`" + name + "`"), name + " is documented in the server README");
+                assertTrue(readme.contains("`" + name + "`"), name + " is documented in docs/serving.md");
             }
         }
     }

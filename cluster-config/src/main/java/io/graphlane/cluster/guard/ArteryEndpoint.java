@@ -64,7 +64,7 @@ public final class ArteryEndpoint implements AutoCloseable {
                 if (!isLoopback(host)) {
                     throw new ClusterConfigException("Artery would " + (host.equals(bindHost) ? "listen on " : "be advertised as ") + host
                             + " in plain text (transport " + transport + "): any host that reaches it could join the cluster and send"
-                            + " its actors messages. Start every node with --tls (see cluster-config/README.md#tls), or with"
+                            + " its actors messages. Start every node with --tls (see docs/cluster.md#tls), or with"
                             + " --allow-plaintext (graphlane.cluster.allow-plaintext = on) on a network you trust");
                 }
             }
