@@ -20,6 +20,7 @@ import picocli.CommandLine.Option;
             LogitsCommand.class,
             BenchCommand.class,
             InspectCommand.class,
+            DemoModelCommand.class,
             NodeCommand.class,
             TraceHtmlCommand.class,
             SoakCommand.class,

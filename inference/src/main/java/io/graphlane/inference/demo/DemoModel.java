@@ -203,7 +203,7 @@ public final class DemoModel {
         return root.toPrettyString();
     }
 
-    private static void publish(Path staging, Path dir) throws IOException {
+    static void publish(Path staging, Path dir) throws IOException {
         try {
             // rename(2) replaces a missing or empty directory atomically and refuses a non-empty one
             Files.move(staging, dir, StandardCopyOption.ATOMIC_MOVE);
@@ -221,7 +221,7 @@ public final class DemoModel {
         return FILES.stream().allMatch(f -> Files.isRegularFile(dir.resolve(f)));
     }
 
-    private static boolean isEmptyDirectory(Path dir) {
+    static boolean isEmptyDirectory(Path dir) {
         try (Stream<Path> entries = Files.list(dir)) {
             return entries.findAny().isEmpty();
         } catch (IOException e) {
@@ -229,7 +229,7 @@ public final class DemoModel {
         }
     }
 
-    private static void deleteQuietly(Path dir) {
+    static void deleteQuietly(Path dir) {
         if (!Files.exists(dir)) {
             return;
         }

@@ -17,6 +17,20 @@ public final class ByteLevelTokenizerJson {
 
     /** The tokenizer.json text. */
     public static String render() {
+        return render(256);
+    }
+
+    /**
+     * The tokenizer.json text of a vocabulary of {@code vocabSize} ids: ids 0..255 are the bytes, and each id {@code i}
+     * from 256 up is a token no text encodes to (there are no merges) that decodes to the text {@code <i>}, so every id
+     * a model of that vocabulary emits decodes.
+     *
+     * @throws IllegalArgumentException if {@code vocabSize} is below 256
+     */
+    public static String render(int vocabSize) {
+        if (vocabSize < 256) {
+            throw new IllegalArgumentException("a byte-level vocabulary needs at least 256 ids, found " + vocabSize);
+        }
         ObjectMapper mapper = new ObjectMapper();
         ObjectNode root = mapper.createObjectNode();
         root.put("version", "1.0");
@@ -39,6 +53,9 @@ public final class ByteLevelTokenizerJson {
         List<String> symbols = byteSymbols();
         for (int b = 0; b < 256; b++) {
             vocab.put(symbols.get(b), b);
+        }
+        for (int id = 256; id < vocabSize; id++) {
+            vocab.put("<" + id + ">", id);
         }
         ArrayNode merges = model.putArray("merges");
         assert merges.isEmpty();
