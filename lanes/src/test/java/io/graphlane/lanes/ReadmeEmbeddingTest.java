@@ -51,6 +51,25 @@ class ReadmeEmbeddingTest {
         assertTrue(printed.lines().anyMatch("answer: 42"::equals), printed);
     }
 
+    /**
+     * The lane runtime needs no native jar and none of the inference or cluster stack: no JavaCPP or OpenBLAS, no
+     * Jackson, no Kryo, no checkpoint reader.
+     */
+    @Test
+    void theLaneRuntimePullsNoNativesJacksonKryoOrCheckpoint() throws Exception {
+        List<String> refused = List.of("javacpp", "openblas", "jackson", "kryo", "graphlane-checkpoint", "checkpoint/target",
+                "graphlane-backend-cpu-0", "backend-cpu/target", "graphlane-wire", "wire/target");
+        List<String> found = new ArrayList<>();
+        for (String entry : runtimeClasspath().split(File.pathSeparator)) {
+            for (String r : refused) {
+                if (entry.contains(r)) {
+                    found.add(entry);
+                }
+            }
+        }
+        assertEquals(List.of(), found, "graphlane-lanes' runtime classpath");
+    }
+
     /** The first java block after the README's "The lane runtime as a library" heading, as written. */
     static String readmeExample() throws Exception {
         List<String> lines = Files.readAllLines(README, StandardCharsets.UTF_8);
