@@ -90,8 +90,6 @@ final class SocketPayloadPlane {
     private static final Logger LOG = LoggerFactory.getLogger(SocketPayloadPlane.class);
     private static final int MAGIC = 0x474C5043;
     private static final byte VERSION = 2;
-    /** The longest path a shared-memory offer may name. */
-    private static final int MAX_OFFER_PATH_BYTES = 4096;
     /** How long one connection may take, from connect or accept to its answer (TLS handshake included). */
     static final long HANDSHAKE_TIMEOUT_MS = 10_000;
     /** Handshakes the accepting side serves at once, one short-lived thread each; a connection beyond them is closed. */
@@ -103,8 +101,8 @@ final class SocketPayloadPlane {
     private static final int MAX_CONTROL_FRAME = 8 << 20;
     /** The longest group name (UTF-8 bytes) a handshake may declare; checked before the name is read. */
     static final int MAX_GROUP_NAME_BYTES = 4096;
-    private static final byte ACCEPTED = 1;
-    private static final byte REFUSED = 0;
+    static final byte ACCEPTED = 1;
+    static final byte REFUSED = 0;
 
     /** What the rank actor hears from the plane during the join. */
     interface Listener {
@@ -143,7 +141,8 @@ final class SocketPayloadPlane {
     /** TLS with Artery's key and trust stores, or null for plain TCP. */
     private final PayloadTls tls;
     /** Where this rank creates shared-memory segments for its links to higher ranks, or null to offer none. */
-    private final java.nio.file.Path sharedMemory;
+    /** Offers and answers the shared-memory segment of a link between two ranks on one host. */
+    private final SharedMemoryNegotiation sharedMemory;
     /** Connections accepted whose handshake is under way; closed at once on abort. */
     private final Set<SocketChannel> pending = ConcurrentHashMap.newKeySet();
     private final Semaphore handshakeSlots = new Semaphore(MAX_PENDING_HANDSHAKES);
@@ -170,7 +169,7 @@ final class SocketPayloadPlane {
         this.server = server;
         this.host = host;
         this.tls = tls;
-        this.sharedMemory = sharedMemory;
+        this.sharedMemory = new SharedMemoryNegotiation(group, rank, sharedMemory, bufferBytes, chunkFrameBytes);
         this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
         this.nonce = new SecureRandom().nextLong();
         this.links = new AtomicReferenceArray<>(size);
@@ -258,10 +257,10 @@ final class SocketPayloadPlane {
                     ch.write(hs);
                 }
                 ByteBuffer answer = ByteBuffer.allocate(1);
-                if (!readFully(ch, answer) || answer.get(0) != ACCEPTED) {
+                if (!PayloadChannel.readFully(ch, answer) || answer.get(0) != ACCEPTED) {
                     throw new IOException("rank " + peer + " refused the handshake");
                 }
-                shared = offerSharedMemory(ch, peer);
+                shared = sharedMemory.offer(ch, peer);
                 deadline.settle();
             } catch (IOException e) {
                 closeQuietly(socket);
@@ -331,16 +330,6 @@ final class SocketPayloadPlane {
         IOException failure(IOException e) {
             return new IOException("no handshake within " + HANDSHAKE_TIMEOUT_MS + " ms", e);
         }
-    }
-
-    /** Reads {@code into} fully; false at EOF. */
-    private static boolean readFully(PayloadChannel ch, ByteBuffer into) throws IOException {
-        while (into.hasRemaining()) {
-            if (ch.read(into) < 0) {
-                return false;
-            }
-        }
-        return true;
     }
 
     /**
@@ -427,7 +416,7 @@ final class SocketPayloadPlane {
     /** Reads and checks a lower rank's handshake; null once its link is up, else why it was refused. */
     private String acceptHandshake(PayloadChannel ch, HandshakeDeadline deadline) throws IOException {
         ByteBuffer head = ByteBuffer.allocate(4 + 1 + 4);
-        if (!readFully(ch, head)) {
+        if (!PayloadChannel.readFully(ch, head)) {
             return "it closed before its handshake";
         }
         head.flip();
@@ -441,7 +430,7 @@ final class SocketPayloadPlane {
             return "its handshake declares a group name of " + groupBytes + " bytes; expected 0.." + MAX_GROUP_NAME_BYTES;
         }
         ByteBuffer rest = ByteBuffer.allocate(groupBytes + 16);
-        if (!readFully(ch, rest)) {
+        if (!PayloadChannel.readFully(ch, rest)) {
             return "it closed during its handshake";
         }
         rest.flip();
@@ -467,7 +456,7 @@ final class SocketPayloadPlane {
             while (answer.hasRemaining()) {
                 ch.write(answer);
             }
-            shared = answerSharedMemory(ch, from);
+            shared = sharedMemory.answer(ch, from);
             deadline.settle();
         } catch (IOException e) {
             // The connecting rank sees its connection fail and reports it; this side forgets the link.
@@ -486,100 +475,6 @@ final class SocketPayloadPlane {
         }
         link.writer.start();
         return null;
-    }
-
-    /**
-     * The connecting side, once its handshake is accepted: offers a new shared-memory segment (its path, token and ring
-     * size) if this rank has a directory for them, or none; the link's frames then travel through it, or (null) through
-     * {@code ch}. The file is deleted once the offer is answered, whatever the answer.
-     */
-    private SharedMemoryChannel offerSharedMemory(PayloadChannel ch, int peer) throws IOException {
-        SharedMemorySegment segment = null;
-        if (sharedMemory != null) {
-            try {
-                // Room for a few chunk frames, each read in place (at most half the ring), up to 64 MiB a direction
-                // (longer frames are copied out in pieces).
-                long ring = Math.min(Math.max(bufferBytes, 4L * chunkFrameBytes), Math.max(bufferBytes, 64L << 20));
-                segment = SharedMemorySegment.create(sharedMemory, SharedMemorySegment.ringFor(ring));
-            } catch (IOException e) {
-                LOG.info("collective group {} rank {}: no shared memory for the link to rank {} ({}); its payload takes the socket",
-                        group, rank, peer, e.getMessage());
-            }
-        }
-        try {
-            if (segment == null) {
-                ByteBuffer none = ByteBuffer.allocate(4).putInt(0).flip();
-                while (none.hasRemaining()) {
-                    ch.write(none);
-                }
-                return null;
-            }
-            byte[] path = segment.path().toString().getBytes(StandardCharsets.UTF_8);
-            ByteBuffer offer = ByteBuffer.allocate(4 + path.length + 8 + 4);
-            offer.putInt(path.length).put(path).putLong(segment.token()).putInt(segment.ringBytes()).flip();
-            while (offer.hasRemaining()) {
-                ch.write(offer);
-            }
-            ByteBuffer answer = ByteBuffer.allocate(1);
-            if (!readFully(ch, answer)) {
-                throw new IOException("rank " + peer + " closed before it answered the shared-memory offer");
-            }
-            if (answer.get(0) != ACCEPTED) {
-                segment.unmap();
-                return null;
-            }
-            return new SharedMemoryChannel(ch, segment, true);
-        } catch (IOException | RuntimeException e) {
-            if (segment != null) {
-                segment.unmap();
-            }
-            throw e;
-        } finally {
-            if (segment != null) {
-                segment.delete();
-            }
-        }
-    }
-
-    /**
-     * The accepting side: reads the connecting rank's shared-memory offer and maps it if it can; the link's frames then
-     * travel through it, or (null) through {@code ch}.
-     */
-    private SharedMemoryChannel answerSharedMemory(PayloadChannel ch, int from) throws IOException {
-        ByteBuffer head = ByteBuffer.allocate(4);
-        if (!readFully(ch, head)) {
-            throw new IOException("rank " + from + " closed before its shared-memory offer");
-        }
-        int pathBytes = head.getInt(0);
-        if (pathBytes == 0) {
-            return null;
-        }
-        if (pathBytes < 0 || pathBytes > MAX_OFFER_PATH_BYTES) {
-            throw new IOException("rank " + from + " offered a shared-memory path of " + pathBytes + " bytes; expected 0.." + MAX_OFFER_PATH_BYTES);
-        }
-        ByteBuffer rest = ByteBuffer.allocate(pathBytes + 8 + 4);
-        if (!readFully(ch, rest)) {
-            throw new IOException("rank " + from + " closed during its shared-memory offer");
-        }
-        rest.flip();
-        byte[] path = new byte[pathBytes];
-        rest.get(path);
-        long token = rest.getLong();
-        int ringBytes = rest.getInt();
-        SharedMemorySegment segment = sharedMemory == null ? null
-                : SharedMemorySegment.open(java.nio.file.Path.of(new String(path, StandardCharsets.UTF_8)), token, ringBytes);
-        ByteBuffer answer = ByteBuffer.wrap(new byte[] {segment == null ? REFUSED : ACCEPTED});
-        try {
-            while (answer.hasRemaining()) {
-                ch.write(answer);
-            }
-        } catch (IOException e) {
-            if (segment != null) {
-                segment.unmap();
-            }
-            throw e;
-        }
-        return segment == null ? null : new SharedMemoryChannel(ch, segment, false);
     }
 
     // ------------------------------------------------------------------ the member's side
