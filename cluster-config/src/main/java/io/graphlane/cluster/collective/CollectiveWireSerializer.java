@@ -15,6 +15,7 @@ import io.graphlane.backend.cpu.collective.CollectiveDescriptor;
 import io.graphlane.backend.cpu.collective.CollectiveKind;
 import io.graphlane.backend.cpu.collective.CollectiveMessage;
 import io.graphlane.backend.cpu.collective.ReduceOp;
+import java.util.List;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
@@ -62,19 +63,16 @@ public final class CollectiveWireSerializer extends PooledKryoSerializer impleme
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public CollectiveWireSerializer(ExtendedActorSystem system) {
-        super(system);
+        super(system, ENTRIES);
     }
 
-    @Override
-    protected Kryo newKryo(ActorRefResolver resolver) {
-        Kryo kryo = WireRegistry.newKryo(resolver);
-        kryo.register(CollectiveRankActor.Hello.class, new HelloSerializer(resolver), HELLO_ID);
-        kryo.register(CollectiveRankActor.Deliver.class, new DeliverSerializer(), DELIVER_ID);
-        kryo.register(CollectiveRankActor.Credit.class, new CreditSerializer(), CREDIT_ID);
-        kryo.register(CollectiveRankActor.Goodbye.class, new GoodbyeSerializer(), GOODBYE_ID);
-        kryo.register(CollectiveRankActor.GoodbyeAck.class, new GoodbyeAckSerializer(), GOODBYE_ACK_ID);
-        return kryo;
-    }
+    /** The collective protocol's classes: its Kryo knows these and the wire registry's, and nothing else. */
+    static final List<WireRegistry.Entry> ENTRIES = List.of(
+            new WireRegistry.Entry(HELLO_ID, CollectiveRankActor.Hello.class, HelloSerializer::new),
+            new WireRegistry.Entry(DELIVER_ID, CollectiveRankActor.Deliver.class, r -> new DeliverSerializer()),
+            new WireRegistry.Entry(CREDIT_ID, CollectiveRankActor.Credit.class, r -> new CreditSerializer()),
+            new WireRegistry.Entry(GOODBYE_ID, CollectiveRankActor.Goodbye.class, r -> new GoodbyeSerializer()),
+            new WireRegistry.Entry(GOODBYE_ACK_ID, CollectiveRankActor.GoodbyeAck.class, r -> new GoodbyeAckSerializer()));
 
     @Override
     public int identifier() {

@@ -21,4 +21,14 @@ interface PayloadChannel {
 
     /** Closes the socket at once; a read or write blocked on it fails. */
     void close() throws IOException;
+
+    /** Reads {@code into} fully from {@code ch}; false at EOF. */
+    static boolean readFully(PayloadChannel ch, ByteBuffer into) throws IOException {
+        while (into.hasRemaining()) {
+            if (ch.read(into) < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
 }

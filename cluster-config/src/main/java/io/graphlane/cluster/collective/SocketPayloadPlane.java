@@ -1,6 +1,5 @@
 package io.graphlane.cluster.collective;
 
-import io.graphlane.actors.wire.WireFormatException;
 import io.graphlane.backend.cpu.collective.CollectiveMessage;
 import io.graphlane.backend.cpu.collective.CollectiveTransport.Envelope;
 import io.graphlane.core.log.WarningGate;
@@ -21,7 +20,6 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -90,8 +88,6 @@ final class SocketPayloadPlane {
     private static final Logger LOG = LoggerFactory.getLogger(SocketPayloadPlane.class);
     private static final int MAGIC = 0x474C5043;
     private static final byte VERSION = 2;
-    /** The longest path a shared-memory offer may name. */
-    private static final int MAX_OFFER_PATH_BYTES = 4096;
     /** How long one connection may take, from connect or accept to its answer (TLS handshake included). */
     static final long HANDSHAKE_TIMEOUT_MS = 10_000;
     /** Handshakes the accepting side serves at once, one short-lived thread each; a connection beyond them is closed. */
@@ -103,8 +99,8 @@ final class SocketPayloadPlane {
     private static final int MAX_CONTROL_FRAME = 8 << 20;
     /** The longest group name (UTF-8 bytes) a handshake may declare; checked before the name is read. */
     static final int MAX_GROUP_NAME_BYTES = 4096;
-    private static final byte ACCEPTED = 1;
-    private static final byte REFUSED = 0;
+    static final byte ACCEPTED = 1;
+    static final byte REFUSED = 0;
 
     /** What the rank actor hears from the plane during the join. */
     interface Listener {
@@ -118,32 +114,33 @@ final class SocketPayloadPlane {
      * own memory, written from there; {@code ticket} numbers such frames per link). {@code pool} takes {@code bytes}
      * back once written, if not null.
      */
-    private record Frame(ByteBuffer bytes, ArrayBlockingQueue<ByteBuffer> pool, boolean goodbye, ByteBuffer payload, long ticket) {
+    record Frame(ByteBuffer bytes, ArrayBlockingQueue<ByteBuffer> pool, boolean goodbye, ByteBuffer payload, long ticket) {
         Frame(ByteBuffer bytes, ArrayBlockingQueue<ByteBuffer> pool, boolean goodbye) {
             this(bytes, pool, goodbye, null, 0);
         }
     }
 
     private final String group;
-    private final int rank;
-    private final int window;
+    final int rank;
+    final int window;
     private final int bufferBytes;
-    private final int chunkFrameBytes;
-    private final int maxFrameBytes;
-    private final CollectiveWireSerializer serializer;
-    private final PeerStatus status;
-    private final BlockingQueue<Envelope> inbox;
+    final int chunkFrameBytes;
+    final int maxFrameBytes;
+    final CollectiveWireSerializer serializer;
+    final PeerStatus status;
+    final BlockingQueue<Envelope> inbox;
     private final ServerSocketChannel server;
     private final String host;
     private final int port;
     private final long nonce;
-    private final AtomicReferenceArray<Link> links;
+    private final AtomicReferenceArray<PayloadLink> links;
     private final AtomicReferenceArray<String> nodes;
     private final AtomicBoolean started = new AtomicBoolean();
     /** TLS with Artery's key and trust stores, or null for plain TCP. */
     private final PayloadTls tls;
     /** Where this rank creates shared-memory segments for its links to higher ranks, or null to offer none. */
-    private final java.nio.file.Path sharedMemory;
+    /** Offers and answers the shared-memory segment of a link between two ranks on one host. */
+    private final SharedMemoryNegotiation sharedMemory;
     /** Connections accepted whose handshake is under way; closed at once on abort. */
     private final Set<SocketChannel> pending = ConcurrentHashMap.newKeySet();
     private final Semaphore handshakeSlots = new Semaphore(MAX_PENDING_HANDSHAKES);
@@ -153,7 +150,7 @@ final class SocketPayloadPlane {
     private volatile boolean allAccepted;
     private volatile Listener listener;
     private volatile boolean closing;
-    private volatile boolean aborted;
+    volatile boolean aborted;
 
     private SocketPayloadPlane(String group, int rank, int size, int window, int bufferBytes, int chunkFloats,
                                CollectiveWireSerializer serializer, PeerStatus status, BlockingQueue<Envelope> inbox,
@@ -170,7 +167,7 @@ final class SocketPayloadPlane {
         this.server = server;
         this.host = host;
         this.tls = tls;
-        this.sharedMemory = sharedMemory;
+        this.sharedMemory = new SharedMemoryNegotiation(group, rank, sharedMemory, bufferBytes, chunkFrameBytes);
         this.port = ((InetSocketAddress) server.getLocalAddress()).getPort();
         this.nonce = new SecureRandom().nextLong();
         this.links = new AtomicReferenceArray<>(size);
@@ -238,7 +235,7 @@ final class SocketPayloadPlane {
 
     /** Connects to the higher rank {@code peer} at {@code peerHost:peerPort}, presenting {@code peerNonce}; asynchronous. */
     void connect(int peer, String peerHost, int peerPort, long peerNonce) {
-        Link link = new Link(peer);
+        PayloadLink link = new PayloadLink(this, peer);
         if (!links.compareAndSet(peer, null, link)) {
             return;
         }
@@ -258,10 +255,10 @@ final class SocketPayloadPlane {
                     ch.write(hs);
                 }
                 ByteBuffer answer = ByteBuffer.allocate(1);
-                if (!readFully(ch, answer) || answer.get(0) != ACCEPTED) {
+                if (!PayloadChannel.readFully(ch, answer) || answer.get(0) != ACCEPTED) {
                     throw new IOException("rank " + peer + " refused the handshake");
                 }
-                shared = offerSharedMemory(ch, peer);
+                shared = sharedMemory.offer(ch, peer);
                 deadline.settle();
             } catch (IOException e) {
                 closeQuietly(socket);
@@ -281,7 +278,7 @@ final class SocketPayloadPlane {
         link.writer.start();
     }
 
-    private String threadName(int peer, String direction) {
+    String threadName(int peer, String direction) {
         return "graphlane-collective-" + group + "-" + rank + "-" + direction + "-" + peer;
     }
 
@@ -331,16 +328,6 @@ final class SocketPayloadPlane {
         IOException failure(IOException e) {
             return new IOException("no handshake within " + HANDSHAKE_TIMEOUT_MS + " ms", e);
         }
-    }
-
-    /** Reads {@code into} fully; false at EOF. */
-    private static boolean readFully(PayloadChannel ch, ByteBuffer into) throws IOException {
-        while (into.hasRemaining()) {
-            if (ch.read(into) < 0) {
-                return false;
-            }
-        }
-        return true;
     }
 
     /**
@@ -427,7 +414,7 @@ final class SocketPayloadPlane {
     /** Reads and checks a lower rank's handshake; null once its link is up, else why it was refused. */
     private String acceptHandshake(PayloadChannel ch, HandshakeDeadline deadline) throws IOException {
         ByteBuffer head = ByteBuffer.allocate(4 + 1 + 4);
-        if (!readFully(ch, head)) {
+        if (!PayloadChannel.readFully(ch, head)) {
             return "it closed before its handshake";
         }
         head.flip();
@@ -441,7 +428,7 @@ final class SocketPayloadPlane {
             return "its handshake declares a group name of " + groupBytes + " bytes; expected 0.." + MAX_GROUP_NAME_BYTES;
         }
         ByteBuffer rest = ByteBuffer.allocate(groupBytes + 16);
-        if (!readFully(ch, rest)) {
+        if (!PayloadChannel.readFully(ch, rest)) {
             return "it closed during its handshake";
         }
         rest.flip();
@@ -457,7 +444,7 @@ final class SocketPayloadPlane {
         if (from < 0 || from >= rank) {
             return "it claims rank " + from + ", but only ranks 0.." + (rank - 1) + " connect to rank " + rank;
         }
-        Link link = new Link(from);
+        PayloadLink link = new PayloadLink(this, from);
         if (!links.compareAndSet(from, null, link)) {
             return "rank " + from + " is connected already";
         }
@@ -467,7 +454,7 @@ final class SocketPayloadPlane {
             while (answer.hasRemaining()) {
                 ch.write(answer);
             }
-            shared = answerSharedMemory(ch, from);
+            shared = sharedMemory.answer(ch, from);
             deadline.settle();
         } catch (IOException e) {
             // The connecting rank sees its connection fail and reports it; this side forgets the link.
@@ -488,105 +475,11 @@ final class SocketPayloadPlane {
         return null;
     }
 
-    /**
-     * The connecting side, once its handshake is accepted: offers a new shared-memory segment (its path, token and ring
-     * size) if this rank has a directory for them, or none; the link's frames then travel through it, or (null) through
-     * {@code ch}. The file is deleted once the offer is answered, whatever the answer.
-     */
-    private SharedMemoryChannel offerSharedMemory(PayloadChannel ch, int peer) throws IOException {
-        SharedMemorySegment segment = null;
-        if (sharedMemory != null) {
-            try {
-                // Room for a few chunk frames, each read in place (at most half the ring), up to 64 MiB a direction
-                // (longer frames are copied out in pieces).
-                long ring = Math.min(Math.max(bufferBytes, 4L * chunkFrameBytes), Math.max(bufferBytes, 64L << 20));
-                segment = SharedMemorySegment.create(sharedMemory, SharedMemorySegment.ringFor(ring));
-            } catch (IOException e) {
-                LOG.info("collective group {} rank {}: no shared memory for the link to rank {} ({}); its payload takes the socket",
-                        group, rank, peer, e.getMessage());
-            }
-        }
-        try {
-            if (segment == null) {
-                ByteBuffer none = ByteBuffer.allocate(4).putInt(0).flip();
-                while (none.hasRemaining()) {
-                    ch.write(none);
-                }
-                return null;
-            }
-            byte[] path = segment.path().toString().getBytes(StandardCharsets.UTF_8);
-            ByteBuffer offer = ByteBuffer.allocate(4 + path.length + 8 + 4);
-            offer.putInt(path.length).put(path).putLong(segment.token()).putInt(segment.ringBytes()).flip();
-            while (offer.hasRemaining()) {
-                ch.write(offer);
-            }
-            ByteBuffer answer = ByteBuffer.allocate(1);
-            if (!readFully(ch, answer)) {
-                throw new IOException("rank " + peer + " closed before it answered the shared-memory offer");
-            }
-            if (answer.get(0) != ACCEPTED) {
-                segment.unmap();
-                return null;
-            }
-            return new SharedMemoryChannel(ch, segment, true);
-        } catch (IOException | RuntimeException e) {
-            if (segment != null) {
-                segment.unmap();
-            }
-            throw e;
-        } finally {
-            if (segment != null) {
-                segment.delete();
-            }
-        }
-    }
-
-    /**
-     * The accepting side: reads the connecting rank's shared-memory offer and maps it if it can; the link's frames then
-     * travel through it, or (null) through {@code ch}.
-     */
-    private SharedMemoryChannel answerSharedMemory(PayloadChannel ch, int from) throws IOException {
-        ByteBuffer head = ByteBuffer.allocate(4);
-        if (!readFully(ch, head)) {
-            throw new IOException("rank " + from + " closed before its shared-memory offer");
-        }
-        int pathBytes = head.getInt(0);
-        if (pathBytes == 0) {
-            return null;
-        }
-        if (pathBytes < 0 || pathBytes > MAX_OFFER_PATH_BYTES) {
-            throw new IOException("rank " + from + " offered a shared-memory path of " + pathBytes + " bytes; expected 0.." + MAX_OFFER_PATH_BYTES);
-        }
-        ByteBuffer rest = ByteBuffer.allocate(pathBytes + 8 + 4);
-        if (!readFully(ch, rest)) {
-            throw new IOException("rank " + from + " closed during its shared-memory offer");
-        }
-        rest.flip();
-        byte[] path = new byte[pathBytes];
-        rest.get(path);
-        long token = rest.getLong();
-        int ringBytes = rest.getInt();
-        SharedMemorySegment segment = sharedMemory == null ? null
-                : SharedMemorySegment.open(java.nio.file.Path.of(new String(path, StandardCharsets.UTF_8)), token, ringBytes);
-        ByteBuffer answer = ByteBuffer.wrap(new byte[] {segment == null ? REFUSED : ACCEPTED});
-        try {
-            while (answer.hasRemaining()) {
-                ch.write(answer);
-            }
-        } catch (IOException e) {
-            if (segment != null) {
-                segment.unmap();
-            }
-            throw e;
-        }
-        return segment == null ? null : new SharedMemoryChannel(ch, segment, false);
-    }
-
     // ------------------------------------------------------------------ the member's side
 
     /** Frames {@code message} from this rank and queues it for rank {@code to}; drops it if that rank is lost or departed. */
     void send(int to, CollectiveMessage message) {
-        Link link = links.get(to);
+        PayloadLink link = links.get(to);
         if (link == null || !status.isLive(to)) {
             return;
         }
@@ -640,7 +533,7 @@ final class SocketPayloadPlane {
     boolean awaitSent(long timeoutNanos) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
         for (int r = 0; r < links.length(); r++) {
-            Link link = links.get(r);
+            PayloadLink link = links.get(r);
             if (link != null && !link.awaitWritten(link.lastQueued, deadline)) {
                 return false;
             }
@@ -655,7 +548,7 @@ final class SocketPayloadPlane {
     void withdrawSent(long timeoutNanos) {
         long deadline = System.nanoTime() + timeoutNanos;
         for (int r = 0; r < links.length(); r++) {
-            Link link = links.get(r);
+            PayloadLink link = links.get(r);
             if (link == null) {
                 continue;
             }
@@ -700,7 +593,7 @@ final class SocketPayloadPlane {
      * link's reader, which may read one more frame.
      */
     void consumed(int from, CollectiveMessage.Chunk chunk) {
-        Link link = links.get(from);
+        PayloadLink link = links.get(from);
         if (link != null) {
             link.giveBack(chunk);
         }
@@ -720,7 +613,7 @@ final class SocketPayloadPlane {
         }
         List<CompletableFuture<Void>> finishing = new ArrayList<>();
         for (int r = 0; r < links.length(); r++) {
-            Link link = links.get(r);
+            PayloadLink link = links.get(r);
             if (link != null) {
                 // Nothing polls any more: a reader held by the window must read on to the peer's goodbye.
                 link.window.release(Integer.MAX_VALUE / 2);
@@ -753,7 +646,7 @@ final class SocketPayloadPlane {
     }
 
     private void abortLink(int r) {
-        Link link = links.get(r);
+        PayloadLink link = links.get(r);
         if (link != null) {
             link.abort();
         }
@@ -769,7 +662,7 @@ final class SocketPayloadPlane {
         }
     }
 
-    private static void closeQuietly(PayloadChannel c) {
+    static void closeQuietly(PayloadChannel c) {
         if (c != null) {
             try {
                 c.close();
@@ -781,7 +674,7 @@ final class SocketPayloadPlane {
 
     /** True if the link to rank {@code peer} is up and carries its payload through shared memory (not the socket's bytes). */
     boolean sharesMemoryWith(int peer) {
-        Link link = links.get(peer);
+        PayloadLink link = links.get(peer);
         return link != null && link.shared != null;
     }
 
@@ -790,461 +683,15 @@ final class SocketPayloadPlane {
      * must give frames back to end); false on a socket link, whose blocked write the kernel holds out of sight.
      */
     boolean writerAwaitsRoom(int peer) {
-        Link link = links.get(peer);
+        PayloadLink link = links.get(peer);
         SharedMemoryChannel sh = link == null ? null : link.shared;
         return sh != null && sh.awaitsRoom();
     }
 
     /** The node of rank {@code peer}: its Artery address once known, else the remote address of its socket. */
-    private String nodeOf(int peer, PayloadChannel ch) {
+    String nodeOf(int peer, PayloadChannel ch) {
         String node = nodes.get(peer);
         return node != null ? node : String.valueOf(ch);
     }
 
-    /**
-     * A received chunk the member holds: the buffer it was read into and the view of its floats the member was given;
-     * over shared memory, the end of its frame in the ring (else -1).
-     */
-    private record Held(ByteBuffer body, java.nio.FloatBuffer values, long end) {
-    }
-
-    /** One pair's socket, its writer queue and its reader. */
-    private final class Link {
-        final int peer;
-        final LinkedBlockingQueue<Frame> queue = new LinkedBlockingQueue<>();
-        /** Send frames of the group's chunk frame, written and free for the next chunk. */
-        final ArrayBlockingQueue<ByteBuffer> pool = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
-        /** Headers of chunks written from their sender's memory, written and free for the next chunk. */
-        final ArrayBlockingQueue<ByteBuffer> heads = new ArrayBlockingQueue<>(2 * SocketPayloadPlane.this.window);
-        /** The ticket of the last frame queued with a payload in its sender's memory (0: none yet). */
-        volatile long lastQueued;
-        /** The ticket up to which such frames are written (or dropped). */
-        volatile long lastWritten;
-        /** The ticket of the frame whose payload the writer is writing now, or 0. */
-        volatile long writingTicket;
-        /** Frames with tickets up to this one are dropped instead of written (their sender failed). */
-        volatile long withdrawnUpTo;
-        /** The member's thread while it waits for {@link #lastWritten}. */
-        volatile Thread sentWaiter;
-        /** Receive buffers of the group's chunk frame that the member gave back. */
-        final ArrayBlockingQueue<ByteBuffer> received = new ArrayBlockingQueue<>(SocketPayloadPlane.this.window);
-        /** The chunks handed to the member and not given back yet, in arrival order. */
-        final java.util.concurrent.ConcurrentLinkedQueue<Held> held = new java.util.concurrent.ConcurrentLinkedQueue<>();
-        /** Receive buffers the reader may still fill: it takes one before each frame. */
-        final Semaphore window = new Semaphore(SocketPayloadPlane.this.window);
-        final CompletableFuture<Void> finished = new CompletableFuture<>();
-        volatile PayloadChannel channel;
-        /** The frames' path when both ranks share a host: the segment's rings, with {@link #channel} as doorbell; else null. */
-        volatile SharedMemoryChannel shared;
-        volatile Thread writer;
-        volatile Thread reader;
-        volatile boolean peerSaidGoodbye;
-        volatile boolean writerEnded;
-        volatile boolean linkAborted;
-        private boolean goodbyeQueued;
-        private boolean writerDone;
-        private boolean readerDone;
-
-        Link(int peer) {
-            this.peer = peer;
-        }
-
-        /**
-         * Starts reading {@code ch}, or {@code shared} when it is not null; false (and the socket closed) if the link was
-         * aborted meanwhile.
-         */
-        boolean attach(PayloadChannel ch, SharedMemoryChannel shared) {
-            synchronized (this) {
-                channel = ch;
-                this.shared = shared;
-                if (linkAborted || aborted) {
-                    readerDone = true;
-                    closeQuietly(ch);
-                    return false;
-                }
-                reader = new Thread(shared == null ? this::readLoop : this::readLoopShared, threadName(peer, "from"));
-                reader.setDaemon(true);
-            }
-            reader.start();
-            return true;
-        }
-
-        synchronized void enqueue(Frame frame) {
-            if (goodbyeQueued || linkAborted) {
-                return;
-            }
-            queue.add(frame);
-        }
-
-        /** Queues a chunk's header and its floats, to be written from where they are, under the next ticket. */
-        synchronized void enqueuePayload(ByteBuffer head, ByteBuffer payload) {
-            if (goodbyeQueued || linkAborted) {
-                return;
-            }
-            long ticket = lastQueued + 1;
-            queue.add(new Frame(head, heads, false, payload, ticket));
-            lastQueued = ticket;
-        }
-
-        /** True once the frames up to {@code ticket} are written or dropped, or the writer has ended; false at {@code deadline}. */
-        boolean awaitWritten(long ticket, long deadline) throws InterruptedException {
-            if (lastWritten >= ticket) {
-                return true;
-            }
-            sentWaiter = Thread.currentThread();
-            try {
-                while (lastWritten < ticket) {
-                    if (linkAborted || writerEnded) {
-                        return awaitWriterEnd(deadline);
-                    }
-                    long left = deadline - System.nanoTime();
-                    if (left <= 0) {
-                        return false;
-                    }
-                    java.util.concurrent.locks.LockSupport.parkNanos(this, left);
-                    if (Thread.interrupted()) {
-                        throw new InterruptedException();
-                    }
-                }
-                return true;
-            } finally {
-                sentWaiter = null;
-            }
-        }
-
-        /** True once this link's writer thread has ended (so it reads no payload any more); false at {@code deadline}. */
-        boolean awaitWriterEnd(long deadline) {
-            Thread w = writer;
-            if (w == null || w == Thread.currentThread() || writingTicket == 0) {
-                return true;
-            }
-            try {
-                long left = deadline - System.nanoTime();
-                if (left > 0) {
-                    w.join(Math.max(1, left / 1_000_000));
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            return !w.isAlive() || writingTicket == 0;
-        }
-
-        /** The frame's payload is written (or dropped): its header goes back to the pool and a waiting member hears of it. */
-        private void payloadDone(Frame f) {
-            writingTicket = 0;
-            lastWritten = f.ticket();
-            heads.offer(f.bytes());
-            Thread waiting = sentWaiter;
-            if (waiting != null) {
-                java.util.concurrent.locks.LockSupport.unpark(waiting);
-            }
-        }
-
-        synchronized void queueGoodbye() {
-            if (goodbyeQueued || linkAborted) {
-                return;
-            }
-            goodbyeQueued = true;
-            ByteBuffer frame = ByteBuffer.allocate(64).order(ByteOrder.LITTLE_ENDIAN);
-            frame.position(4);
-            serializer.toBinary(new CollectiveRankActor.Goodbye(rank), frame);
-            frame.putInt(0, frame.position() - 4);
-            frame.flip();
-            queue.add(new Frame(frame, null, true));
-        }
-
-        void writeLoop() {
-            PayloadChannel ch = channel;
-            SharedMemoryChannel sh = shared;
-            try {
-                while (!linkAborted) {
-                    Frame f = queue.take();
-                    ByteBuffer bytes = f.bytes();
-                    if (f.payload() != null) {
-                        writingTicket = f.ticket();
-                        if (f.ticket() > withdrawnUpTo) {
-                            if (sh != null) {
-                                sh.writeFrame(bytes, f.payload());
-                            } else {
-                                writeAll(ch, bytes);
-                                writeAll(ch, f.payload());
-                            }
-                        }
-                        payloadDone(f);
-                        continue;
-                    }
-                    if (sh != null) {
-                        sh.writeFrame(bytes, null);
-                    } else {
-                        writeAll(ch, bytes);
-                    }
-                    if (f.pool() != null) {
-                        f.pool().offer(bytes);
-                    }
-                    if (f.goodbye()) {
-                        ch.shutdownOutput();
-                        break;
-                    }
-                }
-            } catch (InterruptedException e) {
-                // Aborted.
-            } catch (IOException e) {
-                if (!linkAborted && !aborted && !peerSaidGoodbye) {
-                    status.lost(peer, "writing to its payload socket to node " + nodeOf(peer, ch) + " failed: " + e);
-                }
-                abort();
-            }
-            writingTicket = 0;
-            writerEnded = true;
-            Thread waiting = sentWaiter;
-            if (waiting != null) {
-                java.util.concurrent.locks.LockSupport.unpark(waiting);
-            }
-            done(true);
-        }
-
-        private void writeAll(PayloadChannel ch, ByteBuffer bytes) throws IOException {
-            while (bytes.hasRemaining()) {
-                ch.write(bytes);
-            }
-        }
-
-        void readLoop() {
-            PayloadChannel ch = channel;
-            ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
-            String failure = null;
-            try {
-                while (true) {
-                    header.clear();
-                    if (!readFully(ch, header, true)) {
-                        if (!peerSaidGoodbye) {
-                            failure = "its payload socket from node " + nodeOf(peer, ch) + " closed before it said goodbye";
-                        }
-                        break;
-                    }
-                    int length = header.getInt(0);
-                    if (length <= 0 || length > maxFrameBytes) {
-                        throw new WireFormatException("a payload frame of " + length + " bytes; expected 1.." + maxFrameBytes);
-                    }
-                    window.acquire();
-                    ByteBuffer body = receiveBuffer(length);
-                    body.limit(length);
-                    if (!readFully(ch, body, false)) {
-                        throw new IOException("the socket closed in the middle of a frame");
-                    }
-                    body.flip();
-                    deliver(serializer.fromBinaryViewing(body), body, -1);
-                }
-            } catch (InterruptedException e) {
-                // Aborted.
-            } catch (IOException | WireFormatException e) {
-                if (!peerSaidGoodbye) {
-                    failure = "its payload socket from node " + nodeOf(peer, ch) + " failed: " + e;
-                }
-            }
-            readerEnded(failure);
-        }
-
-        /**
-         * Hands a frame's message on: a chunk to the member, which reads its floats straight from {@code body} and gives
-         * it back once it has; anything else is decoded already, so its body is freed at once. {@code end} is the frame's
-         * end in the shared ring, or -1 for a socket's receive buffer.
-         */
-        private void deliver(Object message, ByteBuffer body, long end) {
-            if (message instanceof CollectiveRankActor.Deliver d && d.from() == peer) {
-                if (d.message() instanceof CollectiveMessage.Chunk c) {
-                    held.add(new Held(body, c.values(), end));
-                } else {
-                    free(body, end);
-                }
-                inbox.add(new Envelope(peer, d.message()));
-            } else if (message instanceof CollectiveRankActor.Goodbye g && g.from() == peer) {
-                free(body, end);
-                peerSaidGoodbye = true;
-                status.depart(peer);
-                queueGoodbye();
-            } else {
-                throw new WireFormatException("a payload frame holding " + message + ", expected a message from rank " + peer);
-            }
-        }
-
-        /** A frame's body is read no more: its buffer back to the pool, or its space in the ring back to the writer. */
-        private void free(ByteBuffer body, long end) {
-            if (end < 0) {
-                recycle(body);
-            } else {
-                shared.release(end);
-                window.release();
-            }
-        }
-
-        /** The reader's last word: a failure (if any, and the link was not aborted) reports the peer lost. */
-        private void readerEnded(String failure) {
-            if (failure != null && !linkAborted && !aborted) {
-                status.lost(peer, failure);
-                abort();
-            }
-            done(false);
-        }
-
-        /**
-         * The reader of a link through shared memory: as {@link #readLoop}, but each frame's body is a view of the ring
-         * (no copy), a chunk's until the member gives it back, any other frame's until it is decoded.
-         */
-        void readLoopShared() {
-            SharedMemoryChannel sh = shared;
-            String failure = null;
-            try {
-                while (true) {
-                    window.acquire();
-                    SharedMemoryChannel.Frame frame = sh.readFrame(maxFrameBytes);
-                    if (frame == null) {
-                        window.release();
-                        if (!peerSaidGoodbye) {
-                            failure = "its payload socket from node " + nodeOf(peer, channel) + " closed before it said goodbye";
-                        }
-                        break;
-                    }
-                    deliver(serializer.fromBinaryViewing(frame.body()), frame.body(), frame.end());
-                }
-            } catch (InterruptedException e) {
-                // Aborted.
-            } catch (IOException | WireFormatException e) {
-                if (!peerSaidGoodbye) {
-                    failure = "its payload socket from node " + nodeOf(peer, channel) + " failed: " + e;
-                }
-            }
-            readerEnded(failure);
-        }
-
-        /** A cleared buffer for a frame of {@code length} bytes: a pooled direct one for a frame up to a chunk's, else its own. */
-        private ByteBuffer receiveBuffer(int length) {
-            if (length > chunkFrameBytes) {
-                return ByteBuffer.allocate(length).order(ByteOrder.LITTLE_ENDIAN);
-            }
-            ByteBuffer b = received.poll();
-            if (b == null) {
-                b = ByteBuffer.allocateDirect(chunkFrameBytes).order(ByteOrder.LITTLE_ENDIAN);
-            }
-            b.clear();
-            return b;
-        }
-
-        /** {@code body} is free again: pooled if it is a pooled one, and the reader may take one more. */
-        private void recycle(ByteBuffer body) {
-            if (body.isDirect() && body.capacity() == chunkFrameBytes && !linkAborted) {
-                received.offer(body);
-            }
-            window.release();
-        }
-
-        /** The member has read {@code chunk} (normally the oldest held): its buffer goes back to the reader. */
-        void giveBack(CollectiveMessage.Chunk chunk) {
-            Held h = held.peek();
-            if (h == null || h.values() != chunk.values() || !held.remove(h)) {
-                h = null;
-                for (Held other : held) {
-                    if (other.values() == chunk.values() && held.remove(other)) {
-                        h = other;
-                        break;
-                    }
-                }
-            }
-            if (h == null) {
-                return;
-            }
-            free(h.body(), h.end());
-            if (h.end() >= 0) {
-                unmapIfUnused();
-            }
-        }
-
-        /**
-         * Unmaps the link's shared memory once nothing can touch it: the reader and writer have ended and the member
-         * holds no frame body. A body the member never gives back (its collective failed) keeps the mapping until the
-         * garbage collector takes it.
-         */
-        private void unmapIfUnused() {
-            SharedMemoryChannel sh = shared;
-            if (sh == null) {
-                return;
-            }
-            synchronized (this) {
-                if (!(writerDone && readerDone) || !held.isEmpty()) {
-                    return;
-                }
-            }
-            sh.unmap();
-        }
-
-        private boolean readFully(PayloadChannel ch, ByteBuffer into, boolean eofAllowed) throws IOException {
-            while (into.hasRemaining()) {
-                if (ch.read(into) < 0) {
-                    if (eofAllowed && into.position() == 0) {
-                        return false;
-                    }
-                    throw new IOException("the socket closed in the middle of a frame");
-                }
-            }
-            return true;
-        }
-
-        /** The link never connected: nothing will run on it. */
-        synchronized void finishUnconnected() {
-            writerDone = true;
-            readerDone = true;
-            finished.complete(null);
-        }
-
-        private void done(boolean writing) {
-            boolean both;
-            synchronized (this) {
-                if (writing) {
-                    writerDone = true;
-                } else {
-                    readerDone = true;
-                }
-                both = writerDone && readerDone;
-            }
-            if (both) {
-                closeQuietly(channel);
-                unmapIfUnused();
-                finished.complete(null);
-            }
-        }
-
-        void abort() {
-            synchronized (this) {
-                linkAborted = true;
-                queue.clear();
-                // A closed plane may stay referenced (by its node's termination hook): it keeps no frames.
-                pool.clear();
-                received.clear();
-            }
-            Thread waiting = sentWaiter;
-            if (waiting != null) {
-                java.util.concurrent.locks.LockSupport.unpark(waiting);
-            }
-            closeQuietly(channel);
-            SharedMemoryChannel sh = shared;
-            if (sh != null) {
-                try {
-                    sh.close();
-                } catch (IOException ignored) {
-                    // Closing anyway.
-                }
-            }
-            Thread w = writer;
-            if (w != null && w != Thread.currentThread()) {
-                w.interrupt();
-            }
-            Thread r = reader;
-            if (r != null && r != Thread.currentThread()) {
-                r.interrupt();
-            }
-            if (channel == null && (w == null || !w.isAlive())) {
-                finishUnconnected();
-            }
-        }
-    }
 }

@@ -9,6 +9,7 @@ import io.graphlane.actors.wire.WireFormatException;
 import io.graphlane.actors.wire.WireRegistry;
 import io.graphlane.actors.wire.WireTensor;
 import io.graphlane.core.completion.Outcome;
+import java.util.List;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
@@ -49,24 +50,20 @@ public final class StageWireSerializer extends PooledKryoSerializer {
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public StageWireSerializer(ExtendedActorSystem system) {
-        super(system);
+        super(system, ENTRIES);
     }
 
-    /** A Kryo that knows the wire registry's classes and this protocol's, and nothing else. */
-    @Override
-    protected Kryo newKryo(ActorRefResolver resolver) {
-        Kryo kryo = WireRegistry.newKryo(resolver);
-        kryo.register(StageHost.Step.class, new StepSerializer(resolver), STEP_ID);
-        kryo.register(StageReply.StepDone.class, new StepDoneSerializer(), STEP_DONE_ID);
-        kryo.register(StageReply.StepFailed.class, new StepFailedSerializer(), STEP_FAILED_ID);
-        kryo.register(ShardHost.Step.class, new ShardStepSerializer(), SHARD_STEP_ID);
-        kryo.register(ShardHost.Forget.class, new ShardForgetSerializer(), SHARD_FORGET_ID);
-        kryo.register(ShardHost.Rewind.class, new ShardRewindSerializer(), SHARD_REWIND_ID);
-        kryo.register(ShardHost.Reform.class, new ShardReformSerializer(resolver), SHARD_REFORM_ID);
-        kryo.register(ShardHost.Reformed.class, new ShardReformedSerializer(), SHARD_REFORMED_ID);
-        kryo.register(ShardHost.ReformFailed.class, new ShardReformFailedSerializer(), SHARD_REFORM_FAILED_ID);
-        return kryo;
-    }
+    /** The stage protocol's classes: its Kryo knows these and the wire registry's, and nothing else. */
+    static final List<WireRegistry.Entry> ENTRIES = List.of(
+            new WireRegistry.Entry(STEP_ID, StageHost.Step.class, StepSerializer::new),
+            new WireRegistry.Entry(STEP_DONE_ID, StageReply.StepDone.class, r -> new StepDoneSerializer()),
+            new WireRegistry.Entry(STEP_FAILED_ID, StageReply.StepFailed.class, r -> new StepFailedSerializer()),
+            new WireRegistry.Entry(SHARD_STEP_ID, ShardHost.Step.class, r -> new ShardStepSerializer()),
+            new WireRegistry.Entry(SHARD_FORGET_ID, ShardHost.Forget.class, r -> new ShardForgetSerializer()),
+            new WireRegistry.Entry(SHARD_REWIND_ID, ShardHost.Rewind.class, r -> new ShardRewindSerializer()),
+            new WireRegistry.Entry(SHARD_REFORM_ID, ShardHost.Reform.class, ShardReformSerializer::new),
+            new WireRegistry.Entry(SHARD_REFORMED_ID, ShardHost.Reformed.class, r -> new ShardReformedSerializer()),
+            new WireRegistry.Entry(SHARD_REFORM_FAILED_ID, ShardHost.ReformFailed.class, r -> new ShardReformFailedSerializer()));
 
     @Override
     public int identifier() {

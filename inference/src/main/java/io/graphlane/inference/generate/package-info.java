@@ -1,7 +1,7 @@
 /**
- * Generation on the calling thread: {@link io.graphlane.inference.generate.StagedModel} runs a
- * model's stages in sequence, {@link io.graphlane.inference.generate.SequentialGenerator} batches
- * prefill and decode steps of several requests over it. Guarantees: the tokens a pipelined run
- * must equal, and every KV cache freed when its request ends (also on failure).
+ * Stages on the calling thread: {@link io.graphlane.inference.generate.StagedModel} runs a model's stages in sequence
+ * (what {@code graphlane logits} runs). The tests' {@code SequentialGenerator}, which batches prefill and decode steps of
+ * several requests over it, is the reference a pipelined run must equal; it lives in the test code. Guarantees: every
+ * stage released when the model is closed.
  */
 package io.graphlane.inference.generate;

@@ -18,14 +18,14 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.Test;
 
-/** The embedding example of the README, compiled and run as written. */
+/** The layer-underneath example of docs/embedding.md, compiled and run as written. */
 class EmbeddingExampleTest {
 
     @Test
     void spawnLanesAndRunAGraph() throws Exception {
         ConcurrentLinkedQueue<String> ran = new ConcurrentLinkedQueue<>();
 
-        // --- README example begins ---
+        // --- docs/embedding.md example begins ---
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "app");
         try (CpuBackend backend = new CpuBackend()) {
             LaneGroup<CpuExecutor, CpuCompletion, CpuWork> lanes =
@@ -38,7 +38,7 @@ class EmbeddingExampleTest {
                     .build();
             GraphResult result = new GraphRunner<>(lanes).run(graph).toCompletableFuture().get(30, TimeUnit.SECONDS);
             lanes.stop().toCompletableFuture().get(30, TimeUnit.SECONDS);
-            // --- README example ends ---
+            // --- docs/embedding.md example ends ---
 
             assertEquals(RequestState.FINISHED, result.state());
             assertEquals(java.util.List.of("read", "matmul", "write"), java.util.List.copyOf(ran));

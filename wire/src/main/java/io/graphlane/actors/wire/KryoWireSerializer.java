@@ -1,12 +1,11 @@
 package io.graphlane.actors.wire;
 
-import com.esotericsoftware.kryo.Kryo;
+import java.util.List;
 import org.apache.pekko.actor.ExtendedActorSystem;
-import org.apache.pekko.actor.typed.ActorRefResolver;
 
 /**
  * The Pekko serializer of every graphlane message that crosses nodes: Kryo 5 with registration required and
- * the fixed ids of {@link WireRegistry}, pooled Kryo instances, typed actor refs through {@link ActorRefResolver};
+ * the fixed ids of {@link WireRegistry}, pooled Kryo instances, typed actor refs through {@code ActorRefResolver};
  * refusals as {@link PooledKryoSerializer} describes.
  */
 public final class KryoWireSerializer extends PooledKryoSerializer {
@@ -15,16 +14,11 @@ public final class KryoWireSerializer extends PooledKryoSerializer {
 
     /** The serializer of {@code system}; Pekko constructs it from pekko.actor.serializers. */
     public KryoWireSerializer(ExtendedActorSystem system) {
-        super(system);
+        super(system, List.of());
     }
 
     @Override
     public int identifier() {
         return IDENTIFIER;
-    }
-
-    @Override
-    protected Kryo newKryo(ActorRefResolver refs) {
-        return WireRegistry.newKryo(refs);
     }
 }

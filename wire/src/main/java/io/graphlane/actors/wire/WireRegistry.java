@@ -23,8 +23,9 @@ import org.apache.pekko.actor.typed.ActorRefResolver;
 /**
  * Every class that crosses nodes, with its fixed Kryo id and serializer. The ids are part of the wire format:
  * every node must register the same classes under the same ids, so an entry is never renumbered or reused —
- * new classes take new ids. Messages listed here are bound to {@link KryoWireSerializer} in the actors
- * module's reference.conf.
+ * new classes take new ids. Messages listed here are bound to {@link KryoWireSerializer} in the wire
+ * module's reference.conf; a serializer of another protocol lists its own entries and makes its Kryo through
+ * {@link #newKryo(ActorRefResolver, List)} (via {@link PooledKryoSerializer}), the one registration path.
  *
  * <p>Every field whose size a frame declares is read through {@link WireFields}, so a frame can make a node allocate
  * at most a few times its own size; strings travel as a varint UTF-8 byte count and the bytes (not Kryo's own string
@@ -64,11 +65,40 @@ public final class WireRegistry {
      * It reads no class named by name and no class of Kryo's own below {@link #FIRST_ID}.
      */
     public static Kryo newKryo(ActorRefResolver resolver) {
+        return newKryo(resolver, List.of());
+    }
+
+    /**
+     * The one way a graphlane serializer makes its Kryo: {@link #newKryo(ActorRefResolver)} plus a protocol's own
+     * {@code entries} (each serializer that frames a protocol of its own lists them once, with their fixed ids).
+     *
+     * @throws IllegalArgumentException if an entry's id is below {@link #FIRST_ID} or taken by another entry, or its
+     *     class is registered twice (naming both entries), so two classes can never share an id on the wire
+     */
+    public static Kryo newKryo(ActorRefResolver resolver, List<Entry> entries) {
         Kryo kryo = new Kryo(new WireClassResolver(), null);
         kryo.setRegistrationRequired(true);
         kryo.setReferences(false);
-        for (Entry e : ENTRIES) {
-            kryo.register(e.type(), e.serializer().apply(resolver), e.id());
+        java.util.Map<Integer, Class<?>> ids = new java.util.HashMap<>();
+        java.util.Map<Class<?>, Integer> types = new java.util.HashMap<>();
+        for (List<Entry> list : List.of(ENTRIES, entries)) {
+            for (Entry e : list) {
+                if (e.id() < FIRST_ID) {
+                    throw new IllegalArgumentException("wire id " + e.id() + " of " + e.type().getName() + " is below " + FIRST_ID
+                            + ", Kryo's own ids");
+                }
+                Class<?> taken = ids.putIfAbsent(e.id(), e.type());
+                if (taken != null) {
+                    throw new IllegalArgumentException("wire id " + e.id() + " is given to both " + taken.getName() + " and "
+                            + e.type().getName());
+                }
+                Integer twice = types.putIfAbsent(e.type(), e.id());
+                if (twice != null) {
+                    throw new IllegalArgumentException(e.type().getName() + " is registered under both wire ids " + twice + " and "
+                            + e.id());
+                }
+                kryo.register(e.type(), e.serializer().apply(resolver), e.id());
+            }
         }
         return kryo;
     }

@@ -111,6 +111,11 @@ final class ManualDriver implements DeviceDriver {
         }
     }
 
+    /** Posted commands and timed events that wait for the test to drive the device. */
+    synchronized int pendingEvents() {
+        return commands.size() + timers.size();
+    }
+
     private void enter(String call) {
         if (driving != null) {
             throw new IllegalStateException(call + " was called from inside the simulated device (a completion callback or a"

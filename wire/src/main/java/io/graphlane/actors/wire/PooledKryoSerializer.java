@@ -5,6 +5,7 @@ import com.esotericsoftware.kryo.KryoException;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
 import com.esotericsoftware.kryo.util.Pool;
+import java.util.List;
 import java.util.SortedMap;
 import java.util.function.Function;
 import org.apache.pekko.actor.ExtendedActorSystem;
@@ -20,7 +21,8 @@ import org.slf4j.LoggerFactory;
  * class, declares a field larger than the frame or its cap ({@link WireFields}) or has trailing bytes, is refused
  * with a logged {@link WireFormatException}: Pekko's Artery logs and drops that one message (it catches every
  * non-fatal exception of a serializer) and the node stays up. No frame makes the node allocate more than a few
- * times the frame's size. A subclass says which classes (with their fixed ids) its Kryo knows.
+ * times the frame's size. A subclass lists the classes of its own protocol (with their fixed ids) as
+ * {@link WireRegistry.Entry}s; its Kryo knows those and the registry's, nothing else.
  */
 public abstract class PooledKryoSerializer extends JSerializer {
     private static final Logger LOG = LoggerFactory.getLogger(PooledKryoSerializer.class);
@@ -34,12 +36,18 @@ public abstract class PooledKryoSerializer extends JSerializer {
         }
     };
 
-    protected PooledKryoSerializer(ExtendedActorSystem system) {
+    private final List<WireRegistry.Entry> protocol;
+
+    /** A serializer of the wire registry's classes and {@code protocol}'s, each with its fixed id. */
+    protected PooledKryoSerializer(ExtendedActorSystem system, List<WireRegistry.Entry> protocol) {
         this.system = system;
+        this.protocol = List.copyOf(protocol);
     }
 
     /** A Kryo that knows exactly the classes this serializer frames, each with its fixed id. */
-    protected abstract Kryo newKryo(ActorRefResolver refs);
+    protected final Kryo newKryo(ActorRefResolver refs) {
+        return WireRegistry.newKryo(refs, protocol);
+    }
 
     @Override
     public final boolean includeManifest() {

@@ -308,6 +308,17 @@ public final class SimBackend extends AbstractSubmissionBackend<SimExecutor, Sim
     }
 
     /**
+     * Manual time: how many posted commands (submissions, holds decided, lanes stopped) and timed events (work running
+     * until a device time) wait for the test to drive the device with {@link #advance} or {@link #runUntilIdle}. Work
+     * that is {@link SimWork#held held} for the test's decision is not counted.
+     *
+     * @throws IllegalStateException with wall-clock time
+     */
+    public int pendingDeviceEvents() {
+        return manual("pendingDeviceEvents").pendingEvents();
+    }
+
+    /**
      * The START and END events of every submission so far, in device order; empty unless the
      * backend was built with {@link Builder#recordTimeline()}.
      */
