@@ -57,6 +57,8 @@ public final class DecoderLayers<T> {
     private final RotaryTable[] fixedRotary;
     /** The offset on every norm weight: 1 for Gemma's {@code 1 + w}, else 0. */
     private final float normOffset;
+    /** The sparse block of a mixture-of-experts model's sparse layers, or null for a dense model. */
+    private final MoeBlock<T> moe;
 
     /**
      * Blocks over {@code headCount} query heads, {@code kvHeadCount} key/value heads and {@code intermediateWidth}
@@ -66,6 +68,21 @@ public final class DecoderLayers<T> {
      */
     public DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int firstLayer, int headCount, int kvHeadCount, int intermediateWidth,
                          Consumer<T> reduceProjection) {
+        this(ops, config, firstLayer, headCount, kvHeadCount, intermediateWidth, reduceProjection,
+                config.moe() == null ? null : MoeBlock.local(ops, config));
+    }
+
+    /**
+     * Blocks as {@link #DecoderLayers(NeuralOps, LlamaConfig, int, int, int, int, Consumer)} whose sparse layers run
+     * through {@code moe} (its experts placed where its runner puts them) instead of all here.
+     */
+    public DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int firstLayer, MoeBlock<T> moe) {
+        this(ops, config, firstLayer, config.headCount(), config.kvHeadCount(), config.intermediateSize(), t -> { },
+                java.util.Objects.requireNonNull(moe, "moe"));
+    }
+
+    private DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int firstLayer, int headCount, int kvHeadCount, int intermediateWidth,
+                          Consumer<T> reduceProjection, MoeBlock<T> moe) {
         if (firstLayer < 0 || firstLayer > config.layerCount()) {
             throw new IllegalArgumentException("first layer " + firstLayer + " is outside the model's " + config.layerCount() + " layers");
         }
@@ -86,6 +103,7 @@ public final class DecoderLayers<T> {
             }
         }
         this.normOffset = config.normWeightOffset();
+        this.moe = moe;
     }
 
     /** Blocks over every head and column of {@code config}: a whole stage, whose first layer is the model's {@code firstLayer}. */
@@ -238,6 +256,13 @@ public final class DecoderLayers<T> {
 
     /** The gated MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce, no down bias). */
     private void mlp(LayerWeights<T> w, Scratch<T> s, T partial) {
+        if (w.moe() != null) {
+            if (moe == null) {
+                throw new IllegalStateException("layer " + w.moe().layer() + " holds experts, but the config has no mixture of experts");
+            }
+            moe.forward(w.moe(), s.normed, partial);
+            return;
+        }
         if (cpuOps != null) {
             cpuOps.linearAll((CpuTensor) s.normed, new CpuTensor[] {(CpuTensor) w.wGate(), (CpuTensor) w.wUp()},
                     new CpuTensor[] {(CpuTensor) s.gate, (CpuTensor) s.up});
