@@ -1,0 +1,157 @@
+package io.graphlane.inference.moe;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.graphlane.core.GraphlaneException;
+import io.graphlane.inference.generate.SequentialGenerator;
+import io.graphlane.inference.generate.SequentialRequest;
+import io.graphlane.inference.hf.HfFixturesTest;
+import io.graphlane.inference.llama.Segment;
+import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.sampling.SamplingParams;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Expert parallelism in one process against the float64 references: the last-position logits within the tolerance and
+ * the 8 greedy tokens at expert-parallel 1, 2 and 4 (on 1 and 2 stages); rows whose experts are all remote come back
+ * intact; a failing expert rank fails the step naming it.
+ */
+class ExpertParallelTest {
+    private static final Path ROOT = Path.of("src/test/resources/hf-fixtures");
+
+    @ParameterizedTest(name = "{0}: {1} stage(s), expert-parallel {2}")
+    @CsvSource({"mixtral, 1, 1", "mixtral, 1, 2", "mixtral, 1, 4", "mixtral, 2, 4", "qwen3-moe, 1, 2", "qwen3-moe, 2, 4"})
+    void logitsAndGreedyTokensEqualTheReference(String name, int stages, int expertParallel) {
+        HfFixturesTest.Reference ref = HfFixturesTest.reference(name);
+        ExpertParallelModels.Parallel p = ExpertParallelModels.staged(ModelDirectory.open(ROOT.resolve(name)), stages, expertParallel);
+        try (var model = p.model()) {
+            long id = 10;
+            for (HfFixturesTest.Prompt prompt : ref.prompts()) {
+                float[] last = model.step(List.of(new Segment(id, 0, prompt.ids().length)), prompt.ids())[0];
+                model.endRequest(id++);
+                double worst = 0;
+                double largest = 0;
+                for (int i = 0; i < last.length; i++) {
+                    worst = Math.max(worst, Math.abs(last[i] - prompt.lastLogits()[i]));
+                    largest = Math.max(largest, Math.abs(prompt.lastLogits()[i]));
+                }
+                assertTrue(worst / largest <= ref.toleranceRel(), name + ", " + prompt.ids().length + "-token prompt, expert-parallel "
+                        + expertParallel + ": last logits off by " + worst / largest);
+                int[] greedy = SequentialGenerator.generate(model, List.of(new SequentialRequest(prompt.ids(), 8, SamplingParams.GREEDY))).get(0);
+                assertArrayEquals(prompt.greedy8(), greedy, name + ", expert-parallel " + expertParallel + ": greedy tokens");
+            }
+            long moved = p.lanes().stream().mapToLong(ExpertParallelExperts::bytesMoved).sum();
+            assertEquals(expertParallel == 1, moved == 0, "rows cross ranks exactly when there are several: " + moved + " bytes");
+            assertTrue(p.lanes().stream().allMatch(l -> l.steps() > 0), "every stage's sparse layers ran through the lanes");
+        }
+    }
+
+    @Test
+    void aFailingExpertRankFailsTheStepNamingIt() {
+        ExpertParallelModels.Parallel p = ExpertParallelModels.staged(ModelDirectory.open(ROOT.resolve("mixtral")), 1, 4);
+        try (var model = p.model()) {
+            int[] prompt = HfFixturesTest.reference("mixtral").prompts().get(2).ids();
+            p.lanes().get(0).failRank(3);
+            GraphlaneException e = assertThrows(GraphlaneException.class,
+                    () -> model.step(List.of(new Segment(1, 0, prompt.length)), prompt));
+            assertTrue(e.getMessage().contains("expert rank 3 (experts 6..7)"), e.getMessage());
+            model.endRequest(1);
+            // the lanes recover: the next step without the fault matches the reference
+            p.lanes().get(0).failRank(-1);
+            HfFixturesTest.Prompt ref = HfFixturesTest.reference("mixtral").prompts().get(2);
+            float[] last = model.step(List.of(new Segment(2, 0, prompt.length)), prompt)[0];
+            assertEquals(ref.lastLogits()[0], last[0], 1e-3);
+        }
+    }
+
+    /** Runs {@code routing} over {@code rows} random rows through {@code runner}; returns the combined sum. */
+    private static float[] combine(io.graphlane.inference.llama.MoeBlock.ExpertRunner<io.graphlane.backend.cpu.nn.CpuTensor> runner,
+                                   io.graphlane.inference.llama.MoeWeights<io.graphlane.backend.cpu.nn.CpuTensor> weights, float[] normed,
+                                   io.graphlane.inference.llama.MoeRouting routing, int hidden) {
+        float[] out = new float[routing.rows() * hidden];
+        runner.run(weights, normed, routing, out);
+        return out;
+    }
+
+    @Test
+    void rowsWhoseExpertsAreAllRemoteComeBackIntactAndExpertZeroAloneSendsNothing() {
+        io.graphlane.inference.llama.LlamaConfig base = io.graphlane.inference.llama.TestModels.small(false, false);
+        io.graphlane.inference.llama.LlamaConfig config = base.withMoe(new io.graphlane.checkpoint.config.MoeConfig(4, 2,
+                base.intermediateSize(), true, java.util.Collections.nCopies(base.layerCount(), true), true));
+        io.graphlane.backend.cpu.nn.CpuNeuralOps ops = new io.graphlane.backend.cpu.nn.CpuNeuralOps();
+        java.util.Random r = new java.util.Random(7);
+        int h = config.hiddenSize();
+        int w = config.intermediateSize();
+        List<io.graphlane.inference.llama.ExpertWeights<io.graphlane.backend.cpu.nn.CpuTensor>> experts = new java.util.ArrayList<>();
+        for (int e = 0; e < 4; e++) {
+            experts.add(new io.graphlane.inference.llama.ExpertWeights<>(ops.fromHost(gaussian(r, w * h), w, h),
+                    ops.fromHost(gaussian(r, w * h), w, h), ops.fromHost(gaussian(r, h * w), h, w)));
+        }
+        var weights = new io.graphlane.inference.llama.MoeWeights<>(0, ops.fromHost(new float[4 * h], 4, h), experts);
+        int rows = 5;
+        float[] normed = gaussian(r, rows * h);
+        // every row chooses experts 2 and 3, which rank 1 of 2 owns: all remote from rank 0
+        int[] remote = new int[rows * 2];
+        float[] half = new float[rows * 2];
+        for (int i = 0; i < rows; i++) {
+            remote[2 * i] = 3;
+            remote[2 * i + 1] = 2;
+            half[2 * i] = 0.75f;
+            half[2 * i + 1] = 0.25f;
+        }
+        var routing = new io.graphlane.inference.llama.MoeRouting(rows, 2, remote, half);
+        float[] expected = new float[rows * h];
+        localRunner(ops, config).run(weights, normed, routing, expected);
+        try (ExpertParallelExperts two = new ExpertParallelExperts(config, 2)) {
+            assertArrayEquals(expected, combine(two, weights, normed, routing, h), 1e-6f, "remote rows come back intact");
+            assertEquals(2L * rows * 2 * h * Float.BYTES, two.bytesMoved(), "both chosen rows of each row crossed, there and back");
+            // a router that always picks expert 0 (top-1): nothing leaves rank 0
+            int[] zero = new int[rows];
+            float[] one = new float[rows];
+            java.util.Arrays.fill(one, 1f);
+            var onlyZero = new io.graphlane.inference.llama.MoeRouting(rows, 1, zero, one);
+            float[] expectedZero = new float[rows * h];
+            localRunner(ops, config).run(weights, normed, onlyZero, expectedZero);
+            long before = two.bytesMoved();
+            assertArrayEquals(expectedZero, combine(two, weights, normed, onlyZero, h), 1e-6f);
+            assertEquals(before, two.bytesMoved(), "expert 0 alone sends nothing to the other ranks");
+        }
+    }
+
+    private static io.graphlane.inference.llama.MoeBlock.ExpertRunner<io.graphlane.backend.cpu.nn.CpuTensor> localRunner(
+            io.graphlane.backend.cpu.nn.CpuNeuralOps ops, io.graphlane.inference.llama.LlamaConfig config) {
+        // the in-process runner MoeBlock.local uses, reached through a block: one expert at a time on this thread
+        return (weights, normed, routing, out) -> {
+            int h = config.hiddenSize();
+            int[] slots = new int[routing.experts().length];
+            for (int e = 0; e < weights.expertCount(); e++) {
+                int[] ids = routing.rowsOf(e, slots);
+                if (ids.length == 0) {
+                    continue;
+                }
+                float[] wts = new float[ids.length];
+                for (int i = 0; i < ids.length; i++) {
+                    wts[i] = routing.weights()[slots[i]];
+                }
+                float[] y = io.graphlane.inference.llama.MoeBlock.runExpert(ops, config, weights.experts().get(e),
+                        io.graphlane.inference.llama.MoeBlock.gather(normed, ids, h), ids.length);
+                io.graphlane.inference.llama.MoeBlock.accumulate(out, y, ids, wts, h);
+            }
+        };
+    }
+
+    private static float[] gaussian(java.util.Random r, int n) {
+        float[] a = new float[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = (float) (r.nextGaussian() * 0.2);
+        }
+        return a;
+    }
+}
