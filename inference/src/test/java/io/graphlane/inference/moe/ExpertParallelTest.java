@@ -154,4 +154,17 @@ class ExpertParallelTest {
         }
         return a;
     }
+
+    @Test
+    void sizesThatDoNotSplitTheExpertsAndTensorParallelismAreRefusedNamingTheOption() {
+        io.graphlane.inference.llama.LlamaConfig config = ModelDirectory.open(ROOT.resolve("mixtral")).config();
+        GraphlaneException three = assertThrows(GraphlaneException.class, () -> new ExpertParallelExperts(config, 3));
+        assertTrue(three.getMessage().contains("--expert-parallel 3 must be >= 1 and divide the 8 experts"), three.getMessage());
+        GraphlaneException dense = assertThrows(GraphlaneException.class,
+                () -> new ExpertParallelExperts(io.graphlane.inference.llama.TestModels.small(false, false), 2));
+        assertTrue(dense.getMessage().contains("has no mixture of experts"), dense.getMessage());
+        GraphlaneException tp = assertThrows(GraphlaneException.class,
+                () -> new io.graphlane.inference.tensorparallel.TensorParallelism(config, 2));
+        assertTrue(tp.getMessage().contains("--tensor-parallel 2: a mixture-of-experts model"), tp.getMessage());
+    }
 }
