@@ -136,7 +136,11 @@ public final class DecoderLayers<T> {
             reduceProjection.accept(s.projected);
             closeBlock(w, true, s.projected);
             ops.addRmsNorm(x, s.projected, w.ffnNorm(), config.rmsNormEps(), normOffset, s.normed);
-            mlp(w, s, s.projected);
+            try {
+                mlp(w, s, s.projected);
+            } catch (ExpertRankFailedException e) {
+                throw e.withRequests(requestsOf(e.rows(), segments));
+            }
             reduceProjection.accept(s.projected);
             closeBlock(w, false, s.projected);
             if (l + 1 < weights.size()) {
@@ -145,6 +149,22 @@ public final class DecoderLayers<T> {
                 ops.add(x, s.projected, x);
             }
         }
+    }
+
+    /** The requests of {@code segments} (in row order) that rows {@code rows} of the step belong to. */
+    private static java.util.Set<Long> requestsOf(int[] rows, List<Segment> segments) {
+        java.util.Set<Long> out = new java.util.TreeSet<>();
+        for (int row : rows) {
+            int from = 0;
+            for (Segment segment : segments) {
+                if (row < from + segment.length()) {
+                    out.add(segment.requestId());
+                    break;
+                }
+                from += segment.length();
+            }
+        }
+        return out;
     }
 
     /** The attention block of stage-local layer {@code l}, in place on {@code x}; writes each segment's keys and values to its cache. */

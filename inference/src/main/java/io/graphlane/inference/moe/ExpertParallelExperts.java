@@ -11,6 +11,7 @@ import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.backend.CollectiveBackend.Result;
 import io.graphlane.core.completion.Completion;
 import io.graphlane.core.completion.Outcome;
+import io.graphlane.inference.llama.ExpertRankFailedException;
 import io.graphlane.inference.llama.ExpertWeights;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.MoeBlock;
@@ -36,8 +37,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>the combine all-to-all: every rank sends each source back its rows' expert outputs, in the order received.</li>
  * </ol>
  * The rows of a step start on rank 0 (the stage's attention runs once, here), which sends the other ranks only the rows
- * their experts were chosen for and sums what comes back weighted by the router, in expert order. A rank whose work fails
- * fails the step with an error naming it and its experts; its collective partners fail naming it too.
+ * their experts were chosen for and sums what comes back weighted by the router, in expert order. A rank whose expert
+ * work fails fails the step with an {@link ExpertRankFailedException} naming it, its experts and the rows routed to it
+ * (the decoder layers name the requests), so that only those requests need to fail ({@link ExpertFaultIsolation}).
  */
 public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTensor>, AutoCloseable {
     private final LlamaConfig config;
@@ -168,17 +170,34 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
                 }
                 results.addAll(List.of(counts, received, returned));
             }
-            List<String> failed = new ArrayList<>();
+            int failedRank = -1;
+            Throwable failure = null;
             for (int i = 0; i < last.size(); i++) {
                 Outcome o = last.get(i).await();
-                if (o instanceof Outcome.Failed f && (i % 4 == 2 || failed.isEmpty())) {
-                    int rank = i / 4;
-                    failed.add("expert rank " + rank + " (experts " + rank * per + ".." + ((rank + 1) * per - 1) + "): "
-                            + f.cause().getMessage());
+                // the expert work of a rank (every fourth) names the rank at fault; a collective failure only if nothing else does
+                if (o instanceof Outcome.Failed f && (i % 4 == 2 || failure == null) && failedRank < 0) {
+                    failure = f.cause();
+                    if (i % 4 == 2) {
+                        failedRank = i / 4;
+                    }
                 }
             }
-            if (!failed.isEmpty()) {
-                throw new GraphlaneException("layer " + weights.layer() + ": expert parallelism failed: " + String.join("; ", failed));
+            if (failure != null) {
+                if (failedRank < 0) {
+                    throw new GraphlaneException("layer " + weights.layer() + ": an expert all-to-all failed: " + failure.getMessage(), failure);
+                }
+                List<Integer> hit = new ArrayList<>();
+                for (int e = failedRank * per; e < (failedRank + 1) * per; e++) {
+                    for (int row : rowsOf[e]) {
+                        hit.add(row);
+                    }
+                }
+                if (!hit.isEmpty()) {
+                    throw new ExpertRankFailedException("layer " + weights.layer() + ": expert rank " + failedRank + " (experts "
+                        + failedRank * per + ".." + ((failedRank + 1) * per - 1) + ") failed: " + failure.getMessage(), failedRank,
+                        hit.stream().mapToInt(Integer::intValue).distinct().sorted().toArray(), failure);
+                }
+                // no row of this step was routed to the failed rank: its failure cost this step nothing
             }
             float[] back = new float[total * hidden];
             ops.toHost(combined.value(), back);

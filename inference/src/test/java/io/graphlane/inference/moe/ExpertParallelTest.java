@@ -61,7 +61,8 @@ class ExpertParallelTest {
             p.lanes().get(0).failRank(3);
             GraphlaneException e = assertThrows(GraphlaneException.class,
                     () -> model.step(List.of(new Segment(1, 0, prompt.length)), prompt));
-            assertTrue(e.getMessage().contains("expert rank 3 (experts 6..7)"), e.getMessage());
+            assertTrue(e.getMessage().contains("expert rank 3 (experts 6..7)") && e.getMessage().contains("requests affected: [1]"),
+                    e.getMessage());
             model.endRequest(1);
             // the lanes recover: the next step without the fault matches the reference
             p.lanes().get(0).failRank(-1);
@@ -166,5 +167,66 @@ class ExpertParallelTest {
         GraphlaneException tp = assertThrows(GraphlaneException.class,
                 () -> new io.graphlane.inference.tensorparallel.TensorParallelism(config, 2));
         assertTrue(tp.getMessage().contains("--tensor-parallel 2: a mixture-of-experts model"), tp.getMessage());
+    }
+
+    @Test
+    void aFailingExpertRankFailsOnlyTheRequestsRoutedToItAndTheOthersMatchAFaultFreeRun() {
+        HfFixturesTest.Reference ref = HfFixturesTest.reference("mixtral");
+        List<HfFixturesTest.Prompt> prompts = ref.prompts();
+        List<Segment> prefill = new java.util.ArrayList<>();
+        int total = prompts.stream().mapToInt(q -> q.ids().length).sum();
+        int[] all = new int[total];
+        int at = 0;
+        for (int i = 0; i < prompts.size(); i++) {
+            int[] ids = prompts.get(i).ids();
+            prefill.add(new Segment(100 + i, 0, ids.length));
+            System.arraycopy(ids, 0, all, at, ids.length);
+            at += ids.length;
+        }
+        // one decode step: each request's first greedy token at its next position
+        List<Segment> decode = new java.util.ArrayList<>();
+        int[] next = new int[prompts.size()];
+        for (int i = 0; i < prompts.size(); i++) {
+            decode.add(new Segment(100 + i, prompts.get(i).ids().length, 1));
+            next[i] = prompts.get(i).greedy8()[0];
+        }
+        float[][] faultFree;
+        ExpertParallelModels.Parallel clean = ExpertParallelModels.staged(ModelDirectory.open(ROOT.resolve("mixtral")), 2, 4);
+        try (var model = clean.model()) {
+            model.step(prefill, all);
+            faultFree = model.step(decode, next);
+        }
+        boolean split = false;
+        for (int rank = 0; rank < 4; rank++) {
+            ExpertParallelModels.Parallel p = ExpertParallelModels.staged(ModelDirectory.open(ROOT.resolve("mixtral")), 2, 4);
+            try (var model = p.model()) {
+                model.step(prefill, all);
+                for (ExpertParallelExperts lanes : p.lanes()) {
+                    lanes.failRank(rank);
+                }
+                ExpertFaultIsolation.Outcome outcome = ExpertFaultIsolation.step(model, decode, next);
+                assertEquals(prompts.size(), outcome.logits().size() + outcome.failed().size(), "every request completes or fails");
+                for (var f : outcome.failed().entrySet()) {
+                    assertEquals(rank, f.getValue().rank());
+                    assertTrue(f.getValue().getMessage().contains("expert rank " + rank), f.getValue().getMessage());
+                    assertTrue(model.stages().stream().noneMatch(s -> s.cachedRequests().contains(f.getKey())),
+                            "a failed request's caches are freed");
+                }
+                for (var ok : outcome.logits().entrySet()) {
+                    float[] expected = faultFree[(int) (ok.getKey() - 100)];
+                    double worst = 0;
+                    double largest = 0;
+                    for (int i = 0; i < expected.length; i++) {
+                        worst = Math.max(worst, Math.abs(expected[i] - ok.getValue()[i]));
+                        largest = Math.max(largest, Math.abs(expected[i]));
+                    }
+                    assertTrue(worst / largest <= 1e-5, "rank " + rank + " failed; survivor " + ok.getKey() + " off by " + worst / largest);
+                    assertTrue(model.stages().stream().allMatch(s -> s.cachedPositions(ok.getKey())
+                            == prompts.get((int) (ok.getKey() - 100)).ids().length + 1), "a survivor's caches hold the step once");
+                }
+                split |= !outcome.failed().isEmpty() && !outcome.logits().isEmpty();
+            }
+        }
+        assertTrue(split, "some rank's failure hits some requests and spares others (else the law is not exercised)");
     }
 }
