@@ -60,13 +60,7 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
     /** {@code size} expert lanes for {@code config}'s sparse layers; {@code size} must divide the experts per layer. */
     public ExpertParallelExperts(LlamaConfig config, int size) {
         this.config = Objects.requireNonNull(config, "config");
-        if (config.moe() == null) {
-            throw new GraphlaneException("--expert-parallel " + size + ": the model has no mixture of experts");
-        }
-        if (size < 1 || config.moe().expertCount() % size != 0) {
-            throw new GraphlaneException("--expert-parallel " + size + " must be >= 1 and divide the " + config.moe().expertCount()
-                    + " experts per layer (num_local_experts / num_experts)");
-        }
+        requireFits(config, size);
         this.size = size;
         this.backend = new CpuBackend("expert-parallel");
         this.collectives = new CpuCollectives(backend);
@@ -74,6 +68,21 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
         this.group = CpuCollectiveGroup.inProcess("experts", lanes, CollectiveSettings.defaults());
         for (int r = 0; r < size; r++) {
             laneOps.add(new CpuNeuralOps());
+        }
+    }
+
+    /**
+     * Checks that {@code size} expert lanes can split {@code config}'s experts.
+     *
+     * @throws GraphlaneException naming the option and the values otherwise
+     */
+    public static void requireFits(LlamaConfig config, int size) {
+        if (config.moe() == null) {
+            throw new GraphlaneException("--expert-parallel " + size + ": the model has no mixture of experts");
+        }
+        if (size < 1 || config.moe().expertCount() % size != 0) {
+            throw new GraphlaneException("--expert-parallel " + size + " must be >= 1 and divide the " + config.moe().expertCount()
+                    + " experts per layer (num_local_experts / num_experts)");
         }
     }
 

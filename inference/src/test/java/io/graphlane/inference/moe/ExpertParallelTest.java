@@ -229,4 +229,28 @@ class ExpertParallelTest {
         }
         assertTrue(split, "some rank's failure hits some requests and spares others (else the law is not exercised)");
     }
+
+    @ParameterizedTest(name = "{0}: actor pipeline, {1} stage(s), expert-parallel {2}")
+    @CsvSource({"mixtral, 2, 2", "qwen3-moe, 1, 4"})
+    void theActorPipelineWithExpertLanesGivesTheReferenceGreedyTokens(String name, int stages, int expertParallel) throws Exception {
+        HfFixturesTest.Reference ref = HfFixturesTest.reference(name);
+        org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit kit = org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit.create();
+        try (io.graphlane.inference.pipeline.InferencePipeline model = io.graphlane.inference.pipeline.InferencePipeline.builder()
+                .model(ROOT.resolve(name)).stages(stages).expertParallel(expertParallel).actorSystem(kit.system()).build()) {
+            List<io.graphlane.inference.api.GenerationRequest> requests = new java.util.ArrayList<>();
+            for (HfFixturesTest.Prompt p : ref.prompts()) {
+                requests.add(io.graphlane.inference.api.GenerationRequest.greedy(java.util.Arrays.stream(p.ids()).boxed().toList(), 8));
+            }
+            var results = model.generateAll(requests, java.time.Duration.ofSeconds(120));
+            for (int i = 0; i < requests.size(); i++) {
+                assertEquals(java.util.Arrays.stream(ref.prompts().get(i).greedy8()).boxed().toList(), results.get(i).generatedIds(),
+                        name + ", prompt " + i + ", every prompt in flight, expert-parallel " + expertParallel);
+            }
+        } finally {
+            kit.shutdownTestKit();
+        }
+        GraphlaneException refused = assertThrows(GraphlaneException.class, () -> io.graphlane.inference.pipeline.InferencePipeline.builder()
+                .model(ROOT.resolve(name)).expertParallel(3).build());
+        assertTrue(refused.getMessage().contains("--expert-parallel 3 must be >= 1 and divide the 8 experts"), refused.getMessage());
+    }
 }
