@@ -94,4 +94,12 @@ class MoeCommandsTest {
         assertTrue(runs.get(2).get("all_to_all_bytes_per_step").asDouble() > 0, "two expert lanes move rows: " + runs.get(2));
         assertTrue(runs.get(2).get("all_to_all_steps").asLong() > 0);
     }
+
+    @Test
+    void inspectNamesTheExperts() {
+        Run run = cli("inspect", Path.of("..", "inference", "src", "test", "resources", "hf-fixtures", "qwen3-moe").toString());
+        assertEquals(0, run.status(), run.err());
+        assertTrue(run.out().contains("architecture: Qwen3MoeForCausalLM (layers 3"), run.out());
+        assertTrue(run.out().contains("experts:      8 experts, top-3 not renormalised, expert width 24, sparse layers 2 of 3"), run.out());
+    }
 }
