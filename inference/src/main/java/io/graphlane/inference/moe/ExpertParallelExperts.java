@@ -56,6 +56,10 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
     private final AtomicLong nanos = new AtomicLong();
     /** Test hook: a rank whose expert work throws, or -1. */
     private volatile int failingRank = -1;
+    /** Test hook: a rank that leaves the collective group at its next step (lost), or -1. */
+    private volatile int losingRank = -1;
+    /** Why the lanes' collective group can no longer run (a member was lost), or null while it can. */
+    private volatile String unusable;
 
     /** {@code size} expert lanes for {@code config}'s sparse layers; {@code size} must divide the experts per layer. */
     public ExpertParallelExperts(LlamaConfig config, int size) {
@@ -111,6 +115,11 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
         return nanos.get();
     }
 
+    /** Makes rank {@code rank} leave the collective group at the next step, as a lost rank does; for fault tests. */
+    public void loseRank(int rank) {
+        this.losingRank = rank;
+    }
+
     /** Makes rank {@code rank}'s expert work fail from now on (-1: none); for fault tests. */
     public void failRank(int rank) {
         this.failingRank = rank;
@@ -118,6 +127,9 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
 
     @Override
     public void run(MoeWeights<CpuTensor> weights, float[] normed, MoeRouting routing, float[] out) {
+        if (unusable != null) {
+            throw new GraphlaneException("layer " + weights.layer() + ": the expert lanes cannot run: " + unusable);
+        }
         int hidden = config.hiddenSize();
         int experts = weights.expertCount();
         int per = experts / size;
@@ -164,6 +176,13 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
                 back[0] = sendRows[r];
                 outputs[r] = ops.fromHost(new float[sendRows[r] * hidden], sendRows[r], hidden);
                 owned.addAll(List.of(hdr, send, outputs[r]));
+                if (r == losingRank) {
+                    losingRank = -1;
+                    // the rank is lost instead of taking part: the others' all-to-alls fail naming it
+                    Completion gone = collectives.leave(group, lane, new GraphlaneException("expert rank " + r + " was lost"));
+                    last.addAll(List.of(gone, gone, gone, gone)); // four entries per rank, as the loop below reads them
+                    continue;
+                }
                 Result<CpuTensor> counts = collectives.allToAll(hdr, ones(size), group, lane);
                 Result<CpuTensor> received = collectives.allToAll(send, r == 0 ? sendRows : new int[size], group, lane);
                 int rank = r;
@@ -179,20 +198,31 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
                 }
                 results.addAll(List.of(counts, received, returned));
             }
+            // per rank, four completions: the split sizes, the payload, the experts, the combine
             int failedRank = -1;
             Throwable failure = null;
+            Throwable collectiveFailure = null;
             for (int i = 0; i < last.size(); i++) {
                 Outcome o = last.get(i).await();
-                // the expert work of a rank (every fourth) names the rank at fault; a collective failure only if nothing else does
-                if (o instanceof Outcome.Failed f && (i % 4 == 2 || failure == null) && failedRank < 0) {
-                    failure = f.cause();
-                    if (i % 4 == 2) {
-                        failedRank = i / 4;
-                    }
+                if (!(o instanceof Outcome.Failed f)) {
+                    continue;
                 }
+                boolean expertWork = i % 4 == 2 && last.get(i - 1).failure().isEmpty() && last.get(i - 2).failure().isEmpty();
+                if (!expertWork && collectiveFailure == null) {
+                    collectiveFailure = f.cause();
+                } else if (expertWork && failedRank < 0) {
+                    failedRank = i / 4;
+                    failure = f.cause();
+                }
+            }
+            if (collectiveFailure != null) {
+                failure = collectiveFailure;
+                failedRank = -1;
             }
             if (failure != null) {
                 if (failedRank < 0) {
+                    // a member left: the collective group is poisoned, and with it every later step of these lanes
+                    unusable = "an all-to-all of layer " + weights.layer() + " failed: " + failure.getMessage();
                     throw new GraphlaneException("layer " + weights.layer() + ": an expert all-to-all failed: " + failure.getMessage(), failure);
                 }
                 List<Integer> hit = new ArrayList<>();

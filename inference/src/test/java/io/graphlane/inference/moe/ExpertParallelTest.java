@@ -253,4 +253,23 @@ class ExpertParallelTest {
                 .model(ROOT.resolve(name)).expertParallel(3).build());
         assertTrue(refused.getMessage().contains("--expert-parallel 3 must be >= 1 and divide the 8 experts"), refused.getMessage());
     }
+
+    @Test
+    void aRankLostMidAllToAllFailsTheStepNamingItAndLaterStepsFailAtOnce() {
+        ExpertParallelModels.Parallel p = ExpertParallelModels.staged(ModelDirectory.open(ROOT.resolve("mixtral")), 1, 4);
+        try (var model = p.model()) {
+            int[] prompt = HfFixturesTest.reference("mixtral").prompts().get(1).ids();
+            p.lanes().get(0).loseRank(2);
+            GraphlaneException lost = assertThrows(GraphlaneException.class,
+                    () -> model.step(List.of(new Segment(1, 0, prompt.length)), prompt));
+            assertTrue(lost.getMessage().contains("member 2 left the group") && lost.getMessage().contains("expert rank 2 was lost"),
+                    lost.getMessage());
+            model.endRequest(1);
+            GraphlaneException after = assertThrows(GraphlaneException.class,
+                    () -> model.step(List.of(new Segment(2, 0, prompt.length)), prompt));
+            assertTrue(after.getMessage().contains("the expert lanes cannot run") && after.getMessage().contains("member 2 left"),
+                    after.getMessage());
+            model.endRequest(2);
+        }
+    }
 }
