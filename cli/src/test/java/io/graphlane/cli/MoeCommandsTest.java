@@ -93,6 +93,9 @@ class MoeCommandsTest {
         assertEquals(0.0, runs.get(1).get("all_to_all_bytes_per_step").asDouble(), "one expert lane moves nothing");
         assertTrue(runs.get(2).get("all_to_all_bytes_per_step").asDouble() > 0, "two expert lanes move rows: " + runs.get(2));
         assertTrue(runs.get(2).get("all_to_all_steps").asLong() > 0);
+        assertTrue(runs.get(2).get("all_to_all_ms_per_step").asDouble() > 0
+                && runs.get(2).get("all_to_all_ms_per_step").asDouble() <= runs.get(2).get("dispatch_to_combine_ms_per_step").asDouble(),
+                "the all-to-alls are part of dispatch to combine: " + runs.get(2));
     }
 
     @Test

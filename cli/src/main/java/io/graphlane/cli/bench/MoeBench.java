@@ -67,7 +67,7 @@ public final class MoeBench implements Callable<Integer> {
 
     /** One configuration's figures. */
     record Figures(String label, int expertParallel, double tokensPerSecond, double[] roundRates, long allToAllSteps,
-                   double bytesPerStep, double millisPerStep, boolean tokensEqualBaseline) {
+                   double bytesPerStep, double millisPerStep, double collectiveMillisPerStep, boolean tokensEqualBaseline) {
     }
 
     @Override
@@ -100,7 +100,7 @@ public final class MoeBench implements Callable<Integer> {
         try (StagedModel<CpuTensor> single = CpuModels.staged(dir, stages)) {
             Measured m = measure(single, work);
             baselineTokens = m.tokens;
-            figures.add(new Figures("single lane", 0, median(m.rates), m.rates, 0, 0, 0, true));
+            figures.add(new Figures("single lane", 0, median(m.rates), m.rates, 0, 0, 0, 0, true));
         }
         for (int e : expertParallel) {
             ExpertParallelModels.Parallel p = ExpertParallelModels.staged(dir, stages, e);
@@ -109,12 +109,14 @@ public final class MoeBench implements Callable<Integer> {
                 long steps = p.lanes().stream().mapToLong(ExpertParallelExperts::steps).sum();
                 long bytes = p.lanes().stream().mapToLong(ExpertParallelExperts::bytesMoved).sum();
                 long nanos = p.lanes().stream().mapToLong(ExpertParallelExperts::nanosInAllToAll).sum();
+                long collective = p.lanes().stream().mapToLong(ExpertParallelExperts::nanosInCollectives).sum();
                 boolean equal = true;
                 for (int i = 0; i < work.size(); i++) {
                     equal &= Arrays.equals(baselineTokens.get(i), m.tokens.get(i));
                 }
                 figures.add(new Figures("expert-parallel " + e, e, median(m.rates), m.rates, steps,
-                        steps == 0 ? 0 : (double) bytes / steps, steps == 0 ? 0 : nanos / 1e6 / steps, equal));
+                        steps == 0 ? 0 : (double) bytes / steps, steps == 0 ? 0 : nanos / 1e6 / steps,
+                        steps == 0 ? 0 : collective / 1e6 / steps, equal));
             }
         }
         print(dir, figures);
@@ -158,6 +160,8 @@ public final class MoeBench implements Callable<Integer> {
                 n.put("label", f.label()).put("expert_parallel", f.expertParallel()).put("tokens_per_second", f.tokensPerSecond())
                         .put("ratio_to_single_lane", f.tokensPerSecond() / base).put("all_to_all_steps", f.allToAllSteps())
                         .put("all_to_all_bytes_per_step", f.bytesPerStep()).put("dispatch_to_combine_ms_per_step", f.millisPerStep())
+                        .put("all_to_all_ms_per_step", f.collectiveMillisPerStep())
+                        .put("all_to_all_gb_per_s", f.collectiveMillisPerStep() == 0 ? 0 : f.bytesPerStep() / f.collectiveMillisPerStep() / 1e6)
                         .put("tokens_equal_single_lane", f.tokensEqualBaseline());
                 ArrayNode rr = n.putArray("round_tokens_per_second");
                 for (double v : f.roundRates()) {
@@ -172,8 +176,10 @@ public final class MoeBench implements Callable<Integer> {
             for (Figures f : figures) {
                 out.printf(Locale.ROOT, "%-20s %10.1f tokens/s  %5.2fx single lane%s%n", f.label(), f.tokensPerSecond(),
                         f.tokensPerSecond() / base, f.expertParallel() == 0 ? ""
-                                : String.format(Locale.ROOT, "  all-to-all %.0f bytes and %.3f ms dispatch-to-combine (experts included) per sparse-layer step; tokens %s",
-                                f.bytesPerStep(), f.millisPerStep(), f.tokensEqualBaseline() ? "equal" : "DIFFER"));
+                                : String.format(Locale.ROOT, "  per sparse-layer step: all-to-all %.0f bytes in %.3f ms (%.3f GB/s),"
+                                        + " %.3f ms dispatch to combine (experts included); tokens %s", f.bytesPerStep(),
+                                f.collectiveMillisPerStep(), f.collectiveMillisPerStep() == 0 ? 0 : f.bytesPerStep() / f.collectiveMillisPerStep() / 1e6,
+                                f.millisPerStep(), f.tokensEqualBaseline() ? "equal" : "DIFFER"));
             }
         }
         out.flush();

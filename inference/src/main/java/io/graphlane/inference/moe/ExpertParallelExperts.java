@@ -54,6 +54,8 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
     private final AtomicLong steps = new AtomicLong();
     private final AtomicLong bytes = new AtomicLong();
     private final AtomicLong nanos = new AtomicLong();
+    /** Nanoseconds rank 0's lane spent in the payload and combine all-to-alls (waiting for the others included). */
+    private final AtomicLong allToAllNanos = new AtomicLong();
     /** Test hook: a rank whose expert work throws, or -1. */
     private volatile int failingRank = -1;
     /** Test hook: a rank that leaves the collective group at its next step (lost), or -1. */
@@ -115,6 +117,14 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
         return nanos.get();
     }
 
+    /**
+     * Nanoseconds rank 0's lane spent inside the payload and the combine all-to-alls so far (from the work before each
+     * to the work after it on that lane, so waiting for the other ranks counts; the experts between them do not).
+     */
+    public long nanosInCollectives() {
+        return allToAllNanos.get();
+    }
+
     /** Makes rank {@code rank} leave the collective group at the next step, as a lost rank does; for fault tests. */
     public void loseRank(int rank) {
         this.losingRank = rank;
@@ -166,6 +176,8 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
         List<CpuTensor> owned = new ArrayList<>();
         List<Result<CpuTensor>> results = new ArrayList<>();
         Result<CpuTensor> combined = null;
+        long[] last0Marks = null;
+        Completion markDone = null;
         CpuTensor[] outputs = new CpuTensor[size];
         try {
             for (int r = 0; r < size; r++) {
@@ -184,11 +196,25 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
                     continue;
                 }
                 Result<CpuTensor> counts = collectives.allToAll(hdr, ones(size), group, lane);
+                long[] marks = new long[4];
+                if (r == 0) {
+                    backend.submit(lane, () -> marks[0] = System.nanoTime());
+                }
                 Result<CpuTensor> received = collectives.allToAll(send, r == 0 ? sendRows : new int[size], group, lane);
+                if (r == 0) {
+                    backend.submit(lane, () -> marks[1] = System.nanoTime());
+                }
                 int rank = r;
                 CpuTensor result = outputs[r];
                 Completion expertWork = backend.submit(lane, () -> runOwned(rank, weights, counts.value(), received.value(), result));
+                if (r == 0) {
+                    backend.submit(lane, () -> marks[2] = System.nanoTime());
+                }
                 Result<CpuTensor> returned = collectives.allToAll(result, back, group, lane);
+                if (r == 0) {
+                    last0Marks = marks;
+                    markDone = backend.submit(lane, () -> marks[3] = System.nanoTime());
+                }
                 last.add(counts.completion());
                 last.add(received.completion());
                 last.add(expertWork);
@@ -240,6 +266,8 @@ public final class ExpertParallelExperts implements MoeBlock.ExpertRunner<CpuTen
             }
             float[] back = new float[total * hidden];
             ops.toHost(combined.value(), back);
+            markDone.await();
+            allToAllNanos.addAndGet((last0Marks[1] - last0Marks[0]) + (last0Marks[3] - last0Marks[2]));
             nanos.addAndGet(System.nanoTime() - start);
             steps.incrementAndGet();
             bytes.addAndGet(2L * (total - sendRows[0]) * hidden * Float.BYTES);
