@@ -26,7 +26,16 @@ transformers 4.57.6 and 5.18.0):
   query_pre_attn_scalar, attention and final logit soft-capping, sliding window on
   even layers), gemma3 text (gemma2 plus q_norm/k_norm, no soft-capping by default,
   local RoPE base `rope_local_base_freq` for sliding layers and `rope_theta` +
-  `rope_scaling` for full-attention layers, `sliding_window_pattern`/`layer_types`).
+  `rope_scaling` for full-attention layers, `sliding_window_pattern`/`layer_types`),
+  mixtral (Mistral attention; MixtralSparseMoeBlock `block_sparse_moe`: router
+  `gate` [E, H], softmax over all E experts in float, torch.topk of
+  `num_experts_per_tok`, the chosen weights always renormalised to sum 1; expert j is
+  w2(act(w1 x) * w3 x)), qwen3_moe (Qwen3 attention with q_norm/k_norm;
+  Qwen3MoeSparseMoeBlock `mlp`: the same softmax then top-k, renormalised only when
+  `norm_topk_prob`; experts gate/up/down_proj of width `moe_intermediate_size`; layer i
+  is sparse when i is not in `mlp_only_layers` and (i + 1) % `decoder_sparse_step` == 0,
+  otherwise a dense MLP of width `intermediate_size`). Ties in the top-k go to the lower
+  expert index (np.argsort stable on -p); random weights give no ties.
 - masks: masking_utils.sliding_window_overlay: a query at position i sees the keys j
   with j <= i and i - j < sliding_window (kv_idx > q_idx - sliding_window).
 - activations: activations.py: "silu", "gelu" (exact erf), "gelu_pytorch_tanh".
@@ -69,6 +78,9 @@ import numpy as np
 FOLLOWS = ("HF transformers 4.57.6 / 5.18.0: modeling_rope_utils.py (+dynamic_rope_update), "
            "masking_utils.py, models/{llama,qwen2,qwen3,mistral,phi3,gemma2,gemma3}/modeling_*.py; "
            "greedy generate with a KV cache, float64")
+FOLLOWS_MOE = ("HF transformers 4.57.6 / 5.18.0: modeling_rope_utils.py, masking_utils.py, "
+               "models/{mixtral,qwen3_moe}/modeling_*.py (softmax router, torch.topk, renormalisation); "
+               "greedy generate with a KV cache, float64")
 TOLERANCE_REL = 1e-4
 GREEDY_STEPS = 8
 PROMPT_LENGTHS = (3, 12, 24, 60)
@@ -125,7 +137,7 @@ def write_safetensors(path, tensors):
 
 def _family(cfg):
     mt = cfg.get("model_type")
-    if mt in ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"):
+    if mt in ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "mixtral", "qwen3_moe"):
         return mt
     raise ValueError(f"config.json: model_type {mt!r} is not one this reference knows")
 
@@ -137,14 +149,14 @@ def layer_types(cfg):
             return list(cfg["layer_types"])
         pattern = 2 if fam == "gemma2" else cfg.get("sliding_window_pattern", 6)
         return ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n)]
-    if fam in ("qwen2", "qwen3"):
+    if fam in ("qwen2", "qwen3", "qwen3_moe"):
         if not cfg.get("use_sliding_window", False) or cfg.get("sliding_window") is None:
             return ["full_attention"] * n
         if cfg.get("layer_types"):
             return list(cfg["layer_types"])
         mwl = cfg.get("max_window_layers", n)
         return ["sliding_attention" if i >= mwl else "full_attention" for i in range(n)]
-    if fam in ("mistral", "phi3"):
+    if fam in ("mistral", "phi3", "mixtral"):
         return ["sliding_attention" if cfg.get("sliding_window") is not None else "full_attention"] * n
     return ["full_attention"] * n
 
@@ -189,6 +201,29 @@ def rope_parameters(cfg):
         else:
             rp.setdefault("original_max_position_embeddings", cfg["max_position_embeddings"])
     return {t: rp for t in types}
+
+
+def n_experts(cfg):
+    return cfg["num_local_experts"] if _family(cfg) == "mixtral" else cfg["num_experts"]
+
+
+def is_sparse_layer(cfg, i):
+    """Mixtral: every layer. Qwen3MoeDecoderLayer: not in mlp_only_layers, num_experts > 0 and
+    (i + 1) % decoder_sparse_step == 0."""
+    fam = _family(cfg)
+    if fam == "mixtral":
+        return True
+    if fam == "qwen3_moe":
+        return (i not in cfg.get("mlp_only_layers", []) and cfg["num_experts"] > 0
+                and (i + 1) % cfg.get("decoder_sparse_step", 1) == 0)
+    return False
+
+
+def moe_names(cfg, i):
+    """(prefix of the sparse block, (gate, up, down) names inside each expert)."""
+    if _family(cfg) == "mixtral":
+        return f"model.layers.{i}.block_sparse_moe.", ("w1", "w3", "w2")
+    return f"model.layers.{i}.mlp.", ("gate_proj", "up_proj", "down_proj")
 
 
 def head_dim(cfg):
@@ -341,6 +376,7 @@ class Model:
         # every key with the long factors (rope_scaling set, 4.57; the top-level field, 5.x)
         self.phi3_switch_reset = (self.fam == "phi3" and bool(cfg.get("rope_scaling") or cfg.get("rope_parameters"))
                                   and "original_max_position_embeddings" in cfg)
+        self.moe = self.fam in ("mixtral", "qwen3_moe")
         self.lm_head = w.get("lm_head.weight")
         if self.lm_head is None:
             if not cfg.get("tie_word_embeddings", False):
@@ -376,7 +412,7 @@ class Model:
         q = q.reshape(T, self.nh, hd).transpose(1, 0, 2)
         k = k.reshape(T, self.nkv, hd).transpose(1, 0, 2)
         v = v.reshape(T, self.nkv, hd).transpose(1, 0, 2)
-        if self.fam in ("qwen3", "gemma3_text"):
+        if self.fam in ("qwen3", "gemma3_text", "qwen3_moe"):
             q, k = self.norm(q, p + "q_norm.weight"), self.norm(k, p + "k_norm.weight")
         cos, sin = cos_sin
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -402,6 +438,8 @@ class Model:
         return self.linear(o, p + "o_proj")
 
     def mlp(self, i, x):
+        if is_sparse_layer(self.cfg, i):
+            return self.sparse_moe(i, x)
         p = f"model.layers.{i}.mlp."
         if self.fam == "phi3":
             gu = self.linear(x, p + "gate_up_proj")
@@ -409,6 +447,33 @@ class Model:
         else:
             g, u = self.linear(x, p + "gate_proj"), self.linear(x, p + "up_proj")
         return self.linear(self.act(g) * u, p + "down_proj")
+
+    def sparse_moe(self, i, x):
+        """MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: softmax over every expert's router logit, the top
+        num_experts_per_tok probabilities (torch.topk; ties to the lower index), renormalised to sum 1 for Mixtral
+        and for Qwen3-MoE with norm_topk_prob, then the routing-weighted sum of the chosen experts' SwiGLU MLPs."""
+        p, names = moe_names(self.cfg, i)
+        logits = x @ self.w[p + "gate.weight"].T                      # [T, E]
+        z = logits - logits.max(axis=-1, keepdims=True)
+        probs = np.exp(z)
+        probs /= probs.sum(axis=-1, keepdims=True)
+        k = self.cfg["num_experts_per_tok"]
+        top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]     # [T, k]
+        weights = np.take_along_axis(probs, top, axis=-1)
+        renormalise = self.fam == "mixtral" or self.cfg.get("norm_topk_prob", False)
+        if renormalise and not self.cfg.get("_ablate_no_renormalisation"):   # the key only --ablate sets
+            weights = weights / weights.sum(axis=-1, keepdims=True)
+        out = np.zeros_like(x)
+        gate_n, up_n, down_n = names
+        for e in range(n_experts(self.cfg)):
+            rows, slot = np.nonzero(top == e)
+            if len(rows) == 0:
+                continue
+            xe = x[rows]
+            ep = f"{p}experts.{e}."
+            h = self.act(xe @ self.w[ep + gate_n + ".weight"].T) * (xe @ self.w[ep + up_n + ".weight"].T)
+            out[rows] += (h @ self.w[ep + down_n + ".weight"].T) * weights[rows, slot][:, None]
+        return out
 
     def forward(self, ids):
         """Feed new tokens (continuing the cache); return logits of every new position."""
@@ -593,6 +658,35 @@ def _gemma3_cfg():
     }
 
 
+def _mixtral_cfg():
+    return {
+        "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": None,
+        "eos_token_id": None, "head_dim": HID // NH, "hidden_act": "silu", "hidden_size": HID,
+        "initializer_range": 0.02, "intermediate_size": 32, "max_position_embeddings": 256,
+        "model_type": "mixtral", "num_attention_heads": NH, "num_experts_per_tok": 2,
+        "num_hidden_layers": 2, "num_key_value_heads": NKV, "num_local_experts": 8,
+        "output_router_logits": False, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+        "router_aux_loss_coef": 0.02, "router_jitter_noise": 0.0, "sliding_window": None,
+        "tie_word_embeddings": False, "torch_dtype": "float32", "transformers_version": "4.57.6",
+        "use_cache": True, "vocab_size": V,
+    }
+
+
+def _qwen3_moe_cfg():
+    return {
+        "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "bos_token_id": None, "decoder_sparse_step": 1, "eos_token_id": None, "head_dim": 32,
+        "hidden_act": "silu", "hidden_size": HID, "initializer_range": 0.02, "intermediate_size": 96,
+        "max_position_embeddings": 256, "max_window_layers": 3, "mlp_only_layers": [1],
+        "model_type": "qwen3_moe", "moe_intermediate_size": 24, "norm_topk_prob": False,
+        "num_attention_heads": NH, "num_experts": 8, "num_experts_per_tok": 3, "num_hidden_layers": 3,
+        "num_key_value_heads": NKV, "output_router_logits": False, "rms_norm_eps": 1e-06,
+        "rope_scaling": None, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+        "sliding_window": None, "tie_word_embeddings": False, "torch_dtype": "float32",
+        "transformers_version": "4.57.6", "use_cache": True, "use_sliding_window": False, "vocab_size": V,
+    }
+
+
 CASES = {}   # name -> (seed, config, group)
 GAINS = {}   # name -> {weight kind: std multiplier}
 
@@ -648,6 +742,10 @@ def _gemma3_v5():
 
 
 _case("gemma3-text-params-v5", 302, _gemma3_v5(), 3, override=GEMMA_WEIGHTS)
+# mixture of experts: experts' outputs are weighted by router probabilities (< 1), so their
+# projections are stronger to keep the sparse block's share of the residual comparable
+_case("mixtral", 401, _mixtral_cfg(), 4, w1=1.5, w3=1.5, w2=2.0)
+_case("qwen3-moe", 402, _qwen3_moe_cfg(), 4, up_proj=1.5, down_proj=2.0)
 
 
 def tensor_shapes(cfg):
@@ -681,9 +779,19 @@ def tensor_shapes(cfg):
         s[a + "o_proj.weight"] = ([H, nh * hd], "proj")
         if attn_bias:
             s[a + "o_proj.bias"] = ([H], "bias")
-        if fam in ("qwen3", "gemma3_text"):
+        if fam in ("qwen3", "gemma3_text", "qwen3_moe"):
             s[a + "q_norm.weight"] = ([hd], "norm")
             s[a + "k_norm.weight"] = ([hd], "norm")
+        if is_sparse_layer(cfg, i):
+            mp, (gn, un, dn) = moe_names(cfg, i)
+            EI = cfg["intermediate_size"] if fam == "mixtral" else cfg["moe_intermediate_size"]
+            s[mp + "gate.weight"] = ([n_experts(cfg), H], "router")
+            for e in range(n_experts(cfg)):
+                ep = f"{mp}experts.{e}."
+                s[ep + gn + ".weight"] = ([EI, H], "proj")
+                s[ep + un + ".weight"] = ([EI, H], "proj")
+                s[ep + dn + ".weight"] = ([H, EI], "proj")
+            continue
         m = p + "mlp."
         if fam == "phi3":
             s[m + "gate_up_proj.weight"] = ([2 * I, H], "proj")
@@ -717,6 +825,8 @@ def make_weights(cfg, seed, gains=None):
             a = rng.normal(0.0, 0.5, shape)
         elif kind == "qk":
             a = rng.normal(0.0, 1.6 / math.sqrt(shape[1]), shape)
+        elif kind == "router":
+            a = rng.normal(0.0, float(gains.get("router", 1.5)) / math.sqrt(shape[1]), shape)
         else:
             g = float(gains.get(name.split(".")[-2], 1.0))
             a = rng.normal(0.0, g / math.sqrt(shape[1]), shape)
@@ -763,7 +873,7 @@ def pick_prompts(model, seed, discriminate=()):
 
 
 def reference_for(model, name, prompts):
-    ref = {"case": name, "follows": FOLLOWS, "tolerance_rel": TOLERANCE_REL, "prompts": []}
+    ref = {"case": name, "follows": FOLLOWS_MOE if model.moe else FOLLOWS, "tolerance_rel": TOLERANCE_REL, "prompts": []}
     for ids in prompts:
         last, toks, margins, tops, rel = greedy(model, ids, GREEDY_STEPS)
         ref["prompts"].append({"ids": ids, "last_logits": [float(x) for x in last], "greedy_8": toks,
@@ -982,6 +1092,13 @@ ABLATIONS = {
                ("no sliding window", _cfg(sliding_window=10 ** 6))],
     "gemma3-text-params-v5": [("one rope dict for all layers (full_attention's)", lambda c, w: (dict(
         c, rope_parameters=c["rope_parameters"]["full_attention"]), w))],
+    "mixtral": [("top-1 instead of top-2", _cfg(num_experts_per_tok=1)),
+                ("top-3 instead of top-2", _cfg(num_experts_per_tok=3)),
+                ("router weights not renormalised", _cfg(_ablate_no_renormalisation=True))],
+    "qwen3-moe": [("norm_topk_prob applied although false", _cfg(norm_topk_prob=True)),
+                  ("top-2 instead of top-3", _cfg(num_experts_per_tok=2)),
+                  ("no q_norm/k_norm", lambda c, w: (c, {k: (np.ones_like(v) if k.endswith("_norm.weight") and
+                                                               "self_attn" in k else v) for k, v in w.items()}))],
     "gemma3-text": [("global rope_theta on sliding layers too", _cfg(rope_local_base_freq=1000000.0)),
                     ("no linear scaling on global layers", _cfg(rope_scaling=None)),
                     ("no sliding window", _cfg(sliding_window=10 ** 6))],

@@ -15,6 +15,7 @@ import picocli.CommandLine.Command;
             io.graphlane.cli.bench.CollectiveBench.class,
             io.graphlane.cli.bench.CollectiveWorker.class,
             io.graphlane.cli.bench.ClusterPipelineBench.class,
+            io.graphlane.cli.bench.MoeBench.class,
         })
 public final class BenchCommand implements Runnable {
     @CommandLine.Spec

@@ -94,6 +94,7 @@ public final class InspectCommand implements Callable<Integer> {
         root.put("rope", model.config().rope().toString());
         root.put("hidden_act", model.config().hiddenAct().hfName());
         model.config().gemma().ifPresent(g -> root.put("gemma", g.toString()));
+        model.config().moe().ifPresent(m -> root.put("experts", m.toString()));
         root.put("tensor_count", catalog.tensors().size());
         root.put("total_bytes", catalog.totalBytes());
         List<Map<String, Object>> tensors = new ArrayList<>();
@@ -144,6 +145,7 @@ public final class InspectCommand implements Callable<Integer> {
         out.printf("rope:         %s%n", c.rope());
         out.printf("mlp:          %s%s%n", c.hiddenAct().hfName(), c.mlpBias() ? ", biases" : "");
         c.gemma().ifPresent(g -> out.printf("gemma:        %s%n", g));
+        c.moe().ifPresent(m -> out.printf("experts:      %s%n", m));
         if (gguf != null) {
             printGguf(gguf, out);
             return;

@@ -76,6 +76,11 @@ public final class RunCommand implements Callable<Integer> {
             description = "Shard lanes per stage (default ${DEFAULT-VALUE}); must divide the model's heads, kv heads and intermediate size.")
     int tensorParallel;
 
+    @Option(names = "--expert-parallel", paramLabel = "E", defaultValue = "1",
+            description = "Expert lanes per stage of a mixture-of-experts model (default ${DEFAULT-VALUE}): each owns 1/E of every"
+                    + " sparse layer's experts; rows travel by all-to-all. Must divide the experts; cpu backend.")
+    int expertParallel;
+
     @Option(names = "--backend", paramLabel = "cpu|sim|gpu", defaultValue = "cpu",
             description = "cpu (default) computes the model; sim runs the same pipeline on the simulated device (timing only, placeholder tokens); "
                     + "gpu runs the stages on CUDA streams of --device (GpuNeuralOps, weights uploaded through the supervisor).")
@@ -118,6 +123,9 @@ public final class RunCommand implements Callable<Integer> {
         if (stages < 1) {
             throw new GraphlaneException("--stages must be >= 1, got " + stages);
         }
+        if (!backend.equals("cpu") && expertParallel != 1) {
+            throw new GraphlaneException("--expert-parallel " + expertParallel + " needs --backend cpu");
+        }
         if (!backend.equals("cpu") && tensorParallel != 1) {
             throw new GraphlaneException("--tensor-parallel " + tensorParallel + " needs --backend cpu (the " + backend + " run has no shards)");
         }
@@ -157,7 +165,7 @@ public final class RunCommand implements Callable<Integer> {
             out.println("graphlane: demo model (Llama architecture, random weights from a fixed seed): its tokens are not meaningful text.");
             out.println("           Use --model DIR with a Hugging Face Llama, Mistral or Qwen2 directory for real output.");
         }
-        InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).trace(recorder)
+        InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).expertParallel(expertParallel).trace(recorder)
                 .weights(WeightFormat.parse("--weights", weights));
         builder = opened == null ? builder.workTracing(TraceOptions.cpuWorkTracing()) : builder.backend(() -> opened);
         builder = demo ? builder.demoModel() : builder.model(model);
@@ -338,6 +346,7 @@ public final class RunCommand implements Callable<Integer> {
         root.put("model", p.modelName());
         root.put("stages", stages);
         root.put("tensor_parallel", tensorParallel);
+        root.put("expert_parallel", expertParallel);
         root.put("backend", p.backendDescription());
         ArrayNode reqs = root.putArray("requests");
         for (GenerationResult r : results) {

@@ -38,6 +38,11 @@ public final class ServeCommand implements Callable<Integer> {
                     + " (default ${DEFAULT-VALUE}).")
     int tensorParallel = 1;
 
+    @Option(names = "--expert-parallel", paramLabel = "E", defaultValue = "1",
+            description = "Expert lanes per stage of a mixture-of-experts model: each owns 1/E of every sparse layer's experts,"
+                    + " rows travel by all-to-all (default ${DEFAULT-VALUE}).")
+    int expertParallel = 1;
+
     @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held: stored (default; the checkpoint's dtype, F16/BF16 stay 16-bit), f32, bf16, or q8"
                     + " (8-bit blocks for the projection and MLP matrices). 16-bit and 8-bit are CPU only.")
     String weights = "stored";
@@ -104,7 +109,7 @@ public final class ServeCommand implements Callable<Integer> {
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "graphlane-serve");
         InferencePipeline pipeline;
         try {
-            InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel)
+            InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).expertParallel(expertParallel)
                     .weights(WeightFormat.parse("--weights", weights)).actorSystem(system);
             budget.ifPresent(b::kvBudget);
             pipeline = (model == null ? b.demoModel() : b.model(model)).build();

@@ -26,7 +26,14 @@ public enum Architecture {
      * Gemma 3's text decoder: Gemma 2's layer plus (1 + w) q/k norms before RoPE, a local RoPE base for the sliding
      * layers, no soft-capping by default.
      */
-    GEMMA3_TEXT("Gemma3ForCausalLM", "gemma3_text");
+    GEMMA3_TEXT("Gemma3ForCausalLM", "gemma3_text"),
+    /** Mixtral: Mistral's attention, a sparse mixture of experts ({@code block_sparse_moe}) in place of every MLP. */
+    MIXTRAL("MixtralForCausalLM", "mixtral"),
+    /**
+     * Qwen3-MoE: Qwen3's attention (q/k norms), a sparse mixture of experts ({@code mlp.experts}) in the layers
+     * {@code decoder_sparse_step} and {@code mlp_only_layers} leave sparse, dense MLPs in the others.
+     */
+    QWEN3_MOE("Qwen3MoeForCausalLM", "qwen3_moe");
 
     /** Architectures people meet that graphlane refuses, with the reason. */
     private static final Map<String, String> REFUSED = Map.ofEntries(
@@ -35,9 +42,7 @@ public enum Architecture {
             Map.entry("GemmaForCausalLM", "Gemma needs (1 + w) RMSNorms and embedding scaling"),
             Map.entry("Phi3SmallForCausalLM", "Phi-3-small uses block-sparse attention and gegelu"),
             Map.entry("PhiForCausalLM", "Phi-1/2 use LayerNorm, a parallel attention/MLP block and no gate"),
-            Map.entry("MixtralForCausalLM", "a mixture of experts"),
-            Map.entry("Qwen2MoeForCausalLM", "a mixture of experts"),
-            Map.entry("Qwen3MoeForCausalLM", "a mixture of experts"),
+            Map.entry("Qwen2MoeForCausalLM", "a mixture of experts with a shared expert and its gate"),
             Map.entry("Qwen2VLForConditionalGeneration", "a vision-language model with multimodal RoPE"),
             Map.entry("Qwen2_5_VLForConditionalGeneration", "a vision-language model with multimodal RoPE"));
 
@@ -66,12 +71,17 @@ public enum Architecture {
 
     /** True if queries and keys pass a per-head RMSNorm before RoPE ({@code q_norm}, {@code k_norm}). */
     public boolean hasQkNorm() {
-        return this == QWEN3 || this == GEMMA3_TEXT;
+        return this == QWEN3 || this == GEMMA3_TEXT || this == QWEN3_MOE;
     }
 
     /** True for Gemma 2 and Gemma 3 (text): the layer of {@link GemmaConfig}. */
     public boolean isGemma() {
         return this == GEMMA2 || this == GEMMA3_TEXT;
+    }
+
+    /** True for the mixture-of-experts architectures (Mixtral, Qwen3-MoE): the layer of {@link MoeConfig}. */
+    public boolean isMoe() {
+        return this == MIXTRAL || this == QWEN3_MOE;
     }
 
     /** True if the checkpoint fuses q/k/v into {@code qkv_proj} and gate/up into {@code gate_up_proj}. */

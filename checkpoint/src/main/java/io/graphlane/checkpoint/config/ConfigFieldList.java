@@ -70,6 +70,9 @@ final class ConfigFieldList {
             if (arch.isGemma() && (GemmaConfig.FIELDS.contains(name) || GEMMA_HARMLESS.contains(name))) {
                 continue;
             }
+            if (arch.isMoe() && MoeConfig.FIELDS.contains(name)) {
+                continue;
+            }
             if (!APPLIED.contains(name) && !WINDOW.contains(name) && !HARMLESS.contains(name)) {
                 JsonNode v = f.root.get(name);
                 String shown = v.toString().length() > 60 ? v.toString().substring(0, 60) + "..." : v.toString();
@@ -77,7 +80,8 @@ final class ConfigFieldList {
                         + "; it may change the model's math, so the model is refused rather than run wrong");
             }
         }
-        if (arch != Architecture.LLAMA && arch != Architecture.QWEN3 && !arch.isGemma() && f.bool("attention_bias", false)) {
+        if (arch != Architecture.LLAMA && arch != Architecture.QWEN3 && arch != Architecture.QWEN3_MOE && !arch.isGemma()
+                && f.bool("attention_bias", false)) {
             throw f.refuse("attention_bias", "is true, but " + arch.hfName() + " has no such option");
         }
         if (arch != Architecture.LLAMA && f.bool("mlp_bias", false)) {

@@ -36,12 +36,13 @@ import io.graphlane.core.nn.GateActivation;
  * @param hiddenAct the MLP's gate activation ({@code hidden_act}, default silu)
  * @param mlpBias whether the MLP projections carry biases ({@code mlp_bias}; default false)
  * @param gemma what Gemma 2 and Gemma 3 add to the layer; empty for the other architectures
+ * @param moe the sparse mixture-of-experts block of Mixtral and Qwen3-MoE; empty for the other architectures
  */
 public record ModelConfig(Architecture architecture, int hiddenSize, int intermediateSize, int numHiddenLayers,
                           int numAttentionHeads, int numKeyValueHeads, int headDim, int vocabSize,
                           int maxPositionEmbeddings, double rmsNormEps, double ropeTheta, boolean tieWordEmbeddings,
                           boolean attentionBias, Optional<String> torchDtype, RopeConfig rope, GateActivation hiddenAct,
-                          boolean mlpBias, Optional<GemmaConfig> gemma) {
+                          boolean mlpBias, Optional<GemmaConfig> gemma, Optional<MoeConfig> moe) {
     /** The file name Hugging Face gives the model configuration. */
     public static final String FILE_NAME = "config.json";
 
@@ -58,6 +59,10 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
         if (gemma.isPresent() != architecture.isGemma()) {
             throw new IllegalArgumentException(architecture.hfName() + (architecture.isGemma() ? " needs" : " has no") + " Gemma parameters");
         }
+        Objects.requireNonNull(moe, "moe");
+        if (moe.isPresent() != architecture.isMoe()) {
+            throw new IllegalArgumentException(architecture.hfName() + (architecture.isMoe() ? " needs" : " has no") + " experts");
+        }
     }
 
     /** A configuration of a non-Gemma architecture. */
@@ -68,7 +73,7 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
                        boolean mlpBias) {
         this(architecture, hiddenSize, intermediateSize, numHiddenLayers, numAttentionHeads, numKeyValueHeads, headDim,
                 vocabSize, maxPositionEmbeddings, rmsNormEps, ropeTheta, tieWordEmbeddings, attentionBias, torchDtype, rope,
-                hiddenAct, mlpBias, Optional.empty());
+                hiddenAct, mlpBias, Optional.empty(), Optional.empty());
     }
 
     /** A plain-RoPE, silu, bias-free configuration (the Llama 2 shape), for tests and generated models. */
@@ -197,8 +202,9 @@ public record ModelConfig(Architecture architecture, int hiddenSize, int interme
             throw f.refuse("model_type", "is \"" + f.optionalString("model_type").get() + "\"; Gemma3ForCausalLM runs the text decoder "
                     + "config, model_type \"gemma3_text\" (a \"gemma3\" config nests it under text_config)");
         }
+        Optional<MoeConfig> moe = arch.isMoe() ? Optional.of(MoeConfig.read(f, arch, layers, intermediate)) : Optional.empty();
         return new ModelConfig(arch, hidden, intermediate, layers, heads, kvHeads, headDim, vocab, maxPositions,
-                eps, rope.theta(), tied, bias, dtype, rope, act, mlpBias, gemma);
+                eps, rope.theta(), tied, bias, dtype, rope, act, mlpBias, gemma, moe);
     }
 
     /** The largest hidden size read (the widest models have 16384-32768). */

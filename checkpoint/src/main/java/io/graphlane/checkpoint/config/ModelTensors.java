@@ -92,6 +92,17 @@ public final class ModelTensors {
             out.put(layer(i, "pre_feedforward_layernorm.weight"), Shape.of(h));
             out.put(layer(i, "post_feedforward_layernorm.weight"), Shape.of(h));
         }
+        if (c.moe().isPresent() && c.moe().get().isSparse(i)) {
+            MoeConfig moe = c.moe().get();
+            long width = moe.expertIntermediateSize();
+            out.put(moe.routerName(i), Shape.of(moe.expertCount(), h));
+            for (int e = 0; e < moe.expertCount(); e++) {
+                out.put(moe.gateName(i, e), Shape.of(width, h));
+                out.put(moe.upName(i, e), Shape.of(width, h));
+                out.put(moe.downName(i, e), Shape.of(h, width));
+            }
+            return out;
+        }
         if (c.architecture().fusesProjections()) {
             out.put(layer(i, "mlp.gate_up_proj.weight"), Shape.of(2 * inter, h));
         } else {

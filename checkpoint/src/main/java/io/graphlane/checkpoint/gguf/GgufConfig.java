@@ -47,6 +47,12 @@ public final class GgufConfig {
     public static ObjectNode toHfConfig(GgufMetadata meta, Map<String, GgufTensorInfo> tensors,
                                         Map<String, float[]> ropeTensors) {
         String arch = meta.requireString("general.architecture", "the model's architecture");
+        if (arch.equals("qwen3moe") || arch.equals("qwen2moe") || meta.integer(arch + ".expert_count").orElse(0) > 0) {
+            throw new GgufFormatException(meta.file(), "metadata " + (arch.endsWith("moe") ? "'general.architecture' is \"" + arch + "\""
+                    : "'" + arch + ".expert_count' is " + meta.integer(arch + ".expert_count").getAsLong())
+                    + ": a mixture of experts, which graphlane reads from safetensors only (MixtralForCausalLM, Qwen3MoeForCausalLM;"
+                    + " see docs/moe.md), not from GGUF yet");
+        }
         String hfArch = switch (arch) {
             case "llama" -> "LlamaForCausalLM";
             case "qwen2" -> "Qwen2ForCausalLM";

@@ -61,6 +61,18 @@ class GgufConfigTest {
     }
 
     @Test
+    void mixtureOfExpertsFilesAreRefusedNamingTheKey() {
+        model("llama", 512, 8, 4, 256);
+        put("llama.expert_count", 8);
+        GgufFormatException e = assertThrows(GgufFormatException.class, this::config);
+        assertTrue(e.getMessage().contains("'llama.expert_count' is 8: a mixture of experts"), e.getMessage());
+        values.clear();
+        model("qwen3moe", 512, 8, 4, 256);
+        e = assertThrows(GgufFormatException.class, this::config);
+        assertTrue(e.getMessage().contains("'general.architecture' is \"qwen3moe\": a mixture of experts"), e.getMessage());
+    }
+
+    @Test
     void qwen2() {
         model("qwen2", 896, 14, 2, 151936);
         put("tokenizer.ggml.bos_token_id", 151643);

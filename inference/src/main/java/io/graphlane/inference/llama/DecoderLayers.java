@@ -57,6 +57,8 @@ public final class DecoderLayers<T> {
     private final RotaryTable[] fixedRotary;
     /** The offset on every norm weight: 1 for Gemma's {@code 1 + w}, else 0. */
     private final float normOffset;
+    /** The sparse block of a mixture-of-experts model's sparse layers, or null for a dense model. */
+    private final MoeBlock<T> moe;
 
     /**
      * Blocks over {@code headCount} query heads, {@code kvHeadCount} key/value heads and {@code intermediateWidth}
@@ -66,6 +68,21 @@ public final class DecoderLayers<T> {
      */
     public DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int firstLayer, int headCount, int kvHeadCount, int intermediateWidth,
                          Consumer<T> reduceProjection) {
+        this(ops, config, firstLayer, headCount, kvHeadCount, intermediateWidth, reduceProjection,
+                config.moe() == null ? null : MoeBlock.local(ops, config));
+    }
+
+    /**
+     * Blocks as {@link #DecoderLayers(NeuralOps, LlamaConfig, int, int, int, int, Consumer)} whose sparse layers run
+     * through {@code moe} (its experts placed where its runner puts them) instead of all here.
+     */
+    public DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int firstLayer, MoeBlock<T> moe) {
+        this(ops, config, firstLayer, config.headCount(), config.kvHeadCount(), config.intermediateSize(), t -> { },
+                java.util.Objects.requireNonNull(moe, "moe"));
+    }
+
+    private DecoderLayers(NeuralOps<T> ops, LlamaConfig config, int firstLayer, int headCount, int kvHeadCount, int intermediateWidth,
+                          Consumer<T> reduceProjection, MoeBlock<T> moe) {
         if (firstLayer < 0 || firstLayer > config.layerCount()) {
             throw new IllegalArgumentException("first layer " + firstLayer + " is outside the model's " + config.layerCount() + " layers");
         }
@@ -86,6 +103,7 @@ public final class DecoderLayers<T> {
             }
         }
         this.normOffset = config.normWeightOffset();
+        this.moe = moe;
     }
 
     /** Blocks over every head and column of {@code config}: a whole stage, whose first layer is the model's {@code firstLayer}. */
@@ -118,7 +136,11 @@ public final class DecoderLayers<T> {
             reduceProjection.accept(s.projected);
             closeBlock(w, true, s.projected);
             ops.addRmsNorm(x, s.projected, w.ffnNorm(), config.rmsNormEps(), normOffset, s.normed);
-            mlp(w, s, s.projected);
+            try {
+                mlp(w, s, s.projected);
+            } catch (ExpertRankFailedException e) {
+                throw e.withRequests(requestsOf(e.rows(), segments));
+            }
             reduceProjection.accept(s.projected);
             closeBlock(w, false, s.projected);
             if (l + 1 < weights.size()) {
@@ -127,6 +149,22 @@ public final class DecoderLayers<T> {
                 ops.add(x, s.projected, x);
             }
         }
+    }
+
+    /** The requests of {@code segments} (in row order) that rows {@code rows} of the step belong to. */
+    private static java.util.Set<Long> requestsOf(int[] rows, List<Segment> segments) {
+        java.util.Set<Long> out = new java.util.TreeSet<>();
+        for (int row : rows) {
+            int from = 0;
+            for (Segment segment : segments) {
+                if (row < from + segment.length()) {
+                    out.add(segment.requestId());
+                    break;
+                }
+                from += segment.length();
+            }
+        }
+        return out;
     }
 
     /** The attention block of stage-local layer {@code l}, in place on {@code x}; writes each segment's keys and values to its cache. */
@@ -238,6 +276,13 @@ public final class DecoderLayers<T> {
 
     /** The gated MLP from the normed input {@code s.normed} to these columns' down projection in {@code partial} (no reduce, no down bias). */
     private void mlp(LayerWeights<T> w, Scratch<T> s, T partial) {
+        if (w.moe() != null) {
+            if (moe == null) {
+                throw new IllegalStateException("layer " + w.moe().layer() + " holds experts, but the config has no mixture of experts");
+            }
+            moe.forward(w.moe(), s.normed, partial);
+            return;
+        }
         if (cpuOps != null) {
             cpuOps.linearAll((CpuTensor) s.normed, new CpuTensor[] {(CpuTensor) w.wGate(), (CpuTensor) w.wUp()},
                     new CpuTensor[] {(CpuTensor) s.gate, (CpuTensor) s.up});

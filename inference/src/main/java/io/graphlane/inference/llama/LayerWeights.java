@@ -10,22 +10,31 @@ import java.util.Objects;
  * {@code qNorm}, {@code kNorm} ({@code 1 × headDim}), and the MLP biases {@code bGate}, {@code bUp}, {@code bDown}
  * (Llama with {@code mlp_bias}). Gemma's layer norms the attention output with {@code postAttentionNorm} and the MLP
  * output with {@code postFfnNorm} before each residual add (both {@code null} elsewhere); its {@code ffnNorm} is then
- * {@code pre_feedforward_layernorm}, while Llama's is {@code post_attention_layernorm}.
+ * {@code pre_feedforward_layernorm}, while Llama's is {@code post_attention_layernorm}. A mixture-of-experts layer
+ * (Mixtral, Qwen3-MoE's sparse layers) has {@code moe} in place of the dense MLP: {@code wGate}, {@code wUp} and
+ * {@code wDown} are {@code null} then.
  *
  * @param <T> the backend tensor
  */
 public record LayerWeights<T>(T attentionNorm, T wq, T wk, T wv, T wo, T bq, T bk, T bv, T bo, T ffnNorm, T wGate, T wUp, T wDown,
-                              T qNorm, T kNorm, T bGate, T bUp, T bDown, T postAttentionNorm, T postFfnNorm) {
+                              T qNorm, T kNorm, T bGate, T bUp, T bDown, T postAttentionNorm, T postFfnNorm, MoeWeights<T> moe) {
 
     /** A layer without Gemma's output norms. */
     public LayerWeights(T attentionNorm, T wq, T wk, T wv, T wo, T bq, T bk, T bv, T bo, T ffnNorm, T wGate, T wUp, T wDown,
                         T qNorm, T kNorm, T bGate, T bUp, T bDown) {
-        this(attentionNorm, wq, wk, wv, wo, bq, bk, bv, bo, ffnNorm, wGate, wUp, wDown, qNorm, kNorm, bGate, bUp, bDown, null, null);
+        this(attentionNorm, wq, wk, wv, wo, bq, bk, bv, bo, ffnNorm, wGate, wUp, wDown, qNorm, kNorm, bGate, bUp, bDown, null, null, null);
+    }
+
+    /** A layer without the sparse block. */
+    public LayerWeights(T attentionNorm, T wq, T wk, T wv, T wo, T bq, T bk, T bv, T bo, T ffnNorm, T wGate, T wUp, T wDown,
+                        T qNorm, T kNorm, T bGate, T bUp, T bDown, T postAttentionNorm, T postFfnNorm) {
+        this(attentionNorm, wq, wk, wv, wo, bq, bk, bv, bo, ffnNorm, wGate, wUp, wDown, qNorm, kNorm, bGate, bUp, bDown,
+                postAttentionNorm, postFfnNorm, null);
     }
 
     /** A layer without q/k norms and MLP biases. */
     public LayerWeights(T attentionNorm, T wq, T wk, T wv, T wo, T bq, T bk, T bv, T bo, T ffnNorm, T wGate, T wUp, T wDown) {
-        this(attentionNorm, wq, wk, wv, wo, bq, bk, bv, bo, ffnNorm, wGate, wUp, wDown, null, null, null, null, null, null, null);
+        this(attentionNorm, wq, wk, wv, wo, bq, bk, bv, bo, ffnNorm, wGate, wUp, wDown, null, null, null, null, null, null, null, null);
     }
 
     /** Checks that every non-optional weight is present and that the biases come all or none. */
@@ -36,9 +45,13 @@ public record LayerWeights<T>(T attentionNorm, T wq, T wk, T wv, T wo, T bq, T b
         Objects.requireNonNull(wv, "wv");
         Objects.requireNonNull(wo, "wo");
         Objects.requireNonNull(ffnNorm, "ffnNorm");
-        Objects.requireNonNull(wGate, "wGate");
-        Objects.requireNonNull(wUp, "wUp");
-        Objects.requireNonNull(wDown, "wDown");
+        if (moe == null) {
+            Objects.requireNonNull(wGate, "wGate");
+            Objects.requireNonNull(wUp, "wUp");
+            Objects.requireNonNull(wDown, "wDown");
+        } else if (wGate != null || wUp != null || wDown != null || bGate != null) {
+            throw new IllegalArgumentException("a mixture-of-experts layer has no dense MLP weights");
+        }
         if ((bq == null) != (bk == null) || (bq == null) != (bv == null)) {
             throw new IllegalArgumentException("q/k/v biases must be all present or all absent");
         }

@@ -1,6 +1,7 @@
 package io.graphlane.inference.llama;
 
 import io.graphlane.checkpoint.config.GemmaConfig;
+import io.graphlane.checkpoint.config.MoeConfig;
 import io.graphlane.checkpoint.config.RopeConfig;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.GateActivation;
@@ -41,11 +42,14 @@ import java.util.Objects;
  *                            for full causal attention; one entry per layer
  * @param gemma               Gemma 2/3's additions ((1 + w) norms, norms of the attention and MLP outputs, embedding
  *                            scale, query_pre_attn_scalar, soft caps, the sliding layers' RoPE), or {@code null}
+ * @param moe                 the sparse mixture-of-experts block of Mixtral and Qwen3-MoE (which layers have it, the experts,
+ *                            the router's top-k), or {@code null} for a dense model
  */
 public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, int headCount, int kvHeadCount, int headDim,
                           int vocabSize, float rmsNormEps, float ropeTheta, boolean tieWordEmbeddings, boolean qkvBias, boolean outputBias,
                           int maxPositions, RopeConfig rope, GateActivation activation, boolean mlpBias, boolean qkNorm,
-                          boolean fusedProjections, boolean restartsCache, List<Integer> attentionWindows, GemmaConfig gemma) {
+                          boolean fusedProjections, boolean restartsCache, List<Integer> attentionWindows, GemmaConfig gemma,
+                          MoeConfig moe) {
 
     /** Validates every size, naming the HF field at fault. */
     public LlamaConfig {
@@ -78,6 +82,21 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
             requirePositive("sliding_window", window);
         }
         attentionWindows = List.copyOf(attentionWindows);
+        if (moe != null && moe.sparseLayers().size() != layerCount) {
+            throw new GraphlaneException("config: " + moe.sparseLayers().size() + " sparse-layer flags for " + layerCount + " layers");
+        }
+    }
+
+    /** This configuration with the mixture-of-experts block {@code moe} (or none for {@code null}). */
+    public LlamaConfig withMoe(MoeConfig moe) {
+        return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
+                ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
+                restartsCache, attentionWindows, gemma, moe);
+    }
+
+    /** True when decoder layer {@code layer} (the model's index) runs the sparse mixture-of-experts block instead of a dense MLP. */
+    public boolean isSparse(int layer) {
+        return moe != null && moe.isSparse(layer);
     }
 
     /**
@@ -90,7 +109,7 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
                        boolean fusedProjections, boolean restartsCache) {
         this(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps, ropeTheta,
                 tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                restartsCache, fullAttention(layerCount), null);
+                restartsCache, fullAttention(layerCount), null, null);
     }
 
     /**
@@ -109,21 +128,21 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int layerCount, 
     public LlamaConfig withMaxPositions(int positions) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
                 ropeTheta, tieWordEmbeddings, qkvBias, outputBias, positions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                restartsCache, attentionWindows, gemma);
+                restartsCache, attentionWindows, gemma, moe);
     }
 
     /** This configuration with {@code windows} as its per-layer attention windows. */
     public LlamaConfig withAttentionWindows(List<Integer> windows) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
                 ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                restartsCache, windows, gemma);
+                restartsCache, windows, gemma, moe);
     }
 
     /** This configuration with Gemma's additions {@code gemma}. */
     public LlamaConfig withGemma(GemmaConfig gemma) {
         return new LlamaConfig(hiddenSize, intermediateSize, layerCount, headCount, kvHeadCount, headDim, vocabSize, rmsNormEps,
                 ropeTheta, tieWordEmbeddings, qkvBias, outputBias, maxPositions, rope, activation, mlpBias, qkNorm, fusedProjections,
-                restartsCache, attentionWindows, gemma);
+                restartsCache, attentionWindows, gemma, moe);
     }
 
     /** True for Gemma's layer: the attention and the MLP outputs are normed before the residual add ({@code post_*} norms). */

@@ -46,10 +46,19 @@ public final class LlamaStage<T> implements StageForward<T> {
 
     /** A stage over loaded weights, issuing its operations through {@code ops}. */
     public LlamaStage(LlamaConfig config, StageWeights<T> weights, NeuralOps<T> ops) {
+        this(config, weights, ops, null);
+    }
+
+    /**
+     * A stage as {@link #LlamaStage(LlamaConfig, StageWeights, NeuralOps)} whose mixture-of-experts layers run through
+     * {@code moe} (such as expert parallelism's lanes); {@code null} runs them here.
+     */
+    public LlamaStage(LlamaConfig config, StageWeights<T> weights, NeuralOps<T> ops, MoeBlock<T> moe) {
         this.config = config;
         this.weights = weights;
         this.ops = ops;
-        this.layers = DecoderLayers.whole(ops, config, weights.stage().layers().start());
+        this.layers = moe == null ? DecoderLayers.whole(ops, config, weights.stage().layers().start())
+                : new DecoderLayers<>(ops, config, weights.stage().layers().start(), moe);
         this.caches = new RequestCaches<>(ops, weights.stage().toString(), weights.layers().size(), config.kvWidth(), config.maxPositions());
         this.residual = new RowBuffer<>(ops, config.hiddenSize());
         this.lastRows = new RowBuffer<>(ops, config.hiddenSize());

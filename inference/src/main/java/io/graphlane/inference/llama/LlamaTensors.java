@@ -1,5 +1,6 @@
 package io.graphlane.inference.llama;
 
+import io.graphlane.checkpoint.config.MoeConfig;
 import io.graphlane.inference.stage.StageSpec;
 import java.util.ArrayList;
 import java.util.List;
@@ -62,6 +63,41 @@ public final class LlamaTensors {
         return expected.isFused() ? whole.slice(0, expected.fused().start(), expected.fused().end()) : whole;
     }
 
+    /** The router of sparse layer {@code l}, then each expert's gate, up and down projections, by expert index. */
+    public static List<Expected> forSparseBlock(LlamaConfig c, int l) {
+        MoeConfig moe = c.moe();
+        List<Expected> expected = new ArrayList<>(1 + 3 * moe.expertCount());
+        expected.add(new Expected(moe.routerName(l), moe.expertCount(), c.hiddenSize(), false));
+        for (int e = 0; e < moe.expertCount(); e++) {
+            expected.addAll(forExpert(c, l, e));
+        }
+        return expected;
+    }
+
+    /** Expert {@code e} of sparse layer {@code l}: its gate, up and down projections (one atomic bind unit). */
+    public static List<Expected> forExpert(LlamaConfig c, int l, int e) {
+        MoeConfig moe = c.moe();
+        int h = c.hiddenSize();
+        int width = moe.expertIntermediateSize();
+        return List.of(new Expected(moe.gateName(l, e), width, h, false), new Expected(moe.upName(l, e), width, h, false),
+                new Expected(moe.downName(l, e), h, width, false));
+    }
+
+    /**
+     * The expert a tensor of {@code c} belongs to, as {@code {layer, expert}}, or null for a tensor of no expert (the
+     * router included).
+     */
+    public static int[] expertOf(LlamaConfig c, String name) {
+        if (c.moe() == null) {
+            return null;
+        }
+        java.util.regex.Matcher m = EXPERT.matcher(name);
+        return m.matches() ? new int[] {Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2))} : null;
+    }
+
+    private static final java.util.regex.Pattern EXPERT =
+            java.util.regex.Pattern.compile("model\\.layers\\.(\\d+)\\.(?:block_sparse_moe|mlp)\\.experts\\.(\\d+)\\..*");
+
     /** The name of {@code field} (such as {@code self_attn.q_proj.weight}) in decoder layer {@code layer}. */
     public static String layer(int layer, String field) {
         return "model.layers." + layer + "." + field;
@@ -123,6 +159,10 @@ public final class LlamaTensors {
         if (c.normsBlockOutputs()) {
             expected.add(new Expected(layer(l, "pre_feedforward_layernorm.weight"), 1, h, true));
             expected.add(new Expected(layer(l, "post_feedforward_layernorm.weight"), 1, h, true));
+        }
+        if (c.isSparse(l)) {
+            expected.addAll(forSparseBlock(c, l));
+            return expected;
         }
         if (c.fusedProjections()) {
             // Phi-3's gate_up_proj: the gate's rows, then the up projection's

@@ -26,6 +26,8 @@ import java.util.List;
  *       {@code sliding_window} (absent: 4096); without {@code layer_types}, every layer {@code i} with
  *       {@code (i + 1) % pattern != 0} slides, the pattern being 2 for Gemma 2 and Gemma 3's {@code sliding_window_pattern}
  *       (or {@code _sliding_window_pattern}; absent: 6).</li>
+ *   <li>Mixtral: as Phi-3 (MixtralConfig's {@code sliding_window} defaults to None).</li>
+ *   <li>Qwen3-MoE: full attention; {@code use_sliding_window} true is refused.</li>
  *   <li>Llama: transformers' Llama applies no window; a {@code sliding_window} there changes nothing.</li>
  * </ul>
  */
@@ -53,6 +55,19 @@ final class AttentionWindows {
                 yield Collections.nCopies(layers, window);
             }
             case QWEN2, QWEN3 -> qwen2(file, layers, raw);
+            case MIXTRAL -> {
+                // MixtralConfig's sliding_window defaults to None; a number applies to every layer, as Mistral's does
+                int window = window(file, raw, NeuralOps.NO_WINDOW);
+                yield Collections.nCopies(layers, window);
+            }
+            case QWEN3_MOE -> {
+                JsonNode use = raw.get("use_sliding_window");
+                if (use != null && !use.isNull() && !(use.isBoolean() && !use.booleanValue())) {
+                    throw new GraphlaneException(file + ": field 'use_sliding_window' is " + use
+                            + ": graphlane runs Qwen3MoeForCausalLM with full attention only (false or absent)");
+                }
+                yield none;
+            }
             case GEMMA2, GEMMA3_TEXT -> gemma(file, architecture, layers, raw);
             case PHI3 -> {
                 // Phi3Config's sliding_window defaults to None; a number applies to every layer

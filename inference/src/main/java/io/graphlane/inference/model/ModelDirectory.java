@@ -105,7 +105,8 @@ public record ModelDirectory(Path dir, ModelCheckpoint checkpoint, LlamaConfig c
                 c.headDim(), c.vocabSize(), (float) c.rmsNormEps(), (float) c.ropeTheta(), c.tieWordEmbeddings(),
                 ModelTensors.qkvBias(c), ModelTensors.outputBias(c), c.rope().contextLength(), c.rope(), c.hiddenAct(), c.mlpBias(),
                 c.architecture().hasQkNorm(), c.architecture().fusesProjections(),
-                c.architecture() == Architecture.PHI3 && c.rope().type() != RopeConfig.Type.DEFAULT).withGemma(c.gemma().orElse(null));
+                c.architecture() == Architecture.PHI3 && c.rope().type() != RopeConfig.Type.DEFAULT).withGemma(c.gemma().orElse(null))
+                .withMoe(c.moe().orElse(null));
     }
 
     /**

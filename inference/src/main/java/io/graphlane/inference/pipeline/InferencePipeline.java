@@ -293,10 +293,13 @@ public final class InferencePipeline implements TextGenerator {
         private final List<List<LaneId>> stageLanes;
         private final LlamaStageProgram<T, W> program;
         private final Pipeline<W, StageSlot<T>> pipeline;
+        /** Each stage's expert lanes with {@code --expert-parallel} > 1, stopped after the stage lanes; else empty. */
+        private final List<io.graphlane.inference.moe.ExpertParallelExperts> expertLanes;
 
         private Stages(ActorRef<MaterializationSupervisor.Command<P>> supervisor, SupervisedWeightsLoader<P, T> weights,
                        LaneGroup<E, C, W> lanes, List<List<LaneId>> stageLanes, LlamaStageProgram<T, W> program,
-                       Pipeline<W, StageSlot<T>> pipeline) {
+                       Pipeline<W, StageSlot<T>> pipeline, List<io.graphlane.inference.moe.ExpertParallelExperts> expertLanes) {
+            this.expertLanes = expertLanes;
             this.supervisor = supervisor;
             this.weights = weights;
             this.lanes = lanes;
@@ -319,6 +322,7 @@ public final class InferencePipeline implements TextGenerator {
                     "graphlane-materialization-" + instance, Props.empty());
             SupervisedWeightsLoader<P, T> supervised = null;
             LaneGroup<E, C, W> lanes = null;
+            List<io.graphlane.inference.moe.ExpertParallelExperts> expertLanes = new ArrayList<>();
             try {
                 StagePlan plan = StagePlan.balanced(config.layerCount(), b.stages);
                 List<StageForward<T>> forwards = new ArrayList<>();
@@ -355,18 +359,20 @@ public final class InferencePipeline implements TextGenerator {
                 for (int i = 0; i < loaded.size(); i++) {
                     // Each stage gets its lane's own ops: they keep scratch space (a cuBLAS handle) and run on that lane only.
                     LaneId lane = stageLanes.get(i).get(0);
-                    forwards.add(new LlamaStage<>(config, loaded.get(i), backend.ops(lanes.executor(lane))));
+                    io.graphlane.core.nn.NeuralOps<T> ops = backend.ops(lanes.executor(lane));
+                    forwards.add(new LlamaStage<>(config, loaded.get(i), ops, expertBlock(b, config, ops, expertLanes)));
                 }
                 LlamaStageProgram<T, W> program = new LlamaStageProgram<>(forwards, backend::work);
                 PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(b.stages);
                 settings = settings.withKvBudget(kvBudgetBytes(b, settings, backend, program));
                 Pipeline<W, StageSlot<T>> pipeline = Pipeline.startMultiLane(system, lanes.registry(), stageLanes, program, settings,
                         "pipeline-" + instance);
-                return new Stages<>(supervisor, supervised, lanes, stageLanes, program, pipeline);
+                return new Stages<>(supervisor, supervised, lanes, stageLanes, program, pipeline, List.copyOf(expertLanes));
             } catch (RuntimeException | Error e) {
                 if (lanes != null) {
                     stopLanes(lanes, "a pipeline that failed to start");
                 }
+                expertLanes.forEach(io.graphlane.inference.moe.ExpertParallelExperts::close);
                 if (supervised != null) {
                     supervised.close(); // after the lanes stopped: nothing reads the weights
                 }
@@ -405,11 +411,31 @@ public final class InferencePipeline implements TextGenerator {
                 LOG.warn("stopping the pipeline of {} did not finish cleanly: {}", model, e.toString());
             }
             stopLanes(lanes, model);
+            expertLanes.forEach(io.graphlane.inference.moe.ExpertParallelExperts::close); // no stage work calls them any more
             program.close();
             if (weights != null) {
                 weights.close(); // after the lanes stopped: no work reads the weights any more
             }
             supervisor.tell(new MaterializationSupervisor.Stop<>());
+        }
+
+        /**
+         * With {@code --expert-parallel} E > 1, a sparse block over E expert lanes of its own for one stage (added to
+         * {@code made}); else null (every expert on the stage's lane). Expert parallelism runs on the CPU backend.
+         */
+        @SuppressWarnings("unchecked")
+        private static <T> io.graphlane.inference.llama.MoeBlock<T> expertBlock(Builder b, LlamaConfig config,
+                io.graphlane.core.nn.NeuralOps<T> ops, List<io.graphlane.inference.moe.ExpertParallelExperts> made) {
+            if (b.expertParallel <= 1) {
+                return null;
+            }
+            if (!(ops instanceof io.graphlane.backend.cpu.nn.CpuNeuralOps cpu)) {
+                throw new GraphlaneException("--expert-parallel " + b.expertParallel + " runs on the CPU backend only");
+            }
+            io.graphlane.inference.moe.ExpertParallelExperts experts = new io.graphlane.inference.moe.ExpertParallelExperts(config,
+                    b.expertParallel);
+            made.add(experts);
+            return (io.graphlane.inference.llama.MoeBlock<T>) (Object) new io.graphlane.inference.llama.MoeBlock<>(cpu, config, experts);
         }
 
         private static void stopLanes(LaneGroup<?, ?, ?> lanes, String what) {
@@ -427,6 +453,7 @@ public final class InferencePipeline implements TextGenerator {
         private String modelName;
         private int stages = 1;
         private int tensorParallel = 1;
+        private int expertParallel = 1;
         private ActorSystem<?> system;
         private PipelineSettings settings;
         private TraceRecorder trace = TraceRecorder.DISABLED;
@@ -474,6 +501,16 @@ public final class InferencePipeline implements TextGenerator {
          */
         public Builder tensorParallel(int degree) {
             this.tensorParallel = degree;
+            return this;
+        }
+
+        /**
+         * Expert-parallel degree (default 1) of a mixture-of-experts model: each stage's sparse layers run over
+         * {@code degree} expert lanes, each owning 1/degree of every layer's experts, token rows dispatched and combined by
+         * all-to-alls (see docs/moe.md). It must divide the experts per layer; CPU backend only.
+         */
+        public Builder expertParallel(int degree) {
+            this.expertParallel = degree;
             return this;
         }
 
@@ -571,6 +608,12 @@ public final class InferencePipeline implements TextGenerator {
                 md = md.withMaxPositions(maxPositions);
             }
             new TensorParallelism(md.config(), tensorParallel);
+            if (expertParallel != 1) {
+                io.graphlane.inference.moe.ExpertParallelExperts.requireFits(md.config(), expertParallel);
+                if (backend != null) {
+                    throw new GraphlaneException("--expert-parallel " + expertParallel + " runs on the CPU backend only");
+                }
+            }
             if (stages > md.config().layerCount()) {
                 throw new GraphlaneException("--stages " + stages + " is more than the model's " + md.config().layerCount()
                         + " layers (num_hidden_layers in " + md.configFile() + ")");

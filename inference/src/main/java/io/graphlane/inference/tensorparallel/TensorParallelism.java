@@ -23,6 +23,10 @@ public record TensorParallelism(LlamaConfig config, int size) {
         if (size < 1) {
             throw new GraphlaneException("--tensor-parallel must be >= 1, got " + size);
         }
+        if (size > 1 && config.moe() != null) {
+            throw new GraphlaneException("--tensor-parallel " + size + ": a mixture-of-experts model (" + config.moe()
+                    + ") is split by --expert-parallel, not by tensor parallelism");
+        }
         requireDivides(size, config.headCount(), "num_attention_heads", "the heads of self_attn.q_proj.weight and self_attn.o_proj.weight");
         requireDivides(size, config.kvHeadCount(), "num_key_value_heads", "the heads of self_attn.k_proj.weight and self_attn.v_proj.weight");
         requireDivides(size, config.intermediateSize(), "intermediate_size",

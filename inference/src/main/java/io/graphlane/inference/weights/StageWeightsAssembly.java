@@ -2,7 +2,9 @@ package io.graphlane.inference.weights;
 
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.llama.ExpertWeights;
 import io.graphlane.inference.llama.LayerWeights;
+import io.graphlane.inference.llama.MoeWeights;
 import io.graphlane.inference.llama.LlamaConfig;
 import io.graphlane.inference.llama.LlamaTensors;
 import io.graphlane.inference.llama.LlamaTensors.Expected;
@@ -95,6 +97,14 @@ public final class StageWeightsAssembly {
             distinct.addAll(Arrays.asList(l.attentionNorm(), l.wq(), l.wk(), l.wv(), l.wo(), l.bq(), l.bk(), l.bv(), l.bo(),
                     l.ffnNorm(), l.wGate(), l.wUp(), l.wDown(), l.qNorm(), l.kNorm(), l.bGate(), l.bUp(), l.bDown(),
                     l.postAttentionNorm(), l.postFfnNorm()));
+            if (l.moe() != null) {
+                distinct.add(l.moe().router());
+                for (ExpertWeights<T> e : l.moe().experts()) {
+                    if (e != null) {
+                        distinct.addAll(Arrays.asList(e.gate(), e.up(), e.down()));
+                    }
+                }
+            }
         }
         distinct.remove(null);
         return distinct;
@@ -118,6 +128,19 @@ public final class StageWeightsAssembly {
     public static <T> LayerWeights<T> layer(LlamaConfig c, int l, Map<String, T> made) {
         boolean bias = c.qkvBias();
         boolean gemma = c.normsBlockOutputs();
+        boolean sparse = c.isSparse(l);
+        MoeWeights<T> moe = null;
+        if (sparse) {
+            List<ExpertWeights<T>> experts = new ArrayList<>();
+            for (int e = 0; e < c.moe().expertCount(); e++) {
+                T gate = made.get(c.moe().gateName(l, e));
+                T up = made.get(c.moe().upName(l, e));
+                T down = made.get(c.moe().downName(l, e));
+                // an expert-parallel lane holds only its share of the experts
+                experts.add(gate == null && up == null && down == null ? null : new ExpertWeights<>(gate, up, down));
+            }
+            moe = new MoeWeights<>(l, made.get(c.moe().routerName(l)), experts);
+        }
         return new LayerWeights<>(
                 made.get(LlamaTensors.layer(l, "input_layernorm.weight")),
                 made.get(LlamaTensors.layer(l, "self_attn.q_proj.weight")),
@@ -129,15 +152,16 @@ public final class StageWeightsAssembly {
                 bias ? made.get(LlamaTensors.layer(l, "self_attn.v_proj.bias")) : null,
                 c.outputBias() ? made.get(LlamaTensors.layer(l, "self_attn.o_proj.bias")) : null,
                 made.get(LlamaTensors.layer(l, gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")),
-                made.get(LlamaTensors.layer(l, "mlp.gate_proj.weight")),
-                made.get(LlamaTensors.layer(l, "mlp.up_proj.weight")),
-                made.get(LlamaTensors.layer(l, "mlp.down_proj.weight")),
+                sparse ? null : made.get(LlamaTensors.layer(l, "mlp.gate_proj.weight")),
+                sparse ? null : made.get(LlamaTensors.layer(l, "mlp.up_proj.weight")),
+                sparse ? null : made.get(LlamaTensors.layer(l, "mlp.down_proj.weight")),
                 c.qkNorm() ? made.get(LlamaTensors.layer(l, "self_attn.q_norm.weight")) : null,
                 c.qkNorm() ? made.get(LlamaTensors.layer(l, "self_attn.k_norm.weight")) : null,
                 c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.gate_proj.bias")) : null,
                 c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.up_proj.bias")) : null,
                 c.mlpBias() ? made.get(LlamaTensors.layer(l, "mlp.down_proj.bias")) : null,
                 gemma ? made.get(LlamaTensors.layer(l, "post_attention_layernorm.weight")) : null,
-                gemma ? made.get(LlamaTensors.layer(l, "post_feedforward_layernorm.weight")) : null);
+                gemma ? made.get(LlamaTensors.layer(l, "post_feedforward_layernorm.weight")) : null,
+                moe);
     }
 }

@@ -21,14 +21,16 @@ import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 
 /**
- * Loads each stage's weights as one atomic unit through a {@link MaterializationSupervisor} over
+ * Loads each stage's weights as atomic units through a {@link MaterializationSupervisor} over
  * any parameter backend: every tensor the stage reads ({@link LlamaTensors#forStage}) is planned in the
  * loader's {@link WeightFormat} ({@link WeightPlan}): either leased from the checkpoint as it is, or
  * derived by a recipe (a cast, an 8-bit quantization) whose sources the supervisor leases itself. Each
  * goes to the supervisor with a parameter slot of the planned spec ({@link WeightSlots#slot(Expected,
  * io.graphlane.core.tensor.TensorSpec)}); the supervisor realizes them on its loading lane (on the CPU
  * aligned F32 and 16-bit data used in place, on a GPU uploaded and widened), holds each lease until that
- * realization's exact completion, validates the whole stage and binds all of it or none of it. The
+ * realization's exact completion, validates each unit and binds all of it or none of it: the stage is one unit, except
+ * that each expert of a mixture-of-experts layer is a unit of its own; when one unit fails, those bound before it are
+ * closed, so all of the stage is bound or none of it. The
  * bound weights are wrapped as backend tensors without a copy ({@link WeightSlots#tensor}).
  *
  * <p>This loader owns what it bound: {@link #release} closes one stage's parameters exactly once,
@@ -72,7 +74,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
     }
 
     /**
-     * Every weight {@code stage} reads, bound as one unit; the tensors stay valid until {@link #release}.
+     * Every weight {@code stage} reads, bound as atomic units (one per expert, one for the rest); the tensors stay valid until {@link #release}.
      *
      * @throws GraphlaneException naming the checkpoint, the stage and every tensor at fault (a missing
      *         tensor, a wrong shape or dtype, a cast the format needs that the dtype refuses, a failed
@@ -85,10 +87,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
         units.requireOpen(stage.toString());
         List<Expected> expected = LlamaTensors.forStage(config, stage);
         CheckpointTensors.requirePresent(source, expected);
-        List<P> parameters = new ArrayList<>(expected.size());
-        List<WeightRequest<P>> requests = leaseEvery(stage, expected, parameters);
-        units.bind("checkpoint " + source.catalog().dir().getFileName() + " " + stage,
-                stage + " of checkpoint " + source.catalog().dir(), requests, parameters);
+        List<P> parameters = bindUnits(stage, expected);
         try {
             Map<String, T> tensors = new HashMap<>();
             for (int i = 0; i < expected.size(); i++) {
@@ -102,6 +101,39 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
             closeAll(parameters);
             throw e;
         }
+    }
+
+    /**
+     * Binds {@code expected} as atomic units: each expert of a mixture-of-experts layer (its gate, up and down
+     * projections) is a unit of its own, everything else of the stage one more. When a unit fails, the units bound
+     * before it are closed too, so nothing of the stage stays bound. Returns the parameters in {@code expected}'s order.
+     */
+    private List<P> bindUnits(StageSpec stage, List<Expected> expected) {
+        Map<String, List<Integer>> unitsByName = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < expected.size(); i++) {
+            int[] expert = LlamaTensors.expertOf(config, expected.get(i).name());
+            String unit = expert == null ? "" : " layer " + expert[0] + " expert " + expert[1];
+            unitsByName.computeIfAbsent(unit, k -> new ArrayList<>()).add(i);
+        }
+        List<P> parameters = new ArrayList<>(java.util.Collections.nCopies(expected.size(), null));
+        List<P> bound = new ArrayList<>(expected.size());
+        for (Map.Entry<String, List<Integer>> unit : unitsByName.entrySet()) {
+            List<Expected> part = unit.getValue().stream().map(expected::get).toList();
+            List<P> partParameters = new ArrayList<>(part.size());
+            try {
+                List<WeightRequest<P>> requests = leaseEvery(stage, part, partParameters);
+                units.bind("checkpoint " + source.catalog().dir().getFileName() + " " + stage + unit.getKey(),
+                        stage + unit.getKey() + " of checkpoint " + source.catalog().dir(), requests, partParameters);
+            } catch (RuntimeException e) {
+                closeAll(bound);
+                throw e;
+            }
+            bound.addAll(partParameters);
+            for (int j = 0; j < part.size(); j++) {
+                parameters.set(unit.getValue().get(j), partParameters.get(j));
+            }
+        }
+        return parameters;
     }
 
     /**
