@@ -53,6 +53,14 @@ final class Evaluator {
             int rowBytes = Math.toIntExact(quantize.spec().shape().dim(1));
             decodeRows(dequantize, in, (row, values, cols) -> BlockQ8.quantize(values, 1, cols,
                     out.slice(Math.toIntExact(row * rowBytes), rowBytes)));
+        } else if (r instanceof Recipe.Offset offset) {
+            ByteBuffer src = eval(offset.input(), in, null);
+            int base = src.position();
+            float delta = offset.delta();
+            long count = offset.spec().shape().elementCount();
+            for (int i = 0; i < count; i++) {
+                out.putFloat(4 * i, src.getFloat(base + 4 * i) + delta);
+            }
         } else if (r instanceof Recipe.Cast cast) {
             cast(cast.input().spec().dtype(), eval(cast.input(), in, null), cast.spec().dtype(), out,
                     cast.spec().shape().elementCount());
