@@ -10,6 +10,7 @@ import io.graphlane.checkpoint.recipe.Recipe;
 import io.graphlane.checkpoint.recipe.RecipeException;
 import io.graphlane.checkpoint.safetensors.TensorEntry;
 import io.graphlane.core.param.EncodedLease;
+import io.graphlane.core.tensor.DType;
 import io.graphlane.core.tensor.Shape;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -28,8 +29,8 @@ import java.util.stream.Stream;
  * their GGUF names, leasable like safetensors tensors: an unquantized tensor as its dtype in row-major
  * shape, a quantized one as {@code U8} rows of whole blocks), its metadata as a Hugging Face
  * {@code config.json}, {@code tokenizer.json} and {@code tokenizer_config.json}, and each Hugging Face
- * weight as a {@link DerivedWeight} that renames, undoes llama.cpp's q/k row permutation and
- * dequantizes, validated before any byte is read.
+ * weight as a {@link DerivedWeight} that renames, undoes llama.cpp's q/k row permutation,
+ * dequantizes and takes the 1 off Gemma's norm weights, validated before any byte is read.
  */
 public final class GgufCheckpoint {
     /** The file name extension of GGUF files. */
@@ -216,14 +217,15 @@ public final class GgufCheckpoint {
                                     "the q/k row permutation"));
                     r = unpermute(r, heads, t);
                 }
-                case MINUS_ONE -> throw new GgufFormatException(file.file(), "tensor '" + t.name() + "': "
-                        + architecture() + " norm weights are stored as 1 + w, and no recipe step subtracts; this"
-                        + " architecture's weights are not derived yet");
-                case NONE -> { }
+                case MINUS_ONE, NONE -> { }
                 default -> throw new IllegalStateException(m.transform().toString());
             }
             if (t.type().isQuantized()) {
                 r = r.dequantize(t.type());
+            }
+            if (m.transform() == GgufTensorNames.Transform.MINUS_ONE) {
+                // the converter stored 1 + w (rounded to F32); the model adds the 1 back, to the same F32 value
+                r = (r.spec().dtype() == DType.F32 ? r : r.cast(DType.F32)).offset(-1f);
             }
             return DerivedWeight.of(m.hfName(), r);
         } catch (RecipeException e) {

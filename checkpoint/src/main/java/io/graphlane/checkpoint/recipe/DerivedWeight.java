@@ -68,6 +68,8 @@ public final class DerivedWeight implements WeightRecipe {
             checkSizes(name, s.input());
         } else if (r instanceof Recipe.RepackQ8 s) {
             checkSizes(name, s.input());
+        } else if (r instanceof Recipe.Offset s) {
+            checkSizes(name, s.input());
         }
     }
 

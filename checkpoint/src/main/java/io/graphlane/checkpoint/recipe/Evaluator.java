@@ -45,6 +45,22 @@ final class Evaluator {
             joinAlong(stack.axis(), stack.parts(), in, out);
         } else if (r instanceof Recipe.Transpose transpose) {
             transpose(transpose, eval(transpose.input(), in, null), out);
+        } else if (r instanceof Recipe.Cast cast && cast.input() instanceof Recipe.Dequantize dequantize) {
+            DType to = cast.spec().dtype();
+            decodeRows(dequantize, in, (row, values, cols) -> cast(DType.F32, values, to,
+                    out.slice(Math.toIntExact(row * cols * to.byteSize()), cols * to.byteSize()).order(ByteOrder.LITTLE_ENDIAN), cols));
+        } else if (r instanceof Recipe.QuantizeQ8 quantize && quantize.input() instanceof Recipe.Dequantize dequantize) {
+            int rowBytes = Math.toIntExact(quantize.spec().shape().dim(1));
+            decodeRows(dequantize, in, (row, values, cols) -> BlockQ8.quantize(values, 1, cols,
+                    out.slice(Math.toIntExact(row * rowBytes), rowBytes)));
+        } else if (r instanceof Recipe.Offset offset) {
+            ByteBuffer src = eval(offset.input(), in, null);
+            int base = src.position();
+            float delta = offset.delta();
+            long count = offset.spec().shape().elementCount();
+            for (int i = 0; i < count; i++) {
+                out.putFloat(4 * i, src.getFloat(base + 4 * i) + delta);
+            }
         } else if (r instanceof Recipe.Cast cast) {
             cast(cast.input().spec().dtype(), eval(cast.input(), in, null), cast.spec().dtype(), out,
                     cast.spec().shape().elementCount());
@@ -71,6 +87,33 @@ final class Evaluator {
             throw new IllegalStateException("no evaluation for recipe step " + r);
         }
         return out;
+    }
+
+    /** Receives one decoded row: its index, its values (little-endian F32 from index 0) and its length. */
+    private interface RowSink {
+        void accept(long row, ByteBuffer values, int cols);
+    }
+
+    /**
+     * Decodes {@code d}'s blocks one row (its last axis) at a time into a scratch row of F32 and hands each row to
+     * {@code sink}, so a step that narrows or quantizes the decoded values never holds the whole tensor in F32.
+     */
+    private static void decodeRows(Recipe.Dequantize d, Iterator<ByteBuffer> in, RowSink sink) {
+        ByteBuffer src = eval(d.input(), in, null);
+        BlockFormat format = d.format();
+        Shape shape = d.spec().shape();
+        int cols = Math.toIntExact(shape.dim(shape.rank() - 1));
+        if (cols == 0) {
+            return;
+        }
+        long rows = shape.elementCount() / cols;
+        int blocks = cols / format.blockValues();
+        int rowBytes = blocks * format.blockBytes();
+        ByteBuffer row = ByteBuffer.allocate(cols * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        for (long r = 0; r < rows; r++) {
+            format.decode(src, Math.toIntExact(src.position() + r * rowBytes), blocks, row, 0);
+            sink.accept(r, row, cols);
+        }
     }
 
     private static ByteBuffer into(ByteBuffer dest, ByteBuffer value) {
@@ -175,6 +218,14 @@ final class Evaluator {
             for (int i = 0; i < count; i++) {
                 short h = src.getShort(base + 2 * i);
                 out.putFloat(4 * i, bf ? HalfPrecision.bf16ToF32(h) : HalfPrecision.f16ToF32(h));
+            }
+            return;
+        }
+        if (from == DType.F32 && (to == DType.BF16 || to == DType.F16)) {
+            boolean bf = to == DType.BF16;
+            for (int i = 0; i < count; i++) {
+                float v = src.getFloat(base + 4 * i);
+                out.putShort(2 * i, bf ? HalfPrecision.f32ToBf16(v) : HalfPrecision.f32ToF16(v));
             }
             return;
         }

@@ -20,7 +20,8 @@ import java.util.stream.Collectors;
  * only its part of the checkpoint.
  */
 public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Concat, Recipe.Stack,
-        Recipe.Reshape, Recipe.Transpose, Recipe.Cast, Recipe.View, Recipe.QuantizeQ8, Recipe.Dequantize, Recipe.RepackQ8 {
+        Recipe.Reshape, Recipe.Transpose, Recipe.Cast, Recipe.View, Recipe.QuantizeQ8, Recipe.Dequantize, Recipe.RepackQ8,
+        Recipe.Offset {
 
     /** The inferred dtype and shape of this step's result. */
     TensorSpec spec();
@@ -89,6 +90,23 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
     /** Axis {@code i} of the result is axis {@code permutation[i]} of this one. */
     default Recipe transpose(int... permutation) {
         return new Transpose(this, permutation.clone(), Steps.transposeSpec(this, permutation));
+    }
+
+    /**
+     * These F32 values plus {@code delta}, each sum rounded to F32 (llama.cpp stores Gemma's norm weights as
+     * {@code 1 + w}; an offset of −1 gives back the {@code w} a Gemma norm adds 1 to).
+     *
+     * @throws RecipeException naming the step if the input is not F32 or {@code delta} is not finite
+     */
+    default Recipe offset(float delta) {
+        if (spec().dtype() != DType.F32) {
+            throw new RecipeException("recipe step offset(" + delta + ") of " + this + ": input dtype " + spec().dtype()
+                    + " is not supported, expected F32");
+        }
+        if (!Float.isFinite(delta)) {
+            throw new RecipeException("recipe step offset(" + delta + ") of " + this + ": the offset must be finite");
+        }
+        return new Offset(this, delta, spec());
     }
 
     /** The same values converted to floating-point {@code dtype} (F32, F16, BF16 or F64). */
@@ -379,6 +397,25 @@ public sealed interface Recipe permits Recipe.Source, Recipe.Select, Recipe.Conc
     }
 
     /** The input's values converted to another floating-point dtype. */
+    /** The input's F32 values plus a constant; every range pushes down. */
+    record Offset(Recipe input, float delta, TensorSpec spec) implements Recipe {
+        @Override
+        public List<Source> sources() {
+            return input.sources();
+        }
+
+        @Override
+        public Recipe slice(int axis, long start, long end) {
+            Steps.checkSlice(this, axis, start, end);
+            return input.slice(axis, start, end).offset(delta);
+        }
+
+        @Override
+        public String toString() {
+            return "offset(" + delta + ", " + input + ")";
+        }
+    }
+
     record Cast(Recipe input, TensorSpec spec) implements Recipe {
         @Override
         public List<Source> sources() {

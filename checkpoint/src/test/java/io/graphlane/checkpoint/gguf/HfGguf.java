@@ -18,13 +18,23 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A Hugging Face llama, qwen2 or qwen3 directory (4.x config layout, default RoPE, byte-level BPE tokenizer) written as
- * GGUF as llama.cpp's converter writes it: its tensor names, llama's q/k rows (and biases) permuted, the hyper-parameters
- * as {@code <arch>.*} keys, the vocabulary and merges as a gpt2-type tokenizer; each matrix encoded as {@code type}
- * where its rows are whole blocks, every other tensor F32.
+ * A Hugging Face llama, qwen2, qwen3, gemma2 or phi3 directory (4.x config layout, default RoPE or Phi-3's LongRoPE,
+ * byte-level BPE tokenizer) written as GGUF as llama.cpp's converter writes it: its tensor names, llama's q/k rows (and
+ * biases) permuted, Gemma's norm weights as {@code 1 + w} (added in F32), phi3's fused qkv and gate_up matrices as they
+ * are, LongRoPE's factors as {@code rope_factors_long/short.weight}, the hyper-parameters as {@code <arch>.*} keys, the
+ * vocabulary and merges as a gpt2-type tokenizer; each matrix encoded as {@code type} where its rows are whole blocks,
+ * every other tensor F32.
  */
 public final class HfGguf {
     private HfGguf() {
+    }
+
+    private static float[] floats(JsonNode array) {
+        float[] v = new float[array.size()];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = (float) array.get(i).asDouble();
+        }
+        return v;
     }
 
     /** Writes {@code hfDir} as {@code type} to {@code file}. */
@@ -49,6 +59,24 @@ public final class HfGguf {
                     .putF32(p + "rope.freq_base", c.path("rope_theta").asDouble(10000))
                     .putU32(p + "attention.key_length", headDim)
                     .putU32(p + "attention.value_length", headDim);
+            if (arch.equals("gemma2")) {
+                w.putF32(p + "attn_logit_softcapping", c.get("attn_logit_softcapping").asDouble())
+                        .putF32(p + "final_logit_softcapping", c.get("final_logit_softcapping").asDouble())
+                        .putU32(p + "attention.sliding_window", c.get("sliding_window").asLong());
+            }
+            if (arch.equals("phi3")) {
+                long ropeDim = Math.round(headDim * c.path("partial_rotary_factor").asDouble(1.0));
+                w.putU32(p + "rope.dimension_count", ropeDim);
+                JsonNode scaling = c.path("rope_scaling");
+                if (scaling.path("type").asText("").equals("longrope")) {
+                    w.putU32(p + "rope.scaling.original_context_length", c.get("original_max_position_embeddings").asLong());
+                    w.add(GgufConfig.ROPE_FACTORS_LONG, GgmlType.F32, new long[] {ropeDim / 2}, floats(scaling.get("long_factor")));
+                    w.add(GgufConfig.ROPE_FACTORS_SHORT, GgmlType.F32, new long[] {ropeDim / 2}, floats(scaling.get("short_factor")));
+                }
+                if (c.hasNonNull("sliding_window")) {
+                    w.putU32(p + "attention.sliding_window", c.get("sliding_window").asLong());
+                }
+            }
             JsonNode model = json.readTree(hfDir.resolve("tokenizer.json").toFile()).get("model");
             String[] tokens = new String[model.get("vocab").size()];
             for (Iterator<Map.Entry<String, JsonNode>> it = model.get("vocab").fields(); it.hasNext(); ) {
@@ -77,6 +105,11 @@ public final class HfGguf {
                         values = TinyLlamaGguf.permute(values, dims[0], cols, heads);
                     } else if (arch.equals("llama") && g.contains(".attn_k.")) {
                         values = TinyLlamaGguf.permute(values, dims[0], cols, kvHeads);
+                    }
+                    if (GgufTensorNames.toHf(arch, g).orElseThrow().transform() == GgufTensorNames.Transform.MINUS_ONE) {
+                        for (int i = 0; i < values.length; i++) {
+                            values[i] = values[i] + 1f;
+                        }
                     }
                     boolean whole = dims.length == 2 && dims[1] % type.blockValues() == 0;
                     w.add(g, whole ? type : GgmlType.F32, dims, values);

@@ -150,4 +150,72 @@ class DequantizeRecipeTest {
                     whole.shard(1, 1, 6).recipe().toString());
         }
     }
+
+    /** Two values per byte, each nibble scaled by a non-dyadic factor so narrowing to 16 bits rounds. */
+    static final BlockFormat SCALED = new BlockFormat() {
+        @Override
+        public String name() {
+            return "SCALED";
+        }
+
+        @Override
+        public int blockValues() {
+            return 2;
+        }
+
+        @Override
+        public int blockBytes() {
+            return 1;
+        }
+
+        @Override
+        public void decode(ByteBuffer src, int srcOffset, int blocks, ByteBuffer dst, int dstOffset) {
+            ByteBuffer out = dst.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+            for (int b = 0; b < blocks; b++) {
+                int v = src.get(srcOffset + b) & 0xFF;
+                out.putFloat(dstOffset + 8 * b, (v & 15) * 0.3171f - 2.05f);
+                out.putFloat(dstOffset + 8 * b + 4, (v >> 4) * -0.7013f + 1.3f);
+            }
+        }
+    };
+
+    /**
+     * A cast or an 8-bit quantization of decoded blocks decodes row by row (no whole-tensor F32 intermediate), and its
+     * bytes equal the same step applied to the whole decoded tensor: every value narrowed once, every row quantized
+     * from the same F32 values.
+     */
+    @Test
+    void castAndQuantizeOfDecodedBlocksEqualTheStepsOverTheWholeDecodedTensor() throws IOException {
+        Path dir = Files.createDirectories(tmp.resolve("rows"));
+        int rows = 5;
+        int rowBytes = 48; // 96 values per row: three q8 blocks
+        ByteBuffer raw = ByteBuffer.allocate(rows * rowBytes);
+        for (int i = 0; i < raw.capacity(); i++) {
+            raw.put(i, (byte) (i * 37 + 11));
+        }
+        new SafetensorsWriter().add("q", TensorSpec.of(DType.U8, rows, rowBytes), raw).write(dir.resolve("model.safetensors"));
+        try (CheckpointSource src = CheckpointSource.open(dir)) {
+            Recipe decoded = Recipe.source(src, "q").dequantize(SCALED);
+            ByteBuffer f32 = DerivedWeight.of("w", decoded).evaluateToBuffer().order(ByteOrder.LITTLE_ENDIAN);
+            int count = rows * rowBytes * 2;
+            for (DType to : new DType[] {DType.BF16, DType.F16}) {
+                ByteBuffer got = DerivedWeight.of("w", decoded.cast(to)).evaluateToBuffer().order(ByteOrder.LITTLE_ENDIAN);
+                assertEquals(count * 2, got.remaining(), to.toString());
+                for (int i = 0; i < count; i++) {
+                    float v = f32.getFloat(f32.position() + 4 * i);
+                    short want = to == DType.BF16 ? HalfPrecision.f32ToBf16(v) : HalfPrecision.f32ToF16(v);
+                    assertEquals(want, got.getShort(got.position() + 2 * i), to + " value " + i);
+                }
+            }
+            ByteBuffer want = ByteBuffer.allocate((int) BlockQ8.rowBytes(rowBytes * 2) * rows);
+            BlockQ8.quantize(f32, rows, rowBytes * 2, want);
+            ByteBuffer got = DerivedWeight.of("w", decoded.quantizeQ8()).evaluateToBuffer();
+            assertEquals(want.rewind(), got.slice());
+            // row slices push down and give the same rows
+            ByteBuffer part = DerivedWeight.of("w", decoded.quantizeQ8()).shard(0, 2, 4).evaluateToBuffer();
+            int q8Row = (int) BlockQ8.rowBytes(rowBytes * 2);
+            assertEquals(want.slice(2 * q8Row, 2 * q8Row), part.slice());
+            assertEquals(0, src.openLeaseCount());
+        }
+    }
 }

@@ -59,6 +59,7 @@ public final class CpuFormatWeightsLoader implements StageWeightsLoader<CpuTenso
             case BF16 -> CpuTensor.ownPacked(PackedMatrix.of(PackedMatrix.Encoding.BF16, bytes, expected.rows(), expected.cols()));
             case F16 -> CpuTensor.ownPacked(PackedMatrix.of(PackedMatrix.Encoding.F16, bytes, expected.rows(), expected.cols()));
             case I8 -> CpuTensor.ownPacked(PackedMatrix.of(PackedMatrix.Encoding.Q8_0, bytes, expected.rows(), expected.cols()));
+            case U8 -> CpuTensor.ownPacked(PackedMatrix.of(PackedMatrix.Encoding.Q4_K, bytes, expected.rows(), expected.cols()));
             default -> throw new GraphlaneException("checkpoint " + source.catalog().dir() + ": tensor " + name + " is "
                     + plan.realized().dtype() + "; the model reads F32, F16 or BF16 weights");
         };

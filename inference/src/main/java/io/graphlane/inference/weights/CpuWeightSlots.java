@@ -56,6 +56,7 @@ public final class CpuWeightSlots implements WeightSlots<CpuParameter, CpuTensor
             case BF16 -> CpuTensor.wrapPacked(PackedMatrix.of(PackedMatrix.Encoding.BF16, weight.bytes(), tensor.rows(), tensor.cols()));
             case F16 -> CpuTensor.wrapPacked(PackedMatrix.of(PackedMatrix.Encoding.F16, weight.bytes(), tensor.rows(), tensor.cols()));
             case I8 -> CpuTensor.wrapPacked(PackedMatrix.of(PackedMatrix.Encoding.Q8_0, weight.bytes(), tensor.rows(), tensor.cols()));
+            case U8 -> CpuTensor.wrapPacked(PackedMatrix.of(PackedMatrix.Encoding.Q4_K, weight.bytes(), tensor.rows(), tensor.cols()));
             default -> throw new IllegalStateException("weight " + weight.name() + " is " + weight.spec()
                     + ": the CPU holds weights as F32, F16, BF16 or 8-bit blocks");
         };

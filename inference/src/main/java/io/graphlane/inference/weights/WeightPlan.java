@@ -32,6 +32,14 @@ import org.slf4j.LoggerFactory;
  */
 public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
 
+    /**
+     * The JVM system property that, set to {@code true}, holds a GGUF file's Q4_K layer matrices under
+     * {@link WeightFormat#STORED} as their blocks, read in place by the CPU's K-quant kernel, instead of decoding them
+     * into BF16 at load. Off by default: on this project's CPU measurements the in-place kernel decodes slower than the
+     * BF16 kernel reads (docs/gguf.md).
+     */
+    public static final String Q4K_IN_PLACE_PROPERTY = "graphlane.gguf.q4k-in-place";
+
     private static final Logger LOG = LoggerFactory.getLogger(WeightPlan.class);
     private static final AtomicBoolean WIDENING_NOTED = new AtomicBoolean();
 
@@ -72,6 +80,12 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
                 // Q8_0 blocks are the q8 kernel's quants with an F16 scale: rearranged as they are, nothing re-quantized
                 Recipe q = ((Recipe.Dequantize) base).input().repackQ8();
                 return new WeightPlan(BlockQ8.quantizedSpec(shape), Optional.of(DerivedWeight.of(tensor.name(), q)));
+            }
+            if (blocks.orElse(null) == GgmlType.Q4_K && format == WeightFormat.STORED && Boolean.getBoolean(Q4K_IN_PLACE_PROPERTY)
+                    && tensor.cols() % GgmlType.Q4_K.blockValues() == 0) {
+                // Q4_K blocks held as they are and read in place by the CPU's K-quant kernel (opt-in: measured slower)
+                Recipe raw = ((Recipe.Dequantize) base).input();
+                return new WeightPlan(raw.spec(), Optional.of(DerivedWeight.of(tensor.name(), raw)));
             }
             if (format == WeightFormat.Q8) {
                 // the slot expects the quantized form of the expected shape, so a wrong-shaped source fails the bind, naming both

@@ -26,6 +26,7 @@ final class PackedKernels {
             case BF16 -> dotBf16(w.bytes(), base, x, xBase, w.cols());
             case F16 -> dotF16(w.bytes(), base, x, xBase, w.cols());
             case Q8_0 -> dotQ8(w.bytes(), base, x, xBase, w.cols());
+            case Q4_K -> KQuantKernels.dotQ4K(w.bytes(), base, x, xBase, w.cols());
         };
     }
 

@@ -52,7 +52,9 @@ final class PackedLinear {
                     + " (about four times faster)", w.encoding());
         }
         int n = x.rows();
-        if (n >= rowsForSgemm) {
+        if (n < rowsForSgemm && w.encoding() == PackedMatrix.Encoding.Q4_K) {
+            KQuantKernels.project(vector, x, w, out);
+        } else if (n >= rowsForSgemm) {
             tiled(x, w, out);
         } else {
             rowByRow(x, w, out);
@@ -113,7 +115,7 @@ final class PackedLinear {
 
     /** True when {@code w} (null: F32) runs the SIMD kernels of this projection. */
     boolean vectorEncoding(PackedMatrix w) {
-        return vector && (w == null || w.encoding() != PackedMatrix.Encoding.F16);
+        return vector && (w == null || (w.encoding() != PackedMatrix.Encoding.F16 && w.encoding() != PackedMatrix.Encoding.Q4_K));
     }
 
     private float[] prepared(PackedMatrix.Encoding encoding, CpuTensor x) {

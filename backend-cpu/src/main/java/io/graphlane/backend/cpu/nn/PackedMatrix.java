@@ -21,7 +21,9 @@ public final class PackedMatrix {
         /** IEEE 754 binary16. */
         F16,
         /** int8 in blocks of 32, one F32 scale per block, laid out as {@link BlockQ8} describes. */
-        Q8_0
+        Q8_0,
+        /** GGUF's 4-bit K-quant blocks of 256 values in 144 bytes, read in place ({@link KQuantKernels}). */
+        Q4_K
     }
 
     private final Encoding encoding;
@@ -55,6 +57,10 @@ public final class PackedMatrix {
             throw new IllegalArgumentException("a Q8_0 matrix needs a column count that is a multiple of " + BlockQ8.BLOCK + ", got "
                     + cols);
         }
+        if (encoding == Encoding.Q4_K && cols % KQuantKernels.Q4K_VALUES != 0) {
+            throw new IllegalArgumentException("a Q4_K matrix needs a column count that is a multiple of " + KQuantKernels.Q4K_VALUES
+                    + ", got " + cols);
+        }
         long expected = rows * rowBytes(encoding, cols);
         if (bytes.remaining() != expected) {
             throw new IllegalArgumentException("a " + encoding + " matrix of " + rows + " x " + cols + " needs " + expected
@@ -73,7 +79,11 @@ public final class PackedMatrix {
 
     /** Bytes of one row of {@code cols} elements in {@code encoding}. */
     public static long rowBytes(Encoding encoding, long cols) {
-        return encoding == Encoding.Q8_0 ? BlockQ8.rowBytes(cols) : 2 * cols;
+        return switch (encoding) {
+            case Q8_0 -> BlockQ8.rowBytes(cols);
+            case Q4_K -> cols / KQuantKernels.Q4K_VALUES * KQuantKernels.Q4K_BYTES;
+            case BF16, F16 -> 2 * cols;
+        };
     }
 
     /** The element encoding. */
@@ -125,6 +135,7 @@ public final class PackedMatrix {
                     }
                 }
             }
+            case Q4_K -> KQuantKernels.widenRowQ4K(bytes, base, cols, out, offset);
         }
     }
 
