@@ -158,7 +158,8 @@ public final class OffloadBench implements Callable<Integer> {
         TransferSubmissions<SimExecutor, SimCompletion, SimWork> submissions = SimOffloadProgram.submissions(device);
         SimOffloadProgram program = new SimOffloadProgram(plan, compute, transfer, submissions, 32_000);
         double[] ms = new double[runs];
-        try (SimPipeline sim = new SimPipeline(program, device, b -> submissions, PipelineSettings.defaults(stages), TraceRecorder.DISABLED)) {
+        try (SimPipeline sim = new SimPipeline(program, device, b -> submissions, PipelineSettings.defaults(stages).withMaxInFlightBatches(1),
+                TraceRecorder.DISABLED)) {
             for (int r = -warmupRuns; r < runs; r++) {
                 System.gc();
                 long start = System.nanoTime();

@@ -97,7 +97,7 @@ public final class SimOffloadProgram implements StageProgram<SimWork, Object> {
         Values in = stage == 0 ? fromTokens(batch) : (Values) input;
         int layers = s.layerBytes().length;
         if (!s.streams()) {
-            return new StageStep<>(SimWork.callingFor(() -> compute(s, in, out, 0, layers, null), computePerLayer.multipliedBy(layers)), out);
+            return new StageStep<>(SimWork.callingFor(() -> compute(s, in, out, true, 0, layers, null), computePerLayer.multipliedBy(layers)), out);
         }
         List<PromotedLayer<SimWeight>> promoted = new ArrayList<>();
         for (int l = 0; l < layers; l++) {
@@ -115,8 +115,8 @@ public final class SimOffloadProgram implements StageProgram<SimWork, Object> {
             }
 
             @Override
-            public SimWork compute(int from, int to) {
-                return SimWork.callingFor(() -> SimOffloadProgram.this.compute(s, in, out, from, to, promoted),
+            public SimWork compute(int group, int from, int to) {
+                return SimWork.callingFor(() -> SimOffloadProgram.this.compute(s, in, out, group == 0, from, to, promoted),
                         computePerLayer.multipliedBy(to - from));
             }
 
@@ -141,16 +141,16 @@ public final class SimOffloadProgram implements StageProgram<SimWork, Object> {
             }
 
             @Override
-            public List<Object> readerRetains(int layer) {
-                return List.of(promoted.get(layer).holds().get(1));
+            public List<Object> computeRetains(int group, int from, int to) {
+                return group == 0 ? List.of() : List.of(promoted.get(from).holds().get(1));
             }
         });
         return new StageStep<>(subs, out);
     }
 
-    /** Layers {@code [from, to)} of stage {@code s}: group 0 starts from the input. */
-    private void compute(OffloadPlan.Stage s, Values in, Values out, int from, int to, List<PromotedLayer<SimWeight>> promoted) {
-        if (from == 0) {
+    /** Layers {@code [from, to)} of stage {@code s}; the first group starts from the input. */
+    private void compute(OffloadPlan.Stage s, Values in, Values out, boolean first, int from, int to, List<PromotedLayer<SimWeight>> promoted) {
+        if (first) {
             System.arraycopy(in.values, 0, out.values, 0, out.values.length);
         }
         for (int l = from; l < to; l++) {

@@ -54,7 +54,8 @@ class SimOffloadTest {
             long streamedWindow = plan.peakDeviceBytes() - plan.stages().stream().mapToLong(OffloadPlan.Stage::residentBytes).sum();
             transfer = new SimTransferBackend(backend, copy, 0, streamedWindow);
             program = new SimOffloadProgram(plan, Duration.ZERO, transfer, submissions, 997);
-            pipeline = new SimPipeline(program, backend, b -> submissions, PipelineSettings.defaults(stages), TraceRecorder.DISABLED);
+            pipeline = new SimPipeline(program, backend, b -> submissions, PipelineSettings.defaults(stages).withMaxInFlightBatches(1),
+                    TraceRecorder.DISABLED);
         }
 
         List<List<Integer>> run(int requests, int tokens) throws Exception {

@@ -16,11 +16,12 @@ import java.util.List;
  *   P(i+L)        transfer lane, after Gi: promote streamed layer i+L once layer i−1's reader completed
  * </pre>
  *
- * So the compute lane reads a promoted layer only after its promotion's completion; at most {@code L + 1} promoted
- * layers of the stage are held at once (a promotion waits for the reader of the layer {@code L + 1} before it, and a
- * step's first promotions wait for the hand-off, which the compute lane reaches only after the previous step's last
- * work); a promoted layer is retained by its promotion and by its reader, and freed once both completed. The last
- * group is the stage's only exit. Only the entries (the hand-off and G0) read or hold the previous stage's output.
+ * So the compute lane reads a promoted layer only after its promotion's completion; within a step at most
+ * {@code L + 1} promoted layers of the stage are held at once, in lane order (a promotion waits for the reader of the
+ * streamed layer {@code L + 1} before it); a promoted layer is retained by its promotion and by its reader, and freed
+ * once both completed. The last group is the stage's only exit. Only the entries (the hand-off and G0) read or hold
+ * the previous stage's output. A lane hands on work in the order it becomes ready, so two steps' works could
+ * interleave: a program streaming layers keeps one micro-batch in flight, which also bounds the whole pipeline.
  */
 public final class LayerStreaming {
     /** The stage lane its layers are computed on. */
@@ -41,10 +42,10 @@ public final class LayerStreaming {
         X handOff();
 
         /**
-         * The compute of stage-local layers {@code [from, to)}; group 0 also takes the stage's input, and the group with
-         * {@code to} equal to the stage's layer count also makes its output.
+         * The compute of stage-local layers {@code [from, to)} (empty for group 0 when the first layer streams); group 0
+         * also takes the stage's input, and the last group (whose {@code to} is the stage's layer count) makes its output.
          */
-        X compute(int from, int to);
+        X compute(int group, int from, int to);
 
         /** The promotion of stage-local layer {@code layer}. */
         X promote(int layer);
@@ -52,8 +53,11 @@ public final class LayerStreaming {
         /** What the promotion of {@code layer} retains until its exact completion. */
         List<Object> promotionRetains(int layer);
 
-        /** What the reader of promoted {@code layer} (the compute group it starts) retains until its exact completion. */
-        List<Object> readerRetains(int layer);
+        /**
+         * What compute group {@code group} (layers {@code [from, to)}) retains until its exact completion: at least,
+         * for every group but 0, the reader's hold on the promoted copy of streamed layer {@code from}.
+         */
+        List<Object> computeRetains(int group, int from, int to);
     }
 
     /** The submissions of one step of {@code stage}, which must stream at least one layer. */
@@ -80,13 +84,14 @@ public final class LayerStreaming {
                     parts.promotionRetains(streamed.get(i))));
         }
         int previousGroup = out.size();
-        out.add(new StageStep.Submission<>(COMPUTE_LANE, parts.compute(0, streamed.get(0)), List.of()));
+        out.add(new StageStep.Submission<>(COMPUTE_LANE, parts.compute(0, 0, streamed.get(0)), List.of(),
+                parts.computeRetains(0, 0, streamed.get(0))));
         for (int i = 0; i < s; i++) {
             int from = streamed.get(i);
             int to = i + 1 < s ? streamed.get(i + 1) : layers;
             int group = out.size();
-            out.add(new StageStep.Submission<>(COMPUTE_LANE, parts.compute(from, to), List.of(previousGroup, promotionIndex[i]),
-                    parts.readerRetains(from)));
+            out.add(new StageStep.Submission<>(COMPUTE_LANE, parts.compute(i + 1, from, to), List.of(previousGroup, promotionIndex[i]),
+                    parts.computeRetains(i + 1, from, to)));
             previousGroup = group;
             int next = i + lookahead + 1;
             if (next < s) {

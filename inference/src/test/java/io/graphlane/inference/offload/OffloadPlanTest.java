@@ -83,7 +83,7 @@ class OffloadPlanTest {
             }
 
             @Override
-            public String compute(int from, int to) {
+            public String compute(int group, int from, int to) {
                 return "G[" + from + "," + to + ")";
             }
 
@@ -98,8 +98,8 @@ class OffloadPlanTest {
             }
 
             @Override
-            public List<Object> readerRetains(int layer) {
-                return List.of("r" + layer);
+            public List<Object> computeRetains(int group, int from, int to) {
+                return group == 0 ? List.of() : List.of("r" + from);
             }
         });
         subs.forEach(s -> names.add(s.work()));
