@@ -8,6 +8,8 @@ import io.graphlane.cli.sim.SimPipeline;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.core.trace.TraceRecorder;
 import io.graphlane.inference.offload.OffloadPlan;
+import io.graphlane.inference.pipeline.DecodeThroughput;
+import io.graphlane.inference.pipeline.InferencePipeline;
 import io.graphlane.inference.offload.TransferSubmissions;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
 import io.graphlane.testkit.sim.SimBackend;
@@ -16,6 +18,7 @@ import io.graphlane.testkit.sim.SimExecutor;
 import io.graphlane.testkit.sim.SimTransferBackend;
 import io.graphlane.testkit.sim.SimWork;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -74,6 +77,12 @@ public final class OffloadBench implements Callable<Integer> {
     @Option(names = "--warmup-runs", paramLabel = "N", defaultValue = "2", description = "Unmeasured runs first (default ${DEFAULT-VALUE}).")
     int warmupRuns;
 
+    @Option(names = "--model", paramLabel = "MODEL", description = "cpu: a Hugging Face model directory, a GGUF file, or a directory holding exactly one (default: the demo model).")
+    Path model;
+
+    @Option(names = "--requests", paramLabel = "R", defaultValue = "4", description = "cpu: concurrent requests (default ${DEFAULT-VALUE}).")
+    int requests;
+
     @Option(names = "--json", description = "Print one JSON object.")
     boolean json;
 
@@ -84,7 +93,7 @@ public final class OffloadBench implements Callable<Integer> {
     public Integer call() throws Exception {
         return switch (backend) {
             case "sim" -> sim();
-            case "cpu" -> throw new GraphlaneException("bench offload --backend cpu is not built yet; use --backend sim");
+            case "cpu" -> cpu();
             case "gpu" -> throw new GraphlaneException("bench offload --backend gpu needs a CUDA device and is measured by the GPU check;"
                     + " on this machine use --backend sim or cpu");
             default -> throw new GraphlaneException("--backend must be sim, cpu or gpu, got '" + backend + "'");
@@ -149,6 +158,65 @@ public final class OffloadBench implements Callable<Integer> {
         }
         out.flush();
         return 0;
+    }
+
+    /**
+     * Decode tokens/s of {@link #requests} requests on CPU lanes with every weight resident and under the budget, in this
+     * run, alternating the two {@link #runs} times; the medians count.
+     */
+    private int cpu() throws Exception {
+        if (budget == null) {
+            throw new GraphlaneException("bench offload --backend cpu needs --device-weights-budget SIZE (the layers beyond it are streamed)");
+        }
+        if (requests < 1 || newTokens < 1 || runs < 1 || stages < 1) {
+            throw new GraphlaneException("--requests, --new-tokens, --runs and --stages must be >= 1; got " + requests + ", " + newTokens
+                    + ", " + runs + ", " + stages);
+        }
+        long budgetBytes = SizeOption.parse("--device-weights-budget", budget);
+        PrintWriter out = spec.commandLine().getOut();
+        List<String> plan = new ArrayList<>();
+        double[] resident = new double[runs];
+        double[] streamed = new double[runs];
+        try (InferencePipeline base = cpuPipeline(null, plan); InferencePipeline offload = cpuPipeline(budgetBytes, plan)) {
+            if (!json) {
+                plan.forEach(out::println);
+                out.flush();
+            }
+            for (int r = -warmupRuns; r < runs; r++) {
+                double a = DecodeThroughput.measure(base, requests, newTokens, Duration.ofHours(1)).decodeTokensPerSecond();
+                double b = DecodeThroughput.measure(offload, requests, newTokens, Duration.ofHours(1)).decodeTokensPerSecond();
+                if (r >= 0) {
+                    resident[r] = a;
+                    streamed[r] = b;
+                }
+            }
+        }
+        Arrays.sort(resident);
+        Arrays.sort(streamed);
+        double a = resident[runs / 2];
+        double b = streamed[runs / 2];
+        if (json) {
+            ObjectNode o = new ObjectMapper().createObjectNode();
+            o.put("backend", "cpu").put("stages", stages).put("requests", requests).put("new_tokens", newTokens)
+                    .put("budget_bytes", budgetBytes).put("lookahead", lookahead)
+                    .put("resident_decode_tokens_per_s", a).put("offload_decode_tokens_per_s", b).put("ratio_vs_resident", b / a);
+            o.putArray("plan").addAll(plan.stream().map(o::textNode).toList());
+            out.println(o);
+        } else {
+            out.printf(Locale.ROOT, "decode tokens/s, %d requests x %d tokens, %d stage(s), median of %d: all resident %.1f, with budget %.1f"
+                    + " (%.2fx the resident run)%n", requests, newTokens, stages, runs, a, b, b / a);
+        }
+        out.flush();
+        return 0;
+    }
+
+    private InferencePipeline cpuPipeline(Long budgetBytes, List<String> plan) {
+        InferencePipeline.Builder b = InferencePipeline.builder().stages(stages);
+        b = model == null ? b.demoModel() : b.model(model);
+        if (budgetBytes != null) {
+            b = b.deviceWeightsBudget(budgetBytes).offloadLookahead(lookahead).onOffloadPlan(plan::add);
+        }
+        return b.build();
     }
 
     /** One request decoding {@link #newTokens} on the simulated device under {@code plan}: the median ms per token. */

@@ -1,6 +1,7 @@
 package io.graphlane.cli.sim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,11 +11,13 @@ import io.graphlane.core.trace.TraceRecorder;
 import io.graphlane.inference.offload.OffloadPlan;
 import io.graphlane.inference.offload.TransferSubmissions;
 import io.graphlane.scheduler.pipeline.PipelineSettings;
+import io.graphlane.scheduler.pipeline.RequestCancelledException;
 import io.graphlane.testkit.ledger.RetentionLedger;
 import io.graphlane.testkit.sim.SimBackend;
 import io.graphlane.testkit.sim.SimCompletion;
 import io.graphlane.testkit.sim.SimExecutor;
 import io.graphlane.testkit.sim.SimTransferBackend;
+import io.graphlane.testkit.sim.SimWeight;
 import io.graphlane.testkit.sim.SimWork;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -119,6 +122,32 @@ class SimOffloadTest {
             // The lanes are not poisoned: the same request runs again and gives the same tokens.
             assertEquals(before, rig.run(1, 3));
         }
+    }
+
+    @Test
+    void cancellingARequestMidTransferFreesNothingStillInFlight() throws Exception {
+        Rig rig = new Rig(1, 2 * LAYER, 1, Duration.ofNanos(100_000));
+        try (rig) {
+            rig.transfer.holdNextCopy("stuck-copy");
+            SimPipeline.Started started = rig.pipeline.start(new int[] {3, 1}, 3);
+            rig.backend.whenStarted("stuck-copy").toCompletableFuture().get(30, TimeUnit.SECONDS);
+            SimWeight inFlight = rig.transfer.lastPromoted();
+            rig.pipeline.pipeline().cancel(started.id());
+            ExecutionException e = assertThrows(ExecutionException.class, () -> started.result().get(30, TimeUnit.SECONDS));
+            assertInstanceOf(RequestCancelledException.class, e.getCause());
+            // The request ended, its copy still runs: its destination and its bytes stay.
+            assertFalse(inFlight.isFreed(), "a copy still in flight was freed");
+            assertTrue(rig.transfer.usedBytes() >= LAYER, "in flight: " + rig.transfer.usedBytes());
+            rig.backend.release("stuck-copy");
+            assertTrue(rig.ledger.awaitSettled(Duration.ofSeconds(30)));
+            // Another request runs on the same lanes afterwards.
+            assertEquals(3, rig.run(1, 3).get(0).size());
+        }
+        assertTrue(rig.ledger.awaitSettled(Duration.ofSeconds(10)));
+        rig.ledger.assertReleasedExactlyOnce();
+        rig.ledger.assertNeverReleasedBeforeCompletion();
+        assertEquals(0, rig.transfer.usedBytes(), "every copy's bytes came back once it completed");
+        assertEquals(rig.program.promotedCopies(), rig.program.promotedCopiesFreed());
     }
 
     @Test

@@ -24,6 +24,8 @@ public final class SimTransferBackend implements TransferBackend<SimExecutor, Si
     private final AtomicLong peakBytes = new AtomicLong();
     private final AtomicLong promotions = new AtomicLong();
     private final AtomicReference<RuntimeException> nextFailure = new AtomicReference<>();
+    private final AtomicReference<String> nextHold = new AtomicReference<>();
+    private final AtomicReference<SimWeight> lastPromoted = new AtomicReference<>();
 
     /**
      * Copies on lanes of {@code device} lasting {@code latency} plus their bytes at {@code bytesPerSecond} (0 for
@@ -56,6 +58,19 @@ public final class SimTransferBackend implements TransferBackend<SimExecutor, Si
      * <p>The destination's bytes are taken when the copy starts on the lane, in the lane's order, as CUDA's
      * stream-ordered allocator takes them; if they do not fit then, the copy fails naming the bytes needed and free.
      */
+    /**
+     * The next copy holds its lane once its bytes are taken, until the test {@linkplain SimBackend#release releases} (or
+     * fails) the hold {@code name} on the device.
+     */
+    public void holdNextCopy(String name) {
+        nextHold.set(Objects.requireNonNull(name, "name"));
+    }
+
+    /** The weight of the copy made last, for a test to watch. */
+    public SimWeight lastPromoted() {
+        return lastPromoted.get();
+    }
+
     @Override
     public Transfer<SimWeight> promote(SimExecutor executor, SimHostBuffer host) {
         Objects.requireNonNull(host, "host");
@@ -65,9 +80,11 @@ public final class SimTransferBackend implements TransferBackend<SimExecutor, Si
         RuntimeException failure = nextFailure.getAndSet(null);
         SimWork take = SimWork.callingFor(() -> take(destination), copyTime(bytes));
         SimWork write = failure != null ? SimWork.failing(failure) : SimWork.calling(() -> destination.publish(host.value()));
+        String hold = nextHold.getAndSet(null);
+        List<SimWork> items = hold != null ? List.of(take, SimWork.held(hold), write) : List.of(take, write);
         SimCompletion completion;
         try {
-            completion = device.submit(executor, List.of(take, write));
+            completion = device.submit(executor, items);
         } catch (RuntimeException e) {
             try {
                 copyHold.close();
@@ -80,6 +97,7 @@ public final class SimTransferBackend implements TransferBackend<SimExecutor, Si
         device.retainUntilComplete(executor, completion, copyHold);
         device.retainUntilComplete(executor, completion, new HostHold(host));
         promotions.incrementAndGet();
+        lastPromoted.set(destination);
         return new SimTransfer<>(destination, completion);
     }
 
