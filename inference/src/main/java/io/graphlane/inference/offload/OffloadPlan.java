@@ -157,12 +157,10 @@ public final class OffloadPlan {
             return new OffloadPlan(budgetBytes, fixedBytes, lookahead, all);
         }
         if (budgetBytes < minimum) {
-            String needs = stageCount == 1 && fixedBytes == 0
-                    ? "the largest layer (layer " + largestLayer + ", " + size(largest) + ")"
-                    : "the largest layer (layer " + largestLayer + ", " + size(largest) + ")"
-                    + (stageCount > 1 ? " (on each of the " + stageCount + " stages, its own largest)" : "")
+            String needs = "the largest layer (layer " + largestLayer + ", " + size(largest) + ")"
+                    + (stageCount > 1 ? ", each of the " + stageCount + " stages needing room for its own largest," : "")
                     + (fixedBytes > 0 ? " plus the embedding, final norm and head that stay resident (" + size(fixedBytes) + ")" : "")
-                    + ": at least " + size(minimum);
+                    + (stageCount > 1 || fixedBytes > 0 ? ": at least " + size(minimum) : "");
             throw new GraphlaneException("--device-weights-budget " + size(budgetBytes) + " is smaller than " + needs);
         }
         for (int l = lookahead; l >= 0; l--) {
