@@ -10,6 +10,7 @@ import picocli.CommandLine.Command;
         subcommands = {
             io.graphlane.cli.bench.SchedulerBench.class,
             io.graphlane.cli.bench.PipelineBench.class,
+            io.graphlane.cli.bench.OffloadBench.class,
             io.graphlane.cli.bench.DecodeBench.class,
             io.graphlane.cli.bench.LoadBench.class,
             io.graphlane.cli.bench.CollectiveBench.class,

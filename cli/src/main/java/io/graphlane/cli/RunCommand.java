@@ -102,6 +102,9 @@ public final class RunCommand implements Callable<Integer> {
     @Mixin
     TraceOptions trace;
 
+    @Mixin
+    DeviceWeightsOptions deviceWeights = new DeviceWeightsOptions();
+
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
@@ -169,6 +172,7 @@ public final class RunCommand implements Callable<Integer> {
                 .weights(WeightFormat.parse("--weights", weights));
         builder = opened == null ? builder.workTracing(TraceOptions.cpuWorkTracing()) : builder.backend(() -> opened);
         builder = demo ? builder.demoModel() : builder.model(model);
+        builder = deviceWeights.apply(builder, line -> err().println("graphlane: " + line));
         InferencePipeline pipeline;
         if (json) {
             pipeline = builder.build();

@@ -63,6 +63,9 @@ public final class ServeCommand implements Callable<Integer> {
     @CommandLine.Mixin
     HttpServeOptions http = new HttpServeOptions();
 
+    @CommandLine.Mixin
+    DeviceWeightsOptions deviceWeights = new DeviceWeightsOptions();
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -112,6 +115,7 @@ public final class ServeCommand implements Callable<Integer> {
             InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).expertParallel(expertParallel)
                     .weights(WeightFormat.parse("--weights", weights)).actorSystem(system);
             budget.ifPresent(b::kvBudget);
+            b = deviceWeights.apply(b, line -> spec.commandLine().getErr().println("graphlane serve: " + line));
             pipeline = (model == null ? b.demoModel() : b.model(model)).build();
         } catch (RuntimeException e) {
             system.terminate();

@@ -4,7 +4,15 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.graphlane.cli.sim.SimPipeline;
+import io.graphlane.cli.sim.SimOffloadProgram;
 import io.graphlane.cli.sim.SimStageProgram;
+import io.graphlane.inference.offload.OffloadPlan;
+import io.graphlane.inference.offload.TransferSubmissions;
+import io.graphlane.testkit.sim.SimBackend;
+import io.graphlane.testkit.sim.SimCompletion;
+import io.graphlane.testkit.sim.SimExecutor;
+import io.graphlane.testkit.sim.SimTransferBackend;
+import io.graphlane.testkit.sim.SimWork;
 import io.graphlane.cli.trace.LaneTimeline;
 import io.graphlane.core.trace.TraceBuffer;
 import io.graphlane.core.trace.TraceRecorder;
@@ -17,7 +25,31 @@ import io.graphlane.scheduler.pipeline.PipelineSettings;
 
 /** {@code graphlane run --backend sim}: the pipeline on the simulated device, with byte tokens and placeholder outputs. */
 final class SimRun {
+    /** The simulated model a budget applies to: 8 layers of 64 MiB per stage, 0.5 ms of compute each, copies at 25 GB/s. */
+    private static final int LAYERS_PER_STAGE = 8;
+    private static final long LAYER_BYTES = 64L << 20;
+
     private SimRun() {
+    }
+
+    /**
+     * With {@code --device-weights-budget}: the simulated layers under the budget's plan (printed), streamed layers
+     * promoted on each stage's transfer lane.
+     */
+    private static SimPipeline offloaded(RunCommand c, TraceRecorder recorder) {
+        List<long[]> layers = new ArrayList<>();
+        for (int i = 0; i < c.stages; i++) {
+            long[] bytes = new long[LAYERS_PER_STAGE];
+            java.util.Arrays.fill(bytes, LAYER_BYTES);
+            layers.add(bytes);
+        }
+        OffloadPlan plan = OffloadPlan.plan(c.deviceWeights.budgetBytes(), 0, layers, c.deviceWeights.lookahead);
+        plan.describe().forEach(line -> c.err().println("graphlane: " + line));
+        SimBackend device = SimBackend.create();
+        SimTransferBackend transfer = new SimTransferBackend(device, Duration.ofNanos(20_000), 25e9, Long.MAX_VALUE);
+        TransferSubmissions<SimExecutor, SimCompletion, SimWork> submissions = SimOffloadProgram.submissions(device);
+        SimOffloadProgram program = new SimOffloadProgram(plan, Duration.ofNanos(500_000), transfer, submissions, 256);
+        return new SimPipeline(program, device, b -> submissions, PipelineSettings.defaults(c.stages).withMaxInFlightBatches(1), recorder);
     }
 
     static int run(RunCommand c) throws Exception {
@@ -32,10 +64,11 @@ final class SimRun {
             RunCommand.DEFAULT_PROMPTS.forEach(t -> prompts.add(bytes(t)));
         }
         TraceRecorder recorder = c.trace.enabled() ? c.trace.recorder() : new TraceBuffer(TraceOptions.DEFAULT_CAPACITY);
-        SimStageProgram program = new SimStageProgram(c.stages, Duration.ofMillis(2), Duration.ofNanos(50_000), 256);
         List<SimPipeline.Result> results;
         long start = System.nanoTime();
-        try (SimPipeline sim = new SimPipeline(program, PipelineSettings.defaults(c.stages), recorder)) {
+        try (SimPipeline sim = c.deviceWeights.isSet() ? offloaded(c, recorder)
+                : new SimPipeline(new SimStageProgram(c.stages, Duration.ofMillis(2), Duration.ofNanos(50_000), 256),
+                        PipelineSettings.defaults(c.stages), recorder)) {
             results = sim.runAll(prompts, c.maxNewTokens);
         }
         double wall = (System.nanoTime() - start) / 1e9;
@@ -60,7 +93,10 @@ final class SimRun {
             root.put("wall_s", wall);
             c.out().println(root);
         } else {
-            c.out().println("graphlane: simulated backend: each stage step lasts 2 ms + 50 µs per position; no model is computed and tokens are placeholders.");
+            c.out().println(c.deviceWeights.isSet()
+                    ? "graphlane: simulated backend: " + LAYERS_PER_STAGE + " layers of 64 MiB per stage, 0.5 ms of compute each, copies at"
+                            + " 25 GB/s; no model is computed and tokens are placeholders."
+                    : "graphlane: simulated backend: each stage step lasts 2 ms + 50 µs per position; no model is computed and tokens are placeholders.");
             for (int i = 0; i < results.size(); i++) {
                 c.out().println("[" + i + "] " + results.get(i).tokens().size() + " placeholder tokens " + results.get(i).tokens());
             }

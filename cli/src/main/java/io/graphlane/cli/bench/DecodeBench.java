@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.WeightStreamProbe;
+import io.graphlane.cli.DeviceWeightsOptions;
 import io.graphlane.cli.GraphlaneCli;
 import io.graphlane.core.GraphlaneException;
 import io.graphlane.inference.backend.InferenceBackend;
@@ -89,6 +90,9 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
+
+    @CommandLine.Mixin
+    DeviceWeightsOptions deviceWeights = new DeviceWeightsOptions();
 
     /** The measured model's name, once a pipeline was built. */
     private String modelName;
@@ -271,6 +275,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         try {
             InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).weights(format);
             builder = model == null ? builder.demoModel() : builder.model(model);
+            builder = deviceWeights.apply(builder, line -> spec.commandLine().getErr().println("graphlane bench decode: " + line));
             if (opened != null) {
                 builder = builder.backend(() -> opened);
             }

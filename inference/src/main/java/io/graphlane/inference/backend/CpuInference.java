@@ -11,7 +11,10 @@ import io.graphlane.backend.cpu.nn.CpuNeuralBackend;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.backend.cpu.param.CpuParameter;
 import io.graphlane.backend.cpu.param.CpuParameterBackend;
+import io.graphlane.backend.cpu.transfer.CpuDevicePool;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.inference.offload.CpuLayerTier;
+import io.graphlane.inference.offload.LayerTier;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
@@ -106,6 +109,12 @@ public final class CpuInference implements InferenceBackend<CpuTensor, CpuExecut
                                                                    Scheduler scheduler, Duration timeout, ModelDirectory model,
                                                                    StagePlan plan, int degree, Consumer<StageSpec> progress) {
         return TensorParallelStages.load(supervisor, scheduler, timeout, model, plan, degree, progress);
+    }
+
+    /** Promotions into a device pool of host memory, through the CPU's transfer backend. */
+    @Override
+    public LayerTier<CpuTensor, CpuExecutor, CpuCompletion> layerTier() {
+        return new CpuLayerTier(backend, new CpuDevicePool("cpu-device", Long.MAX_VALUE));
     }
 
     @Override

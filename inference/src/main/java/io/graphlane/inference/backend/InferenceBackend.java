@@ -8,6 +8,7 @@ import io.graphlane.core.backend.SubmissionBackend;
 import io.graphlane.core.completion.Completion;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.offload.LayerTier;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.tensorparallel.TensorParallelStage;
@@ -94,6 +95,17 @@ public interface InferenceBackend<T, E, C extends Completion, W, P> extends Auto
                                                             StagePlan plan, int degree, Consumer<StageSpec> progress) {
         throw new GraphlaneException("--tensor-parallel " + degree + " is not supported on " + description()
                 + ": tensor-parallel shards run on CPU lanes only; use --backend cpu or --tensor-parallel 1");
+    }
+
+    /**
+     * How this device promotes a decoder layer from host memory ({@code --device-weights-budget}); the loaded weights of
+     * a streamed layer are its host copy. Refused by default.
+     *
+     * @throws GraphlaneException naming the option and what to use instead
+     */
+    default LayerTier<T, E, C> layerTier() {
+        throw new GraphlaneException("--device-weights-budget is not supported on " + description()
+                + ": layers are streamed from host memory on CPU lanes only so far; use --backend cpu, or leave the option out");
     }
 
     /**

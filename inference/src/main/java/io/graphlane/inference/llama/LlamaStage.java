@@ -33,16 +33,16 @@ public final class LlamaStage<T> implements StageForward<T> {
     private final LlamaConfig config;
     private final StageWeights<T> weights;
     private final NeuralOps<T> ops;
-    private final RequestCaches<T> caches;
-    private final DecoderLayers<T> layers;
+    final RequestCaches<T> caches;
+    final DecoderLayers<T> layers;
     /** The step's intermediate tensors, kept from step to step (created by the first step, freed by {@link #close}). */
-    private DecoderLayers.Scratch<T> scratch;
+    DecoderLayers.Scratch<T> scratch;
     /** The residual stream of the last stage, which hands on logits instead and so can keep it. */
-    private final RowBuffer<T> residual;
+    final RowBuffer<T> residual;
     /** The last stage's rows at each segment's last position, for the head. */
-    private final RowBuffer<T> lastRows;
+    final RowBuffer<T> lastRows;
     /** The cache restart of a model that {@link LlamaConfig#restartsCache}: the segments a step runs as, the tokens kept. */
-    private final CacheRestarts restarts;
+    final CacheRestarts restarts;
 
     /** A stage over loaded weights, issuing its operations through {@code ops}. */
     public LlamaStage(LlamaConfig config, StageWeights<T> weights, NeuralOps<T> ops) {
@@ -95,46 +95,18 @@ public final class LlamaStage<T> implements StageForward<T> {
      */
     @Override
     public StageOutput<T> forward(StageInput<T> input) {
-        requireInputMatchesStage(input);
-        // where a segment restarts from position 0 (LlamaConfig#restarted), its cached positions are computed again
-        List<Segment> segments = restarts.segments(input.segments());
-        CacheRestarts.forgetRestarted(input.segments(), segments, caches);
-        int[] tokenIds = input instanceof StageInput.Tokens<T> t ? restarts.tokens(input.segments(), segments, t.tokenIds(), spec().toString())
-                : null;
-        if (input instanceof StageInput.Hidden<T> hidden && ops.rows(hidden.activation()) != RequestCaches.positionsOf(segments).length) {
-            throw new GraphlaneException(spec() + ": activation should have " + RequestCaches.positionsOf(segments).length
-                    + " rows for the step's segments, but has " + ops.rows(hidden.activation()));
+        try (LlamaStep<T> step = LlamaStep.begin(this, input)) {
+            step.allLayers();
+            return step.finish();
         }
-        List<KvCache<T>> requestCaches = caches.reserve(segments);
-        int[] positions = RequestCaches.positionsOf(segments);
-        boolean last = spec().isLast();
-        T x = last ? residual.rows(positions.length) : ops.allocate(positions.length, config.hiddenSize());
-        scratch = scratch == null ? layers.scratch(positions.length) : scratch.fit(positions.length);
-        boolean releaseX = !last;
-        try {
-            if (tokenIds != null) {
-                layers.embed(weights.embedding(), tokenIds, x);
-            } else {
-                ops.copy(((StageInput.Hidden<T>) input).activation(), x);
-            }
-            layers.layers(weights.layers(), x, positions, segments, requestCaches, scratch);
-            StageOutput<T> output;
-            if (last) {
-                output = new StageOutput.Logits<>(segments, head(x, segments));
-            } else {
-                output = new StageOutput.Hidden<>(segments, x);
-                releaseX = false;
-            }
-            for (int i = 0; i < segments.size(); i++) {
-                requestCaches.get(i).commit(segments.get(i).length());
-            }
-            caches.publishUsage();
-            return output;
-        } finally {
-            if (releaseX) {
-                ops.release(x);
-            }
-        }
+    }
+
+    /**
+     * Starts a step that runs in parts ({@link LlamaStep}): the stage's input now, then its layers in ranges, each with
+     * the weights it is given, then {@link LlamaStep#finish()}; for a stage whose layers are not all on the device.
+     */
+    public LlamaStep<T> begin(StageInput<T> input) {
+        return LlamaStep.begin(this, input);
     }
 
     /** Frees the KV cache of {@code requestId} (finished, cancelled or failed); false if the stage holds none. */
@@ -192,11 +164,11 @@ public final class LlamaStage<T> implements StageForward<T> {
     }
 
     /** The final norm and the head at each segment's last position. */
-    private T head(T x, List<Segment> segments) {
+    T head(T x, List<Segment> segments) {
         return layers.head(x, segments, lastRows.rows(segments.size()), weights.finalNorm(), weights.lmHead());
     }
 
-    private void requireInputMatchesStage(StageInput<T> input) {
+    void requireInputMatchesStage(StageInput<T> input) {
         if (input.segments().isEmpty()) {
             throw new IllegalArgumentException(spec() + ": a step needs at least one segment");
         }

@@ -27,6 +27,7 @@ import io.graphlane.inference.llama.LlamaStage;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageWeights;
 import io.graphlane.inference.model.ModelDirectory;
+import io.graphlane.inference.offload.WeightStreaming;
 import io.graphlane.inference.sampling.GenerationDefaults;
 import io.graphlane.inference.sampling.Sampler;
 import io.graphlane.inference.stage.StagePlan;
@@ -342,28 +343,47 @@ public final class InferencePipeline implements TextGenerator {
                         }
                     }
                 }
+                // Under a device weights budget, a stage that streams layers also gets a transfer lane (docs/offload.md).
+                WeightStreaming<T, E, C, W> streaming = b.deviceWeightsBudget == null ? null
+                        : WeightStreaming.plan(loaded, b.deviceWeightsBudget, b.offloadLookahead, backend.layerTier(), backend.device());
+                if (streaming != null) {
+                    streaming.plan().describe().forEach(b.offloadReport);
+                }
                 // One lane per stage, or one per rank of a tensor-parallel stage: each owned by its lane actor.
                 List<String> laneNames = new ArrayList<>();
+                List<Integer> stageStart = new ArrayList<>();
                 for (int i = 0; i < b.stages; i++) {
+                    stageStart.add(laneNames.size());
                     for (int r = 0; r < b.tensorParallel; r++) {
                         laneNames.add(b.tensorParallel == 1 ? "stage-" + i : "stage-" + i + "-shard-" + r);
                     }
+                    if (streaming != null && streaming.streams(i)) {
+                        laneNames.add("stage-" + i + "-transfer");
+                    }
                 }
+                stageStart.add(laneNames.size());
                 backend.computeLanes(b.stages * b.tensorParallel);
-                lanes = LaneGroup.builder(system, backend.device()).lanes(laneNames.toArray(String[]::new)).trace(b.trace)
-                        .workTracing(backend.workTracing()).spawn();
+                lanes = LaneGroup.builder(system, streaming != null ? streaming.submissions() : backend.device())
+                        .lanes(laneNames.toArray(String[]::new)).trace(b.trace)
+                        .workTracing(streaming != null ? streaming.tracing(backend.workTracing()) : backend.workTracing()).spawn();
                 List<List<LaneId>> stageLanes = new ArrayList<>();
                 for (int i = 0; i < b.stages; i++) {
-                    stageLanes.add(List.copyOf(lanes.laneIds().subList(i * b.tensorParallel, (i + 1) * b.tensorParallel)));
+                    stageLanes.add(List.copyOf(lanes.laneIds().subList(stageStart.get(i), stageStart.get(i + 1))));
                 }
                 for (int i = 0; i < loaded.size(); i++) {
                     // Each stage gets its lane's own ops: they keep scratch space (a cuBLAS handle) and run on that lane only.
                     LaneId lane = stageLanes.get(i).get(0);
                     io.graphlane.core.nn.NeuralOps<T> ops = backend.ops(lanes.executor(lane));
-                    forwards.add(new LlamaStage<>(config, loaded.get(i), ops, expertBlock(b, config, ops, expertLanes)));
+                    LlamaStage<T> stage = new LlamaStage<>(config, loaded.get(i), ops, expertBlock(b, config, ops, expertLanes));
+                    forwards.add(streaming != null ? streaming.forward(i, stage) : stage);
                 }
                 LlamaStageProgram<T, W> program = new LlamaStageProgram<>(forwards, backend::work);
                 PipelineSettings settings = b.settings != null ? b.settings : PipelineSettings.defaults(b.stages);
+                if (streaming != null && streaming.plan().streams()) {
+                    // One micro-batch at a time: each step streams every layer once for its whole batch, and no two steps'
+                    // works interleave on a stage's lanes, so a stage holds at most lookahead + 1 promoted layers.
+                    settings = settings.withMaxInFlightBatches(1);
+                }
                 settings = settings.withKvBudget(kvBudgetBytes(b, settings, backend, program));
                 Pipeline<W, StageSlot<T>> pipeline = Pipeline.startMultiLane(system, lanes.registry(), stageLanes, program, settings,
                         "pipeline-" + instance);
@@ -463,6 +483,9 @@ public final class InferencePipeline implements TextGenerator {
         private Duration loadTimeout = Duration.ofMinutes(10);
         private WeightFormat weights = WeightFormat.STORED;
         private Long kvBudget;
+        private Long deviceWeightsBudget;
+        private int offloadLookahead = 1;
+        private Consumer<String> offloadReport = LOG::info;
         private Integer maxPositions;
 
         /**
@@ -583,6 +606,36 @@ public final class InferencePipeline implements TextGenerator {
             return this;
         }
 
+        /**
+         * Holds at most {@code bytes} of weights on the device: the embedding, final norm and head, and as many decoder
+         * layers as the plan keeps resident; the other layers stay in host memory and are promoted on each stage's
+         * transfer lane before each use ({@code docs/offload.md}). Not with tensor parallelism.
+         *
+         * @throws GraphlaneException naming the option when {@code bytes} is not positive
+         */
+        public Builder deviceWeightsBudget(long bytes) {
+            if (bytes <= 0) {
+                throw new GraphlaneException("--device-weights-budget must be a positive size (such as 512m or 4g), got " + bytes + " bytes");
+            }
+            this.deviceWeightsBudget = bytes;
+            return this;
+        }
+
+        /** How many streamed layers a transfer lane promotes ahead of the one computed (default 1). */
+        public Builder offloadLookahead(int layers) {
+            if (layers < 0) {
+                throw new GraphlaneException("--offload-lookahead must be >= 0 layers, got " + layers);
+            }
+            this.offloadLookahead = layers;
+            return this;
+        }
+
+        /** Where the offload plan's lines go at start (default: the log). */
+        public Builder onOffloadPlan(Consumer<String> report) {
+            this.offloadReport = Objects.requireNonNull(report, "report");
+            return this;
+        }
+
         /** Called once each stage's weights are loaded. */
         public Builder onStageLoaded(Consumer<StageSpec> listener) {
             this.progress = Objects.requireNonNull(listener, "listener");
@@ -602,6 +655,10 @@ public final class InferencePipeline implements TextGenerator {
                 throw new GraphlaneException("--tensor-parallel must be >= 1, got " + tensorParallel);
             }
             weights.requireTensorParallel(tensorParallel);
+            if (deviceWeightsBudget != null && tensorParallel > 1) {
+                throw new GraphlaneException("--device-weights-budget streams whole layers of single-lane stages; it does not combine with"
+                        + " --tensor-parallel " + tensorParallel + " (use one or the other)");
+            }
             Path dir = model != null ? model : DemoModel.ensure();
             ModelDirectory md = ModelDirectory.open(dir);
             if (maxPositions != null) {

@@ -5,6 +5,7 @@ import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.llama.StageForward;
 import io.graphlane.inference.llama.StageInput;
 import io.graphlane.inference.llama.StageOutput;
+import io.graphlane.inference.offload.OffloadedStage;
 import io.graphlane.inference.tensorparallel.TensorParallelStage;
 import io.graphlane.scheduler.pipeline.MicroBatch;
 import io.graphlane.scheduler.pipeline.SampledToken;
@@ -31,7 +32,9 @@ import java.util.function.Function;
  * ({@link MicroBatch.Entry#reservedPositions()}). A {@link TensorParallelStage} runs on T lanes, one per rank: its
  * step is the stage's plan of partial and reduce works ordered by completion handles
  * ({@link TensorParallelStage#plan}), rank 0's last work fills the stage's slot (and samples on the last
- * stage), and each rank's caches change by that rank's next work on its own lane.
+ * stage), and each rank's caches change by that rank's next work on its own lane. An {@link OffloadedStage} runs on its
+ * compute lane and a transfer lane: its step is compute works in ranges of layers, each after the promotion of the
+ * streamed layer it reads ({@code io.graphlane.inference.offload.LayerStreaming}).
  *
  * @param <T> the backend tensor
  * @param <W> backend-native work
@@ -68,6 +71,9 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
     /** One lane per stage, or one per rank of a tensor-parallel stage. */
     @Override
     public int laneCount(int stage) {
+        if (stages.get(stage) instanceof OffloadedStage<?, ?, ?, ?>) {
+            return 2; // its compute lane and its transfer lane
+        }
         return stages.get(stage) instanceof TensorParallelStage<T> tp ? tp.degree() : 1;
     }
 
@@ -82,6 +88,13 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
         boolean last = stage == stages.size() - 1;
         if (llama instanceof TensorParallelStage<T> tp) {
             return planShards(stage, tp, batch, segments, input, out, last);
+        }
+        if (llama instanceof OffloadedStage<?, ?, ?, ?> streamed) {
+            @SuppressWarnings("unchecked")
+            OffloadedStage<T, ?, ?, W> offloaded = (OffloadedStage<T, ?, ?, W>) streamed;
+            return new StageStep<>(offloaded.plan(() -> inputOf(stage, batch, segments, input),
+                    produced -> deliver(offloaded, batch, out, produced, last), () -> applyPending(stage),
+                    body -> asWork.apply(timed(stage, body))), out);
         }
         Runnable body = () -> {
             long started = System.nanoTime();
@@ -101,17 +114,21 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
                 produced -> deliver(tp, batch, out, produced, last));
         List<StageStep.Submission<W>> submissions = new ArrayList<>(works.size());
         for (StageStep.Submission<Runnable> w : works) {
-            Runnable body = w.work();
-            submissions.add(new StageStep.Submission<>(w.lane(), asWork.apply(() -> {
-                long started = System.nanoTime();
-                try {
-                    body.run();
-                } finally {
-                    busyNanos.addAndGet(stage, System.nanoTime() - started);
-                }
-            }), w.after(), w.retain()));
+            submissions.add(new StageStep.Submission<>(w.lane(), asWork.apply(timed(stage, w.work())), w.after(), w.retain()));
         }
         return new StageStep<>(submissions, out);
+    }
+
+    /** {@code body}, timed into stage {@code stage}'s busy time. */
+    private Runnable timed(int stage, Runnable body) {
+        return () -> {
+            long started = System.nanoTime();
+            try {
+                body.run();
+            } finally {
+                busyNanos.addAndGet(stage, System.nanoTime() - started);
+            }
+        };
     }
 
     /** The body of stage {@code stage}'s work for one step, on its lane. */
@@ -150,7 +167,7 @@ public final class LlamaStageProgram<T, W> implements StageProgram<W, StageSlot<
      * whose work only enqueues, it is the time spent enqueueing (and sampling).
      */
     public long busyNanos(int stage) {
-        return busyNanos.get(stage) / laneCount(stage);
+        return busyNanos.get(stage) / (stages.get(stage) instanceof TensorParallelStage<T> tp ? tp.degree() : 1);
     }
 
     /** Positions stage {@code stage} holds in its KV caches now; safe to read from any thread. */

@@ -276,6 +276,15 @@ final class SimDevice {
                 s.itemFailure = e;
             }
             readyAt(s, at + jitter());
+        } else if (work instanceof SimWork.CallingFor calling) {
+            try {
+                calling.action().run();
+            } catch (VirtualMachineError e) {
+                throw e;
+            } catch (RuntimeException | Error e) {
+                s.itemFailure = e;
+            }
+            readyAt(s, at + calling.duration().toNanos() + jitter());
         } else if (work instanceof SimWork.Held held) {
             Hold hold = hold(held.name());
             hold.started.complete(null);

@@ -8,7 +8,8 @@ import java.util.Objects;
  * time without burning a CPU core: the simulated device only schedules the moment the item
  * ends. A submission runs its items in order; the first failing item fails the submission.
  */
-public sealed interface SimWork permits SimWork.Instant, SimWork.Lasting, SimWork.Failing, SimWork.Held, SimWork.Calling {
+public sealed interface SimWork permits SimWork.Instant, SimWork.Lasting, SimWork.Failing, SimWork.Held, SimWork.Calling,
+        SimWork.CallingFor {
 
     /** Work that ends as soon as it starts. */
     SimWork NOOP = new Instant();
@@ -50,6 +51,15 @@ public sealed interface SimWork permits SimWork.Instant, SimWork.Lasting, SimWor
         return new Calling(action);
     }
 
+    /**
+     * Work that runs {@code action} on the device thread when the lane reaches it, then occupies the lane for
+     * {@code duration}; an exception thrown by the action fails the submission when the duration has passed. The action
+     * must be short and must not block.
+     */
+    static SimWork callingFor(Runnable action, Duration duration) {
+        return new CallingFor(action, duration);
+    }
+
     /** Ends at once. */
     record Instant() implements SimWork { }
 
@@ -79,6 +89,14 @@ public sealed interface SimWork permits SimWork.Instant, SimWork.Lasting, SimWor
     record Calling(Runnable action) implements SimWork {
         public Calling {
             Objects.requireNonNull(action, "action");
+        }
+    }
+
+    /** Runs {@code action} when reached, then lasts {@code duration}. */
+    record CallingFor(Runnable action, Duration duration) implements SimWork {
+        public CallingFor {
+            Objects.requireNonNull(action, "action");
+            requireNonNegative(duration);
         }
     }
 

@@ -5,8 +5,11 @@
  *
  * <p>Owns: simulated lanes ({@link io.graphlane.testkit.sim.SimExecutor}), their exact completions
  * ({@link io.graphlane.testkit.sim.SimCompletion}), the kinds of simulated work
- * ({@link io.graphlane.testkit.sim.SimWork}: instant, lasting, failing, held, calling) and a timeline
- * of every start and end ({@link io.graphlane.testkit.sim.SimEvent}).
+ * ({@link io.graphlane.testkit.sim.SimWork}: instant, lasting, failing, held, calling, calling then lasting), a timeline
+ * of every start and end ({@link io.graphlane.testkit.sim.SimEvent}), and its transfer backend
+ * ({@link io.graphlane.testkit.sim.SimTransferBackend}: copies of settable time between
+ * {@link io.graphlane.testkit.sim.SimHostBuffer}s and {@link io.graphlane.testkit.sim.SimWeight}s, device bytes taken in
+ * lane order, copies that fail or hold their lane on request).
  *
  * <p>Guarantees: every law of the submission contract (the conformance suite runs on it, with and
  * without reordering); one device thread per backend in wall-clock mode and none in manual mode, never
