@@ -58,6 +58,9 @@ public final class ServeCommand implements Callable<Integer> {
     @CommandLine.Mixin
     HttpServeOptions http = new HttpServeOptions();
 
+    @CommandLine.Mixin
+    ServeBackendOptions backend = new ServeBackendOptions();
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -104,8 +107,9 @@ public final class ServeCommand implements Callable<Integer> {
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "graphlane-serve");
         InferencePipeline pipeline;
         try {
-            InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel)
-                    .weights(WeightFormat.parse("--weights", weights)).actorSystem(system);
+            WeightFormat format = WeightFormat.parse("--weights", weights);
+            InferencePipeline.Builder b = backend.configure(InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel)
+                    .weights(format).actorSystem(system), tensorParallel, format);
             budget.ifPresent(b::kvBudget);
             pipeline = (model == null ? b.demoModel() : b.model(model)).build();
         } catch (RuntimeException e) {
@@ -128,7 +132,8 @@ public final class ServeCommand implements Callable<Integer> {
         Running running = start();
         var out = spec.commandLine().getOut();
         out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages"
-                + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ", KV-cache budget "
+                + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + (backend.gpu() ? " on " + running.model().backendDescription() : "")
+                + ", KV-cache budget "
                 + CacheMemory.format(running.model().kvBudget().bytes()) + ") on http://" + host + ":" + running.port()
                 + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics;"
                 + " Ctrl-C or SIGTERM drains and stops)");
