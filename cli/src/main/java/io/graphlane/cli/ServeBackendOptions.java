@@ -57,7 +57,7 @@ public final class ServeBackendOptions {
                 if (tensorParallel > 1) {
                     throw tensorParallelRefusal(tensorParallel, GpuDevices.list().size());
                 }
-                return builder.backend(GpuInference.device(device));
+                return builder.backend(GpuInference.device(device, weights));
             default:
                 throw new GraphlaneException("--backend must be cpu or gpu, got '" + backend + "'");
         }

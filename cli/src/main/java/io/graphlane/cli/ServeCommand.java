@@ -39,7 +39,7 @@ public final class ServeCommand implements Callable<Integer> {
     int tensorParallel = 1;
 
     @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held: stored (default; the checkpoint's dtype, F16/BF16 stay 16-bit), f32, bf16, or q8"
-                    + " (8-bit blocks for the projection and MLP matrices). 16-bit and 8-bit are CPU only.")
+                    + " (8-bit blocks for the projection and MLP matrices). q8 is CPU only.")
     String weights = "stored";
 
     @Option(names = "--kv-budget", paramLabel = "auto|SIZE", defaultValue = KvBudgetOption.AUTO, description = "The KV-cache memory"
