@@ -60,8 +60,9 @@ DEVICE=${GPU_CHECK_DEVICE:-0}
 BUDGET=${GPU_CHECK_BUDGET_S:-450}
 START=$(date +%s)
 # The modules the checks load: Pekko and Kryo need jdk.unsupported, logback java.xml (its configuration) and java.naming,
-# Pekko java.management, Jackson java.sql; nothing needs a GUI, TLS or the compiler.
-JLINK_MODULES=java.base,java.logging,java.management,java.naming,java.sql,java.xml,jdk.unsupported
+# Pekko java.management, Jackson java.sql; the graphlane jar of the figures java.net.http (its command line loads the
+# HTTP client at start); nothing needs a GUI, TLS or the compiler.
+JLINK_MODULES=java.base,java.logging,java.management,java.naming,java.sql,java.xml,jdk.unsupported,java.net.http
 
 case "$MODE" in
   all|--prepare|--bundle|--pack|--bundle-figures|--pack-figures|--run) ;;
@@ -441,13 +442,13 @@ serve_check() {
     fi
     t0=$EPOCHREALTIME
     curl -sN --max-time 120 "http://127.0.0.1:$port/v1/$endpoint" -H 'Content-Type: application/json' -d "$body" \
-      | while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$stream"
+      | while IFS= read -r line || [ -n "$line" ]; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$stream"
     grep -q ' data: {' "$stream" && break
     echo "GPUCHECK serve-chat-stream note: /v1/$endpoint gave no stream: $(head -c 300 "$stream" | cut -d' ' -f2-)" | tee -a "$log"
   done
   if grep -q ' data: {' "$stream"; then
     awk -v t0="$t0" -v endpoint="$endpoint" '
-      / data: \{/ && ($0 ~ /"content":"[^"]/ || $0 ~ /"text":"[^"]/) { n++; if (n == 1) first = $1; last = $1 }
+      / data: \{/ && ($0 ~ /"content":"[^"]/ || $0 ~ /"text":"[^"]/ || $0 ~ /"token_ids":\[[0-9]/) { n++; if (n == 1) first = $1; last = $1 }
       END {
         if (n == 0) { print "GPUCHECK serve-chat-stream FAILED: /v1/" endpoint " streamed no content"; exit 1 }
         printf "GPUCHECK serve-chat-stream endpoint=/v1/%s ttft_ms=%.1f tpot_ms=%s chunks=%d (curl, one request, max_tokens 64)\n",
