@@ -9,11 +9,20 @@ DecodeThroughput does: R concurrent requests (here one batch of R rows) with the
 [1+i, 2+i, 3+i, 4+i], N new tokens each; decode is timed from the moment every request has its first
 token to the last token. Prints one line per request count:
 
-  GPUCHECK torch-decode-tokens-per-second requests=R torch=T (...)
+  GPUCHECK torch-decode-tokens-per-second requests=R torch=T (...)          (--mode eager, the default)
+  GPUCHECK torch-graph-decode-tokens-per-second requests=R torch=T (...)    (--mode graph: the decode step captured once in
+                                                                            a torch.cuda.CUDAGraph and replayed)
+  GPUCHECK torch-compile-decode-tokens-per-second requests=R torch=T (...)  (--mode compile: torch.compile(mode=
+                                                                            "reduce-overhead"); SKIPPED with the reason if
+                                                                            it cannot compile on this host)
+
+The key/value cache is static (allocated once for the prompt plus the new tokens). With --prefill N it also prints
+"GPUCHECK torch-prefill-tokens-per-second tokens=N torch=T": one N-token prompt, eager, best of 3 after a warm-up.
 
 or, when torch or a GPU is missing, "GPUCHECK torch-decode-tokens-per-second SKIPPED: why" (exit 0).
 
 usage: torch_decode_baseline.py MODEL_DIR [--requests 1,8] [--new-tokens 32] [--device cuda:0] [--dtype float32]
+                                [--mode eager|graph|compile] [--prefill N]
 """
 import argparse
 import glob
@@ -31,6 +40,8 @@ def parse_args(argv):
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    p.add_argument("--mode", default="eager", choices=["eager", "graph", "compile"])
+    p.add_argument("--prefill", type=int, default=0, help="also measure prefill tokens/s of one prompt of N tokens")
     args = p.parse_args(argv)
     try:
         args.requests = [int(r) for r in args.requests.split(",") if r.strip()]
@@ -40,6 +51,8 @@ def parse_args(argv):
         p.error("--requests: every count must be >= 1, got %r" % args.requests)
     if args.new_tokens < 2:
         p.error("--new-tokens: expected >= 2, got %d" % args.new_tokens)
+    if args.prefill < 0:
+        p.error("--prefill: expected >= 0, got %d" % args.prefill)
     return args
 
 
@@ -142,6 +155,38 @@ class Llama:
         return (x @ self.lm_head.t())[:, -1, :]
 
 
+    def decode_static(self, token, pos, cache):
+        """Logits of token ids [batch, 1] at the position held in the one-element device tensor pos: no host value sets a
+        shape or an index, so the step can be captured in a CUDA graph. Attends over the whole static cache, masking the
+        positions after pos."""
+        t = self.t
+        batch = token.shape[0]
+        x = self.embed[token]
+        group = self.heads // self.kv_heads
+        length = cache[0][0].shape[2]
+        mask = t.where(t.arange(length, device=token.device) <= pos, 0.0, float("-inf")).to(x.dtype)
+        for layer, b in enumerate(self.blocks):
+            h = self.rms_norm(x, b["ln1"])
+            q = self.linear(h, b["q"], b["qb"]).view(batch, 1, self.heads, self.head_dim).transpose(1, 2)
+            k = self.linear(h, b["k"], b["kb"]).view(batch, 1, self.kv_heads, self.head_dim).transpose(1, 2)
+            v = self.linear(h, b["v"], b["vb"]).view(batch, 1, self.kv_heads, self.head_dim).transpose(1, 2)
+            q = self.rope(q, pos)
+            k = self.rope(k, pos)
+            keys, values = cache[layer]
+            keys.index_copy_(2, pos, k)
+            values.index_copy_(2, pos, v)
+            k_all = keys.repeat_interleave(group, dim=1)
+            v_all = values.repeat_interleave(group, dim=1)
+            scores = (q @ k_all.transpose(-1, -2)) / math.sqrt(self.head_dim) + mask
+            attn = t.softmax(scores.float(), dim=-1).to(q.dtype) @ v_all
+            attn = attn.transpose(1, 2).reshape(batch, 1, self.heads * self.head_dim)
+            x = x + self.linear(attn, b["o"], b["ob"])
+            h = self.rms_norm(x, b["ln2"])
+            x = x + (t.nn.functional.silu(h @ b["gate"].t()) * (h @ b["up"].t())) @ b["down"].t()
+        x = self.rms_norm(x, self.norm)
+        return (x @ self.lm_head.t())[:, -1, :]
+
+
 def load_weights(safetensors_torch, model_dir):
     files = sorted(glob.glob(os.path.join(model_dir, "*.safetensors")))
     if not files:
@@ -171,6 +216,68 @@ def measure(torch, model, requests, new_tokens, device, dtype):
     return requests * (new_tokens - 1), seconds
 
 
+def measure_static(torch, model, requests, new_tokens, device, dtype, mode):
+    """As measure, with the decode step over a static cache captured in a CUDA graph (mode graph) or compiled by
+    torch.compile(mode="reduce-overhead") (mode compile); the prompts are prefilled eagerly."""
+    prompts = torch.tensor([[1 + i, 2 + i, 3 + i, 4 + i] for i in range(requests)], device=device)
+    cache = model.new_cache(requests, prompts.shape[1] + new_tokens, device, dtype)
+    with torch.no_grad():
+        logits = model.forward(prompts, 0, cache)
+        token = logits.argmax(-1, keepdim=True)
+        static_token = token.clone()
+        static_pos = torch.tensor([prompts.shape[1]], device=device, dtype=torch.long)
+        if mode == "graph":
+            side = torch.cuda.Stream(device)
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                for _ in range(2):  # warm-up off the capture (the position it writes is written again by the first step)
+                    model.decode_static(static_token, static_pos, cache)
+            torch.cuda.current_stream(device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_logits = model.decode_static(static_token, static_pos, cache)
+
+            def step():
+                graph.replay()
+                return static_logits
+        else:
+            compiled = torch.compile(model.decode_static, mode="reduce-overhead", fullgraph=True)
+            for _ in range(3):  # compiles, records and warms the graphs; the position it writes is written again
+                compiled(static_token, static_pos, cache)
+
+            def step():
+                return compiled(static_token, static_pos, cache)
+        token.cpu()  # every request has its first token here
+        start = time.perf_counter()
+        position = prompts.shape[1]
+        for _ in range(new_tokens - 1):
+            static_token.copy_(token)
+            static_pos.fill_(position)
+            token = step().argmax(-1, keepdim=True)
+            token.cpu()
+            position += 1
+        seconds = time.perf_counter() - start
+    return requests * (new_tokens - 1), seconds
+
+
+def measure_prefill(torch, model, tokens, device, dtype):
+    """Prefill tokens/s of one prompt of `tokens` ids, eager: best of 3 after a warm-up."""
+    vocabulary = model.embed.shape[0]
+    ids = torch.tensor([[1 + (i * 7919) % max(1, vocabulary - 1) for i in range(tokens)]], device=device)
+    best = 0.0
+    with torch.inference_mode():
+        for round_ in range(4):
+            cache = model.new_cache(1, tokens, device, dtype)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            start = time.perf_counter()
+            model.forward(ids, 0, cache).argmax(-1).cpu()
+            seconds = time.perf_counter() - start
+            if round_ > 0:
+                best = max(best, tokens / seconds)
+    return best
+
+
 def main(argv):
     args = parse_args(argv)
     try:
@@ -194,11 +301,31 @@ def main(argv):
     model = Llama(torch, config, load_weights(safetensors_torch, args.model_dir), device, dtype)
     measure(torch, model, 1, 4, device, dtype)  # warm-up: kernels, allocator
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    model_name = os.path.basename(os.path.normpath(args.model_dir))
+    metric = {"eager": "torch-decode-tokens-per-second", "graph": "torch-graph-decode-tokens-per-second",
+              "compile": "torch-compile-decode-tokens-per-second"}[args.mode]
+    if args.mode != "eager" and device.type != "cuda":
+        print("GPUCHECK %s SKIPPED: --mode %s needs a CUDA device, got %s" % (metric, args.mode, args.device))
+        return 0
     for requests in args.requests:
-        tokens, seconds = measure(torch, model, requests, args.new_tokens, device, dtype)
-        print("GPUCHECK torch-decode-tokens-per-second requests=%d torch=%.1f (%s, torch %s eager %s on %s; %d tokens in %.3f s after prefill)"
-              % (requests, tokens / seconds, os.path.basename(os.path.normpath(args.model_dir)), torch.__version__, args.dtype, name,
-                 tokens, seconds))
+        try:
+            if args.mode == "eager":
+                tokens, seconds = measure(torch, model, requests, args.new_tokens, device, dtype)
+            else:
+                tokens, seconds = measure_static(torch, model, requests, args.new_tokens, device, dtype, args.mode)
+        except Exception as e:  # torch.compile without a working compiler toolchain, a capture the host refuses
+            if args.mode == "eager":
+                raise
+            print("GPUCHECK %s SKIPPED: %s could not run on this host: %s" % (metric, args.mode, str(e).splitlines()[0] if str(e) else repr(e)))
+            sys.stdout.flush()
+            break
+        print("GPUCHECK %s requests=%d torch=%.1f (%s, torch %s %s %s on %s; %d tokens in %.3f s after prefill)"
+              % (metric, requests, tokens / seconds, model_name, torch.__version__, args.mode, args.dtype, name, tokens, seconds))
+        sys.stdout.flush()
+    if args.prefill > 0:
+        rate = measure_prefill(torch, model, args.prefill, device, dtype)
+        print("GPUCHECK torch-prefill-tokens-per-second tokens=%d torch=%.1f (%s, torch %s eager %s on %s, best of 3)"
+              % (args.prefill, rate, model_name, torch.__version__, args.dtype, name))
         sys.stdout.flush()
     return 0
 

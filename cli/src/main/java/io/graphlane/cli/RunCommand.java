@@ -90,7 +90,7 @@ public final class RunCommand implements Callable<Integer> {
     int device;
 
     @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held: stored (default; the checkpoint's dtype, F16/BF16 stay 16-bit), f32, bf16, or q8"
-                    + " (8-bit blocks for the projection and MLP matrices). 16-bit and 8-bit are CPU only.")
+                    + " (8-bit blocks for the projection and MLP matrices). q8 is CPU only.")
     String weights;
 
     @Option(names = "--json", description = "Print one JSON object instead of streamed text.")
@@ -143,7 +143,7 @@ public final class RunCommand implements Callable<Integer> {
                 }
                 // Opened first, so that where CUDA is not usable the run ends with one line naming what is missing
                 // (driver, device, NVRTC, cuBLAS) before anything else is printed.
-                return runPipeline(GpuInference.open(device));
+                return runPipeline(GpuInference.open(device, WeightFormat.parse("--weights", weights)));
             default:
                 throw new GraphlaneException("--backend must be cpu, sim or gpu, got '" + backend + "'");
         }

@@ -44,7 +44,7 @@ public final class ServeCommand implements Callable<Integer> {
     int expertParallel = 1;
 
     @Option(names = "--weights", paramLabel = "stored|f32|bf16|q8", defaultValue = "stored", description = "How weights are held: stored (default; the checkpoint's dtype, F16/BF16 stay 16-bit), f32, bf16, or q8"
-                    + " (8-bit blocks for the projection and MLP matrices). 16-bit and 8-bit are CPU only.")
+                    + " (8-bit blocks for the projection and MLP matrices). q8 is CPU only.")
     String weights = "stored";
 
     @Option(names = "--kv-budget", paramLabel = "auto|SIZE", defaultValue = KvBudgetOption.AUTO, description = "The KV-cache memory"
@@ -65,6 +65,9 @@ public final class ServeCommand implements Callable<Integer> {
 
     @CommandLine.Mixin
     DeviceWeightsOptions deviceWeights = new DeviceWeightsOptions();
+
+    @CommandLine.Mixin
+    ServeBackendOptions backend = new ServeBackendOptions();
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -112,8 +115,9 @@ public final class ServeCommand implements Callable<Integer> {
         ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "graphlane-serve");
         InferencePipeline pipeline;
         try {
-            InferencePipeline.Builder b = InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel).expertParallel(expertParallel)
-                    .weights(WeightFormat.parse("--weights", weights)).actorSystem(system);
+            WeightFormat format = WeightFormat.parse("--weights", weights);
+            InferencePipeline.Builder b = backend.configure(InferencePipeline.builder().stages(stages).tensorParallel(tensorParallel)
+                    .expertParallel(expertParallel).weights(format).actorSystem(system), tensorParallel, format);
             budget.ifPresent(b::kvBudget);
             b = deviceWeights.apply(b, line -> spec.commandLine().getErr().println("graphlane serve: " + line));
             pipeline = (model == null ? b.demoModel() : b.model(model)).build();
@@ -137,7 +141,8 @@ public final class ServeCommand implements Callable<Integer> {
         Running running = start();
         var out = spec.commandLine().getOut();
         out.println("graphlane: serving " + running.model().modelName() + " (" + stages + " stages"
-                + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + ", KV-cache budget "
+                + (tensorParallel > 1 ? " x " + tensorParallel + " shards" : "") + (backend.gpu() ? " on " + running.model().backendDescription() : "")
+                + ", KV-cache budget "
                 + CacheMemory.format(running.model().kvBudget().bytes()) + ") on http://" + host + ":" + running.port()
                 + "  (POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics;"
                 + " Ctrl-C or SIGTERM drains and stops)");

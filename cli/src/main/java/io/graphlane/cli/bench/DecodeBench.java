@@ -66,7 +66,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
 
     @Option(names = "--weights", paramLabel = "LIST", split = ",", defaultValue = "stored",
             description = "Weight formats to measure on each backend, in order: stored, f32, bf16, q8 (default ${DEFAULT-VALUE};"
-                    + " bf16 and q8 are CPU only). An F32 model is rounded to BF16 or quantized at load.")
+                    + " q8 is CPU only). An F32 model is rounded to BF16 or quantized at load.")
     List<String> weights;
 
     @Option(names = "--rounds", paramLabel = "N", defaultValue = "1",
@@ -271,7 +271,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
     /** Decode tokens/s of the model held in {@code format} on backend {@code b}, in this JVM. */
     private Rate measure(String b, WeightFormat format) throws Exception {
         // The GPU is opened first, so an unusable one ends the run with one line before anything is measured.
-        InferenceBackend<?, ?, ?, ?, ?> opened = b.equals("gpu") ? GpuInference.open(device) : null;
+        InferenceBackend<?, ?, ?, ?, ?> opened = b.equals("gpu") ? GpuInference.open(device, format) : null;
         try {
             InferencePipeline.Builder builder = InferencePipeline.builder().stages(stages).weights(format);
             builder = model == null ? builder.demoModel() : builder.model(model);

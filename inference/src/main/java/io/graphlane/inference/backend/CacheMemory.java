@@ -38,7 +38,30 @@ public final class CacheMemory {
 
     /** The default KV-cache budget over {@code freeBytes} of free memory: {@link #DEFAULT_SHARE} of it, at least one byte. */
     public static long defaultBudget(long freeBytes) {
-        return Math.max(1, (long) (freeBytes * DEFAULT_SHARE));
+        return budget(freeBytes, DEFAULT_SHARE);
+    }
+
+    /**
+     * The KV-cache budget that takes {@code share} of {@code freeBytes} of free memory, at least one byte: what
+     * {@code --kv-memory-fraction} asks for (as vLLM's {@code gpu-memory-utilization} bounds its cache, but as a share of
+     * what is free once the weights are loaded, not of the whole device).
+     *
+     * @throws io.graphlane.core.GraphlaneException naming the option when {@code share} is not in (0, 1]
+     */
+    public static long budget(long freeBytes, double share) {
+        requireShare(share);
+        return Math.max(1, (long) (Math.max(0, freeBytes) * share));
+    }
+
+    /**
+     * Refuses a share of free memory outside (0, 1].
+     *
+     * @throws io.graphlane.core.GraphlaneException naming {@code --kv-memory-fraction}, the range and the value
+     */
+    public static void requireShare(double share) {
+        if (!(share > 0 && share <= 1)) {
+            throw new io.graphlane.core.GraphlaneException("--kv-memory-fraction must be in (0, 1], got " + share);
+        }
     }
 
     /** {@code bytes} in the unit that reads best: {@code 512.0 MiB}, {@code 3.2 GiB}. */

@@ -414,10 +414,10 @@ public final class InferencePipeline implements TextGenerator {
                 return settings.kvBudgetBytes();
             }
             long free = backend.freeCacheMemory();
-            long budget = CacheMemory.defaultBudget(free);
+            long budget = CacheMemory.budget(free, b.kvMemoryFraction);
             long perPosition = program.kvBytesPerPosition();
-            LOG.info("KV-cache budget {} (half of the {} the caches may take on {}): {} positions at {} bytes per position",
-                    CacheMemory.format(budget), CacheMemory.format(free), backend.description(),
+            LOG.info("KV-cache budget {} ({} of the {} the caches may take on {}): {} positions at {} bytes per position",
+                    CacheMemory.format(budget), b.kvMemoryFraction, CacheMemory.format(free), backend.description(),
                     perPosition == 0 ? "unbounded" : budget / perPosition, perPosition);
             return budget;
         }
@@ -486,6 +486,7 @@ public final class InferencePipeline implements TextGenerator {
         private Long deviceWeightsBudget;
         private int offloadLookahead = 1;
         private Consumer<String> offloadReport = LOG::info;
+        private double kvMemoryFraction = CacheMemory.DEFAULT_SHARE;
         private Integer maxPositions;
 
         /**
@@ -633,6 +634,19 @@ public final class InferencePipeline implements TextGenerator {
         /** Where the offload plan's lines go at start (default: the log). */
         public Builder onOffloadPlan(Consumer<String> report) {
             this.offloadReport = Objects.requireNonNull(report, "report");
+            return this;
+        }
+
+        /**
+         * The share in (0, 1] of what the caches may still take once the weights are bound (on a GPU its free device
+         * memory) that the default KV budget takes (default {@link CacheMemory#DEFAULT_SHARE}); ignored where
+         * {@link #kvBudget} or the settings give a budget.
+         *
+         * @throws GraphlaneException naming {@code --kv-memory-fraction} when {@code share} is outside (0, 1]
+         */
+        public Builder kvMemoryFraction(double share) {
+            CacheMemory.requireShare(share);
+            this.kvMemoryFraction = share;
             return this;
         }
 

@@ -67,7 +67,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
                                    WeightFormat format) {
         this.format = Objects.requireNonNull(format, "format");
         this.slots = Objects.requireNonNull(slots, "slots");
-        WeightPlan.requireHoldable(format, slots.holdsNarrowWeights());
+        WeightPlan.requireHoldable(format, slots.holdsNarrowWeights(), slots.holdsSixteenBitOnly());
         this.units = new SupervisedUnits<>(supervisor, scheduler, timeout, slots);
         this.source = Objects.requireNonNull(source, "source");
         this.config = Objects.requireNonNull(config, "config");
@@ -180,7 +180,7 @@ public final class SupervisedWeightsLoader<P, T> implements StageWeightsLoader<T
             WeightSource weightSource;
             P parameter;
             try {
-                WeightPlan plan = WeightPlan.of(source, e, format, slots.holdsNarrowWeights());
+                WeightPlan plan = WeightPlan.of(source, e, format, slots.holdsNarrowWeights(), slots.holdsSixteenBitOnly());
                 if (plan.recipe().isPresent()) {
                     weightSource = new WeightSource.FromRecipe(plan.recipe().get());
                 } else {

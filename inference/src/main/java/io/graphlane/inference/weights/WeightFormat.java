@@ -7,8 +7,9 @@ import java.util.stream.Collectors;
 
 /**
  * How a model's weights are held in memory once loaded (the {@code --weights} option). Norms and biases
- * are always F32; what changes is the matrices. On a backend that holds F32 only (a GPU) just
- * {@link #STORED} and {@link #F32} are accepted, and both widen F16/BF16 to F32 there.
+ * are always F32; what changes is the matrices. On a GPU ({@code GpuInference}) every format but
+ * {@link #Q8} is accepted and means what it means on the CPU (stored F16/BF16 matrices stay 16-bit); on
+ * a backend that holds F32 only just {@link #STORED} and {@link #F32} are, and both widen F16/BF16 to F32.
  */
 public enum WeightFormat {
     /** Every matrix in the checkpoint's own dtype: F32 stays F32, F16/BF16 stay 16-bit (used in place where aligned). */

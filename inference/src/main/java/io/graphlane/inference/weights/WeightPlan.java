@@ -60,8 +60,20 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
      * @throws GraphlaneException naming the option when {@code format} needs narrow weights the backend cannot hold
      */
     public static WeightPlan of(CheckpointSource source, Expected tensor, WeightFormat format, boolean narrow) {
+        return of(source, tensor, format, narrow, false);
+    }
+
+    /**
+     * As {@link #of(CheckpointSource, Expected, WeightFormat, boolean)}, where {@code sixteenBitOnly} says the backend's
+     * slots hold F16 and BF16 matrices but no 8-bit blocks, and keep a 16-bit matrix as stored whatever the host's SIMD
+     * ({@link WeightSlots#holdsSixteenBitOnly}, a GPU): there {@link WeightFormat#STORED} keeps F16/BF16 matrices and
+     * reads GGUF blocks into BF16, and {@link WeightFormat#Q8} is refused.
+     *
+     * @throws GraphlaneException naming the option when {@code format} needs weights the backend cannot hold
+     */
+    public static WeightPlan of(CheckpointSource source, Expected tensor, WeightFormat format, boolean narrow, boolean sixteenBitOnly) {
         Shape shape = Shape.of(tensor.checkpointShape());
-        requireHoldable(format, narrow);
+        requireHoldable(format, narrow, sixteenBitOnly);
         // rows of a fused tensor, or a weight the source derives (a GGUF file's): always a recipe, never a plain lease
         boolean derived = tensor.isFused() || source.isDerived(tensor.sourceName());
         if (!narrow) {
@@ -75,7 +87,7 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
         Recipe base = LlamaTensors.recipe(source, tensor);
         DType stored = base.spec().dtype();
         Optional<GgmlType> blocks = blockType(base);
-        if (isQuantized(tensor) && tensor.cols() % BlockQ8.BLOCK == 0) {
+        if (!sixteenBitOnly && isQuantized(tensor) && tensor.cols() % BlockQ8.BLOCK == 0) {
             if (blocks.orElse(null) == GgmlType.Q8_0 && (format == WeightFormat.Q8 || format == WeightFormat.STORED)) {
                 // Q8_0 blocks are the q8 kernel's quants with an F16 scale: rearranged as they are, nothing re-quantized
                 Recipe q = ((Recipe.Dequantize) base).input().repackQ8();
@@ -97,8 +109,8 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
             case F32 -> DType.F32;
             case BF16 -> DType.BF16;
             // blocks of 4 to 8 bits (decoded to F32 by the recipe) are held in 16 bits unless asked otherwise
-            case STORED, Q8 -> blocks.isPresent() ? storedNarrow(DType.BF16)
-                    : stored == DType.BF16 || stored == DType.F16 ? storedNarrow(stored) : DType.F32;
+            case STORED, Q8 -> blocks.isPresent() ? (sixteenBitOnly ? DType.BF16 : storedNarrow(DType.BF16))
+                    : stored == DType.BF16 || stored == DType.F16 ? (sixteenBitOnly ? stored : storedNarrow(stored)) : DType.F32;
         };
         if (target == stored) {
             return new WeightPlan(new TensorSpec(target, shape), derived
@@ -141,6 +153,20 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
      * @throws GraphlaneException naming the option and what to use instead
      */
     public static void requireHoldable(WeightFormat format, boolean narrow) {
+        requireHoldable(format, narrow, false);
+    }
+
+    /**
+     * As {@link #requireHoldable(WeightFormat, boolean)}; a backend whose slots hold 16-bit but no 8-bit weights
+     * ({@code sixteenBitOnly}) refuses {@link WeightFormat#Q8}.
+     *
+     * @throws GraphlaneException naming the option and what to use instead
+     */
+    public static void requireHoldable(WeightFormat format, boolean narrow, boolean sixteenBitOnly) {
+        if (sixteenBitOnly && format == WeightFormat.Q8) {
+            throw new GraphlaneException("--weights q8 is not supported on this backend: it holds F32, BF16 or F16 weights; use"
+                    + " --weights stored, bf16 or f32, or --backend cpu");
+        }
         if (!narrow && format != WeightFormat.STORED && format != WeightFormat.F32) {
             throw new GraphlaneException("--weights " + format.optionValue() + " is not supported on this backend: it holds F32 "
                     + "weights only; use --weights f32 (or stored) or --backend cpu");
@@ -153,10 +179,18 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
      * tied embedding is also read whole, as the head).
      */
     public static long decodeBytesPerToken(CheckpointSource source, LlamaConfig config, WeightFormat format) {
+        return decodeBytesPerToken(source, config, format, false);
+    }
+
+    /**
+     * As {@link #decodeBytesPerToken(CheckpointSource, LlamaConfig, WeightFormat)}, on a backend that holds 16-bit but
+     * no 8-bit weights when {@code sixteenBitOnly} (a GPU: what its {@code limit_ratio} divides by).
+     */
+    public static long decodeBytesPerToken(CheckpointSource source, LlamaConfig config, WeightFormat format, boolean sixteenBitOnly) {
         StageSpec whole = StagePlan.balanced(config.layerCount(), 1).stages().get(0);
         long bytes = 0;
         for (Expected e : LlamaTensors.forStage(config, whole)) {
-            long size = of(source, e, format, true).realized().byteSize();
+            long size = of(source, e, format, true, sixteenBitOnly).realized().byteSize();
             boolean embedding = e.name().equals(LlamaTensors.EMBEDDING);
             bytes += embedding ? size / e.rows() + (config.tieWordEmbeddings() ? size : 0) : size;
         }

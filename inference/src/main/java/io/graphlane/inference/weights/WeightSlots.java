@@ -38,6 +38,15 @@ public interface WeightSlots<P, T> {
     }
 
     /**
+     * True if {@link #slot(Expected, TensorSpec)} accepts F16 and BF16 matrices but no 8-bit blocks, and a 16-bit
+     * matrix is held as stored whatever the host's SIMD (a GPU: cuBLAS multiplies 16-bit operands with F32
+     * accumulation); implies {@link #holdsNarrowWeights}.
+     */
+    default boolean holdsSixteenBitOnly() {
+        return false;
+    }
+
+    /**
      * The {@code tensor.rows() × tensor.cols()} tensor over the weight bound to {@code slot}, sharing its
      * storage; valid until {@link #close} of that slot, and never released through the neural ops.
      *

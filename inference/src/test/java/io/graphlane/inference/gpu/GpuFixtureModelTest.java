@@ -14,6 +14,7 @@ import io.graphlane.backend.gpu.nn.GpuMatrix;
 import io.graphlane.backend.gpu.param.GpuParameter;
 import io.graphlane.checkpoint.CheckpointSource;
 import io.graphlane.core.nn.NeuralOps;
+import io.graphlane.core.tensor.DType;
 import io.graphlane.inference.api.GenerationRequest;
 import io.graphlane.inference.api.GenerationResult;
 import io.graphlane.inference.generate.SequentialGenerator;
@@ -28,6 +29,7 @@ import io.graphlane.inference.sampling.SamplingParams;
 import io.graphlane.inference.stage.StagePlan;
 import io.graphlane.inference.stage.StageSpec;
 import io.graphlane.inference.weights.SupervisedWeightsLoader;
+import io.graphlane.inference.weights.WeightFormat;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -116,6 +118,55 @@ class GpuFixtureModelTest {
             List<GenerationResult> results = pipeline.generateAll(requests, TIMEOUT);
             for (int i = 0; i < prompts.size(); i++) {
                 assertEquals(list(prompts.get(i).greedy16()), results.get(i).generatedIds(), "prompt " + i + " at " + stageCount + " stage(s)");
+            }
+        }
+    }
+
+    /**
+     * Bound on |logit - PyTorch's logit with BF16 weights| for BF16 weights held as stored on the GPU: there the projections'
+     * inputs are rounded to BF16 too (GemmEx takes 16-bit operands), which PyTorch's F32-activation reference does not, so
+     * the bound is wider than the CPU's 2e-3; the logits span about ±4, so a misread dtype is far outside it. The worst
+     * difference seen is printed, to tighten this once measured on a device.
+     */
+    private static final float BF16_ACTIVATION_TOLERANCE = 0.08f;
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"stored", "bf16"})
+    void bf16WeightsStayBf16OnTheDeviceAndGiveTheBf16ReferenceLogits(String option) {
+        String variant = option.equals("stored") ? "bf16" : "";
+        ModelDirectory model = ModelDirectory.open(Fixture.dir(variant));
+        WeightFormat format = WeightFormat.parse("--weights", option);
+        try (GpuInference gpu = GpuInference.open(DEVICE, format)) {
+            GpuStream loadingLane = gpu.device().forkExecutors(gpu.device().rootExecutor(), 1).get(0);
+            GpuStream computeLane = gpu.device().forkExecutors(gpu.device().rootExecutor(), 1).get(0);
+            ActorRef<MaterializationSupervisor.Command<GpuParameter>> supervisor = KIT.spawn(gpu.supervisor(loadingLane,
+                    MaterializationSettings.fromConfig(KIT.system().settings().config())));
+            try (CheckpointSource source = model.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS);
+                 SupervisedWeightsLoader<GpuParameter, GpuMatrix> loader = new SupervisedWeightsLoader<>(supervisor,
+                         KIT.system().scheduler(), source, model.config(), TIMEOUT, gpu.weightSlots(), format)) {
+                StageSpec whole = StagePlan.balanced(model.config().layerCount(), 1).stages().get(0);
+                var weights = loader.load(whole);
+                for (GpuParameter p : loader.parameters(weights)) {
+                    boolean vector = p.expected().shape().rank() == 1;
+                    assertEquals(vector ? DType.F32 : DType.BF16, p.weight().orElseThrow().spec().dtype(), p.name());
+                }
+                float worst = 0;
+                try (StagedModel<GpuMatrix> staged = new StagedModel<>(List.of(new LlamaStage<>(model.config(), weights, gpu.ops(computeLane))))) {
+                    long id = 1;
+                    for (Fixture.Prompt prompt : Fixture.prompts()) {
+                        float[] last = staged.step(List.of(new Segment(id, 0, prompt.ids().length)), prompt.ids())[0];
+                        staged.endRequest(id++);
+                        for (int i = 0; i < last.length; i++) {
+                            worst = Math.max(worst, Math.abs(last[i] - prompt.lastLogitsBf16()[i]));
+                        }
+                    }
+                }
+                System.out.println("GPUCHECK bf16_fixture_max_abs_logit_diff weights=" + option + " value=" + worst);
+                assertTrue(worst <= BF16_ACTIVATION_TOLERANCE, "--weights " + option + ": max |logit diff| " + worst + " exceeds "
+                        + BF16_ACTIVATION_TOLERANCE);
+                computeLane.synchronize();
+            } finally {
+                supervisor.tell(new MaterializationSupervisor.Stop<>());
             }
         }
     }

@@ -14,6 +14,7 @@ import io.graphlane.core.nn.GateActivation;
 import io.graphlane.core.nn.NeuralOps;
 import io.graphlane.core.nn.RotaryTable;
 import io.graphlane.core.nn.ShapeMismatchException;
+import io.graphlane.core.tensor.DType;
 import java.util.Objects;
 import jcuda.Pointer;
 import jcuda.driver.CUresult;
@@ -25,7 +26,9 @@ import org.bytedeco.javacpp.FloatPointer;
 
 /**
  * {@link NeuralOps} on one CUDA stream: projections through cuBLAS ({@code cublasSgemm}, one
- * row {@code cublasSgemv}), every other operation a kernel of {@link KernelSources}. Every
+ * row {@code cublasSgemv}; over a 16-bit weight held as stored, {@code cublasGemmEx} with the input
+ * rounded to the weight's type and F32 accumulation into an F32 output), every other operation a
+ * kernel of {@link KernelSources}. Every
  * operation only enqueues (host values go up with asynchronous copies on the stream);
  * {@link #toHost} and {@link #argmax} synchronize the stream before they return, and
  * {@link #copyToHost} enqueues a copy into pinned memory that is read after the lane work completes. Tensors are allocated on this lane's stream; freed tensors and per-call scratch
@@ -80,6 +83,7 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
 
     @Override
     public void toHost(GpuMatrix tensor, float[] out) {
+        requireF32("toHost", "tensor", tensor);
         if (out.length != tensor.elements()) {
             throw new ShapeMismatchException("toHost", "out", tensor.elements() + " floats for " + tensor, out.length + " floats");
         }
@@ -117,6 +121,8 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     @Override
     public void copy(GpuMatrix source, GpuMatrix out) {
         OpShapes.requireSame("copy", "out", source.rows(), source.cols(), out.rows(), out.cols());
+        requireF32("copy", "source", source);
+        requireF32("copy", "out", out);
         device.makeCurrent();
         check(JCudaDriver.cuMemcpyDtoDAsync(out.pointer(), source.pointer(), source.elements() * Float.BYTES, stream.cuStream()),
                 "cuMemcpyDtoDAsync");
@@ -130,8 +136,14 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         if (tokenIds.length == 0) {
             return;
         }
+        requireF32("embedding", "out", out);
         DeviceBuffer ids = uploadInts(tokenIds);
-        kernels.launch(stream, "gl_embedding", tokenIds.length, BLOCK, 0,
+        String kernel = switch (table.dtype()) {
+            case BF16 -> "gl_embedding_bf16";
+            case F16 -> "gl_embedding_f16";
+            default -> "gl_embedding";
+        };
+        kernels.launch(stream, kernel, tokenIds.length, BLOCK, 0,
                 Pointer.to(table.pointer()), Pointer.to(ids.pointer()), Pointer.to(out.pointer()),
                 Pointer.to(new int[] {tokenIds.length}), Pointer.to(new int[] {table.cols()}));
         releaseAfterEnqueuedWork(ids, "embedding ids");
@@ -146,6 +158,7 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     public void rmsNorm(GpuMatrix x, GpuMatrix weight, float eps, float weightOffset, GpuMatrix out) {
         OpShapes.requireVector("rmsNorm", "weight", x.cols(), weight.rows(), weight.cols());
         OpShapes.requireSame("rmsNorm", "out", x.rows(), x.cols(), out.rows(), out.cols());
+        requireF32("rmsNorm", "weight", weight);
         if (x.rows() == 0) {
             return;
         }
@@ -161,7 +174,13 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         int k = x.cols();
         int m = weight.rows();
         OpShapes.requireLinear(n, k, m, weight.cols(), out.rows(), out.cols());
+        requireF32("linear", "x", x);
+        requireF32("linear", "out", out);
         if (n == 0 || m == 0) {
+            return;
+        }
+        if (weight.dtype() != DType.F32) {
+            linearSixteenBit(x, weight, out);
             return;
         }
         device.makeCurrent();
@@ -178,9 +197,43 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
         }
     }
 
+    /**
+     * {@code out = x · weightᵀ} over a BF16 or F16 weight held as stored: {@code x} is rounded to the weight's type into
+     * scratch on this stream (freed behind the GEMM), then {@code cublasGemmEx} multiplies the 16-bit operands with F32
+     * accumulation into the F32 {@code out}, so the weight is read once at half the bytes of F32.
+     */
+    private void linearSixteenBit(GpuMatrix x, GpuMatrix weight, GpuMatrix out) {
+        int n = x.rows();
+        int k = x.cols();
+        int m = weight.rows();
+        boolean bf16 = weight.dtype() == DType.BF16;
+        DeviceBuffer input = DeviceBuffer.allocate(stream, x.elements() * 2L);
+        try {
+            kernels.launch(stream, bf16 ? "gl_f32_to_bf16" : "gl_f32_to_f16", LaunchGeometry.elementwiseGrid(x.elements(), BLOCK), BLOCK, 0,
+                    Pointer.to(x.pointer()), Pointer.to(input.pointer()), Pointer.to(new long[] {x.elements()}));
+            device.makeCurrent();
+            int type = bf16 ? org.bytedeco.cuda.global.cudart.CUDA_R_16BF : org.bytedeco.cuda.global.cudart.CUDA_R_16F;
+            // Row-major out (n x m) is column-major out' (m x n) = W'^T (m x k) . x' (k x n), as for SGEMM.
+            checkBlas(cublas.cublasGemmEx(blas, cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, m, n, k, one,
+                    JavaCppAddresses.at(weight.pointer(), 0), type, k, JavaCppAddresses.at(input.pointer(), 0), type, k, zero,
+                    JavaCppAddresses.at(out.pointer(), 0), org.bytedeco.cuda.global.cudart.CUDA_R_32F, m,
+                    cublas.CUBLAS_COMPUTE_32F, cublas.CUBLAS_GEMM_DEFAULT), "cublasGemmEx");
+        } finally {
+            releaseAfterEnqueuedWork(input, "linear 16-bit input");
+        }
+    }
+
+    /** Refuses a 16-bit matrix where an operation reads or writes F32 only (activations, norms, biases). */
+    private static void requireF32(String op, String operand, GpuMatrix m) {
+        if (m.dtype() != DType.F32) {
+            throw new ShapeMismatchException(op, operand, "F32", m.dtype() + " (" + m + ")");
+        }
+    }
+
     @Override
     public void addBias(GpuMatrix x, GpuMatrix bias) {
         OpShapes.requireVector("addBias", "bias", x.cols(), bias.rows(), bias.cols());
+        requireF32("addBias", "bias", bias);
         if (x.elements() == 0) {
             return;
         }
@@ -215,6 +268,7 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     public void rmsNormHeads(GpuMatrix x, GpuMatrix weight, float eps, int headDim, float weightOffset) {
         OpShapes.requireRope(x.cols(), headDim, headDim);
         OpShapes.requireVector("rmsNormHeads", "weight", headDim, weight.rows(), weight.cols());
+        requireF32("rmsNormHeads", "weight", weight);
         if (x.elements() == 0) {
             return;
         }
@@ -336,6 +390,7 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
      */
     @Override
     public HostCopy copyToHost(GpuMatrix tensor) {
+        requireF32("copyToHost", "tensor", tensor);
         long bytes = tensor.elements() * Float.BYTES;
         HostBufferPool<PinnedBuffer>.Lease lease = device.pinnedPool().acquire(bytes);
         if (bytes > 0) {
@@ -407,6 +462,9 @@ public final class GpuNeuralOps implements NeuralOps<GpuMatrix> {
     }
 
     private void elementwise(String kernel, GpuMatrix a, GpuMatrix b, GpuMatrix out) {
+        requireF32(kernel, "a", a);
+        requireF32(kernel, "b", b);
+        requireF32(kernel, "out", out);
         if (a.elements() == 0) {
             return;
         }

@@ -6,8 +6,10 @@ import java.util.List;
  * The CUDA C source of the backend's small kernels (everything that is not a GEMM/GEMV), compiled
  * at run time by NVRTC for the device's own architecture. Kept as plain text so a GPU host needs
  * only the driver, NVRTC and cuBLAS: no nvcc, no prebuilt PTX to match the driver.
- * Every kernel is {@code extern "C"} so its name is not mangled; F32 throughout, with no fast-math,
- * so results stay within 1e-3 of the PyTorch reference.
+ * Every kernel is {@code extern "C"} so its name is not mangled; F32 arithmetic throughout, with no
+ * fast-math, so results stay within 1e-3 of the PyTorch reference. 16-bit weights held as stored are read
+ * by the embedding kernels of their type; a projection's F32 input is rounded to the weight's type
+ * ({@code gl_f32_to_bf16}, {@code gl_f32_to_f16}, round to nearest even) for cuBLAS's GemmEx.
  */
 public final class KernelSources {
     /** Threads per block of every row-wise kernel; a power of two for the tree reductions. */
@@ -16,7 +18,8 @@ public final class KernelSources {
     /** The names of the kernels {@link #llama()} defines, in the order they appear. */
     public static final List<String> KERNELS = List.of(
             "gl_embedding", "gl_rms_norm", "gl_rope", "gl_gelu_mul", "gl_gelu_tanh_mul", "gl_silu_mul", "gl_add", "gl_add_bias",
-            "gl_softmax_rows", "gl_attention", "gl_scale", "gl_softcap", "gl_argmax_rows", "gl_f16_to_f32", "gl_bf16_to_f32");
+            "gl_softmax_rows", "gl_attention", "gl_scale", "gl_softcap", "gl_argmax_rows", "gl_f16_to_f32", "gl_bf16_to_f32",
+            "gl_embedding_bf16", "gl_embedding_f16", "gl_f32_to_bf16", "gl_f32_to_f16");
 
     private KernelSources() {
     }
@@ -277,7 +280,59 @@ public final class KernelSources {
                     out[i] = __uint_as_float(((unsigned int) in[i]) << 16);
                 }
             }
+
+            extern "C" __global__ void gl_embedding_bf16(const unsigned short* table, const int* ids, float* out, int rows, int cols) {
+                int r = blockIdx.x;
+                if (r >= rows) return;
+                const unsigned short* src = table + (long long) ids[r] * cols;
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+                    out[(long long) r * cols + c] = __uint_as_float(((unsigned int) src[c]) << 16);
+                }
+            }
+
+            extern "C" __global__ void gl_embedding_f16(const unsigned short* table, const int* ids, float* out, int rows, int cols) {
+                int r = blockIdx.x;
+                if (r >= rows) return;
+                const unsigned short* src = table + (long long) ids[r] * cols;
+                for (int c = threadIdx.x; c < cols; c += blockDim.x) out[(long long) r * cols + c] = gl_half_bits_to_float(src[c]);
+            }
+
+            // float to bfloat16 bits, round to nearest even; a NaN stays a (quiet) NaN
+            __device__ unsigned short gl_float_to_bf16_bits(float f) {
+                unsigned int u = __float_as_uint(f);
+                if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short) ((u >> 16) | 0x40u);
+                u += 0x7fffu + ((u >> 16) & 1u);
+                return (unsigned short) (u >> 16);
+            }
+
+            extern "C" __global__ void gl_f32_to_bf16(const float* in, unsigned short* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    out[i] = gl_float_to_bf16_bits(in[i]);
+                }
+            }
+
+            // float to IEEE half bits by the PTX conversion (round to nearest even), so no cuda_fp16.h is needed
+            extern "C" __global__ void gl_f32_to_f16(const float* in, unsigned short* out, long long n) {
+                for (long long i = blockIdx.x * (long long) blockDim.x + threadIdx.x; i < n; i += (long long) gridDim.x * blockDim.x) {
+                    unsigned short h;
+                    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(in[i]));
+                    out[i] = h;
+                }
+            }
             """;
+    }
+
+    /**
+     * The same float-to-bfloat16 rounding as the device's {@code gl_float_to_bf16_bits} (round to nearest even, a NaN
+     * kept a quiet NaN), on the host: the tests hold it against the exact nearest bfloat16.
+     */
+    public static short floatToBf16Bits(float f) {
+        int u = Float.floatToRawIntBits(f);
+        if ((u & 0x7fffffff) > 0x7f800000) {
+            return (short) ((u >>> 16) | 0x40);
+        }
+        u += 0x7fff + ((u >>> 16) & 1);
+        return (short) (u >>> 16);
     }
 
     /**

@@ -1,6 +1,7 @@
 /**
  * The neural ops of {@code io.graphlane.core.nn} on a CUDA stream: projections through cuBLAS
- * (SGEMM, SGEMV for one row), everything else as small kernels written in CUDA C
+ * (SGEMM, SGEMV for one row; over a BF16 or F16 weight held as stored, GemmEx with the input rounded to the
+ * weight's type and F32 accumulation), everything else as small kernels written in CUDA C
  * ({@link io.graphlane.backend.gpu.nn.KernelSources}) and compiled at run time by NVRTC to a cubin
  * for the device's own {@code sm_XY}.
  *

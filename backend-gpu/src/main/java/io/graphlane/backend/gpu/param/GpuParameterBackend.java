@@ -32,7 +32,8 @@ import jcuda.driver.JCudaDriver;
 /**
  * Uploads checkpoint weights to one GPU. Encoded bytes (usually a memory-mapped view) are copied
  * chunk by chunk into pinned staging buffers that take turns ({@link StagingPlan}), each chunk
- * copied asynchronously on the loading lane and, for F16/BF16, widened to F32 on the device.
+ * copied asynchronously on the loading lane and, for F16/BF16, either held as stored (a backend made
+ * with {@link #holdingSixteenBit}) or widened to F32 on the device.
  * The host side of the pipeline runs on one staging thread per backend, never on the caller.
  * Source leases are released by {@link #finishMaterialization} after the upload's exact completion.
  * Bad data (a leased byte count that does not match its spec, a lease that cannot be read) fails the
@@ -43,10 +44,22 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
     private final GpuBackend device;
     private final GpuKernels kernels;
     private final ExecutorService staging;
+    private final boolean widen;
 
+    /** A backend that widens F16/BF16 weights to F32 on the device. */
     public GpuParameterBackend(GpuBackend device, GpuKernels kernels) {
+        this(device, kernels, true);
+    }
+
+    /** A backend that keeps F16/BF16 weights in their own 16 bits on the device (half the memory and bytes read). */
+    public static GpuParameterBackend holdingSixteenBit(GpuBackend device, GpuKernels kernels) {
+        return new GpuParameterBackend(device, kernels, false);
+    }
+
+    private GpuParameterBackend(GpuBackend device, GpuKernels kernels, boolean widen) {
         this.device = Objects.requireNonNull(device, "device");
         this.kernels = Objects.requireNonNull(kernels, "kernels");
+        this.widen = widen;
         this.staging = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "graphlane-" + device.deviceName() + "-staging");
             t.setDaemon(true);
@@ -54,9 +67,19 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
         });
     }
 
-    /** The dtype a checkpoint dtype becomes on the device: F16 and BF16 widen to F32, the rest stay. */
+    /** The dtype a checkpoint dtype becomes on the device where 16-bit weights are widened: F16 and BF16 to F32, the rest stay. */
     public static DType deviceDType(DType encoded) {
         return encoded == DType.F16 || encoded == DType.BF16 ? DType.F32 : encoded;
+    }
+
+    /** The dtype a checkpoint dtype becomes on this backend's device: {@link #deviceDType} where it widens, else itself. */
+    public DType onDevice(DType encoded) {
+        return widen ? deviceDType(encoded) : encoded;
+    }
+
+    /** True if F16/BF16 weights stay 16-bit on the device, false if they are widened to F32. */
+    public boolean holdsSixteenBit() {
+        return !widen;
     }
 
     @Override
@@ -158,7 +181,7 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
             leases.forEach(EncodedLease::release);
             throw new IllegalArgumentException("materialize " + name + ": lane " + lane.name() + " is not on " + device.deviceName());
         }
-        TensorSpec onDevice = new TensorSpec(deviceDType(encoded.dtype()), encoded.shape());
+        TensorSpec onDevice = new TensorSpec(onDevice(encoded.dtype()), encoded.shape());
         DeviceBuffer storage;
         try {
             storage = DeviceBuffer.allocate(lane, onDevice.byteSize()); // in the loading lane's order, before the copies
@@ -172,10 +195,10 @@ public final class GpuParameterBackend implements ParameterBackend<GpuStream, Gp
 
     /** Runs on the staging thread: fills staging buffers in turn and enqueues their copies; never on the caller's thread. */
     private void upload(GpuMaterialization m, ByteBuffer source, DType encoded, GpuStream lane) {
-        boolean widen = deviceDType(encoded) != encoded;
+        boolean widen = onDevice(encoded) != encoded;
         StagingPlan plan;
         try {
-            plan = StagingPlan.of(source.remaining(), encoded.byteSize(), deviceDType(encoded).byteSize(),
+            plan = StagingPlan.of(source.remaining(), encoded.byteSize(), onDevice(encoded).byteSize(),
                     device.options().stagingChunkBytes(), device.options().stagingBuffers());
         } catch (RuntimeException | Error e) {
             failAfterNothingEnqueued(m, e);

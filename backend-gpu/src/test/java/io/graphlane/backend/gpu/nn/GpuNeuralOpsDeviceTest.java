@@ -64,6 +64,74 @@ class GpuNeuralOpsDeviceTest {
         }
     }
 
+    /**
+     * A 16-bit weight held as stored: GemmEx over the input rounded to the weight's type with F32 accumulation matches
+     * the CPU's F32 linear over the same rounded operands, and the 16-bit embedding reads the rows the CPU reads.
+     */
+    @Test
+    void linearAndEmbeddingOverSixteenBitWeightsMatchTheCpuOverTheRoundedOperands() {
+        java.util.Map<Float, Short> halfOf = new java.util.HashMap<>();
+        for (int bits = 0; bits <= 0xffff; bits++) {
+            halfOf.putIfAbsent(KernelSources.halfBitsToFloat((short) bits), (short) bits);
+        }
+        for (io.graphlane.core.tensor.DType dtype : new io.graphlane.core.tensor.DType[] {
+                io.graphlane.core.tensor.DType.BF16, io.graphlane.core.tensor.DType.F16}) {
+            boolean bf16 = dtype == io.graphlane.core.tensor.DType.BF16;
+            for (int n : new int[] {1, 7, 33}) {
+                // F16: multiples of 2^-10 in [-1, 1] are exact halves; BF16: the host's rounding mirrors the kernel's
+                float[] x = bf16 ? roundedBf16(randoms(n * 96)) : exactHalves(n * 96);
+                float[] w = bf16 ? roundedBf16(randoms(80 * 96)) : exactHalves(80 * 96);
+                short[] wBits = new short[w.length];
+                for (int i = 0; i < w.length; i++) {
+                    wBits[i] = bf16 ? KernelSources.floatToBf16Bits(w[i]) : halfOf.get(w[i]);
+                }
+                io.graphlane.backend.gpu.DeviceBuffer storage = upload(wBits);
+                try {
+                    GpuMatrix weight = GpuMatrix.borrowed(storage, 80, 96, dtype);
+                    GpuMatrix out = gpu.allocate(n, 80);
+                    gpu.linear(gpu.fromHost(x, n, 96), weight, out);
+                    CpuTensor expected = cpu.allocate(n, 80);
+                    cpu.linear(cpu.fromHost(x, n, 96), cpu.fromHost(w, 80, 96), expected);
+                    assertClose(read(cpu, expected), read(gpu, out));
+                    int[] ids = {3, 0, 79, 3};
+                    GpuMatrix rows = gpu.allocate(ids.length, 96);
+                    gpu.embedding(weight, ids, rows);
+                    CpuTensor cpuRows = cpu.allocate(ids.length, 96);
+                    cpu.embedding(cpu.fromHost(w, 80, 96), ids, cpuRows);
+                    assertArrayEquals(read(cpu, cpuRows), read(gpu, rows), dtype + " embedding rows are the stored values");
+                } finally {
+                    device.rootExecutor().synchronize();
+                    storage.close();
+                }
+            }
+        }
+    }
+
+    private static float[] roundedBf16(float[] values) {
+        float[] out = new float[values.length];
+        for (int i = 0; i < values.length; i++) {
+            out[i] = Float.intBitsToFloat((KernelSources.floatToBf16Bits(values[i]) & 0xffff) << 16);
+        }
+        return out;
+    }
+
+    private float[] exactHalves(int n) {
+        float[] out = new float[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = (random.nextInt(2049) - 1024) / 1024f;
+        }
+        return out;
+    }
+
+    private static io.graphlane.backend.gpu.DeviceBuffer upload(short[] bits) {
+        io.graphlane.backend.gpu.DeviceBuffer buffer = io.graphlane.backend.gpu.DeviceBuffer.allocate(device.rootExecutor(), bits.length * 2L);
+        device.rootExecutor().synchronize();
+        device.makeCurrent();
+        int status = jcuda.driver.JCudaDriver.cuMemcpyHtoD(buffer.pointer(), jcuda.Pointer.to(bits), bits.length * 2L);
+        assertEquals(jcuda.driver.CUresult.CUDA_SUCCESS, status, "cuMemcpyHtoD");
+        return buffer;
+    }
+
     @Test
     void normRopeSiluAddSoftmaxMatchTheCpu() {
         float[] x = randoms(5 * 64);
@@ -197,10 +265,14 @@ class GpuNeuralOpsDeviceTest {
     }
 
     private static void assertClose(float[] expected, float[] found) {
+        assertClose(expected, found, TOLERANCE);
+    }
+
+    private static void assertClose(float[] expected, float[] found, float tolerance) {
         assertEquals(expected.length, found.length);
         for (int i = 0; i < expected.length; i++) {
             float scale = Math.max(1f, Math.abs(expected[i]));
-            if (Math.abs(expected[i] - found[i]) > TOLERANCE * scale) {
+            if (Math.abs(expected[i] - found[i]) > tolerance * scale) {
                 throw new AssertionError("element " + i + ": expected " + expected[i] + " but GPU gave " + found[i]);
             }
         }

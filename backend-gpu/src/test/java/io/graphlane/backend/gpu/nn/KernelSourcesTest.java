@@ -55,6 +55,42 @@ class KernelSourcesTest {
         }
     }
 
+    @Test
+    void bf16RoundingIsToTheNearestWithTiesToEven() {
+        java.util.Random random = new java.util.Random(31);
+        List<Float> values = new ArrayList<>(List.of(0f, -0f, 1f, -1f, Float.MIN_VALUE, Float.MAX_VALUE, -Float.MAX_VALUE,
+                Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, 1.00390625f /* 1 + 2^-8: a tie, to even (1) */,
+                1.01171875f /* 1 + 3 * 2^-8: a tie, to even (1 + 2^-6) */));
+        for (int i = 0; i < 200_000; i++) {
+            values.add(Float.intBitsToFloat(random.nextInt()));
+        }
+        for (float f : values) {
+            if (Float.isNaN(f)) {
+                assertTrue(Float.isNaN(bf16(KernelSources.floatToBf16Bits(f))), "NaN stays NaN");
+                continue;
+            }
+            int truncated = Float.floatToRawIntBits(f) >>> 16;
+            double down = exact(truncated);
+            double up = exact(truncated + 1);
+            double dDown = Math.abs(f - down);
+            double dUp = Math.abs(f - up);
+            int expected = dDown < dUp ? truncated : dUp < dDown ? truncated + 1 : (truncated & 1) == 0 ? truncated : truncated + 1;
+            assertEquals(expected & 0xffff, KernelSources.floatToBf16Bits(f) & 0xffff, "rounding " + f);
+        }
+        assertEquals(0x3f80, KernelSources.floatToBf16Bits(1.00390625f));
+        assertEquals(0x3f82, KernelSources.floatToBf16Bits(1.01171875f));
+    }
+
+    private static float bf16(short bits) {
+        return Float.intBitsToFloat((bits & 0xffff) << 16);
+    }
+
+    /** The value of bfloat16 {@code bits} (the top half of a float) as a double; past the largest finite one, 2^128. */
+    private static double exact(int bits) {
+        float v = Float.intBitsToFloat((bits & 0xffff) << 16);
+        return Float.isInfinite(v) ? Math.copySign(Math.scalb(1.0, 128), v) : v;
+    }
+
     /** IEEE binary16 decoded arithmetically (Java 17 has no Float.float16ToFloat). */
     private static float jdkHalfToFloat(short half) {
         int h = half & 0xffff;
