@@ -334,6 +334,12 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                         warmupRounds++;
                     } while (System.nanoTime() < warmupEnd);
                 }
+                // a model of a short context gets the longest prompt it takes
+                int prompt = Math.min(promptTokens, pipeline.maxSequenceLength() - 1);
+                PrefillLatency prefill = prompt > 0 ? PrefillLatency.measure(pipeline, prompt, Duration.ofHours(1)) : null;
+                long positions = Math.max((long) requests * (4 + newTokens), prompt + 1L);
+                // before the bound's probe allocates a matrix of the weights' size: the process as a service holds it
+                Memory memory = Memory.now(heldWeightBytes(format), positions * pipeline.kvBudget().bytesPerPosition());
                 List<DecodeThroughput> measured = new ArrayList<>();
                 List<Limit> limits = b.equals("cpu") ? new ArrayList<>() : null;
                 DecodeBound bound = limits == null ? null : weightBytes(format);
@@ -359,11 +365,6 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                         limits.add(limit(probe, bound, kernel[0], blas[0], Math.min(kernel[1], blas[1])));
                     }
                 }
-                // a model of a short context gets the longest prompt it takes
-                int prompt = Math.min(promptTokens, pipeline.maxSequenceLength() - 1);
-                PrefillLatency prefill = prompt > 0 ? PrefillLatency.measure(pipeline, prompt, Duration.ofHours(1)) : null;
-                long positions = Math.max((long) requests * (4 + newTokens), promptTokens + 1L);
-                Memory memory = Memory.now(heldWeightBytes(format), positions * pipeline.kvBudget().bytesPerPosition());
                 double[] roundRates = measured.stream().mapToDouble(DecodeThroughput::decodeTokensPerSecond).toArray();
                 List<DecodeThroughput> byRate = new ArrayList<>(measured);
                 byRate.sort(Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));

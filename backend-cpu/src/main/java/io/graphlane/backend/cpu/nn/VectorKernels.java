@@ -145,14 +145,21 @@ final class VectorKernels {
         }
     }
 
-    /** {@link #projectRows} of BF16 weights: each weight row against up to {@link #ROWS_PER_PASS} input rows a pass. */
+    /**
+     * {@link #projectRows} of BF16 weights: each weight row widened once per {@link #PAIR_ROWS_PER_PASS} input rows (the
+     * four-row kernel for up to four of them).
+     */
     private static void projectBf16Rows(ByteBuffer w, int rowBytes, float[] x, int n, int k, FloatBuffer out, int m, int from, int to) {
-        float[] acc = new float[ROWS_PER_PASS];
+        float[] acc = new float[PAIR_ROWS_PER_PASS];
         for (int j = from; j < to; j++) {
             int base = j * rowBytes;
-            for (int r = 0; r < n; r += ROWS_PER_PASS) {
-                int rows = Math.min(ROWS_PER_PASS, n - r);
-                dotBf16(w, base, x, r * k, rows, k, acc);
+            for (int r = 0; r < n; r += PAIR_ROWS_PER_PASS) {
+                int rows = Math.min(PAIR_ROWS_PER_PASS, n - r);
+                if (rows > ROWS_PER_PASS) {
+                    dotBf16x8(w, base, x, r * k, rows, k, acc);
+                } else {
+                    dotBf16(w, base, x, r * k, rows, k, acc);
+                }
                 for (int i = 0; i < rows; i++) {
                     out.put((r + i) * m + j, acc[i]);
                 }
@@ -541,6 +548,49 @@ final class VectorKernels {
         store(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD),
                 a2.reduceLanes(ADD), a3.reduceLanes(ADD));
         tails(w, base, true, x, x0, k, i, rows, acc);
+    }
+
+    /**
+     * One BF16 weight row against {@code rows} (5 to 8) input rows permuted by {@link #prepare}: each pair of weight vectors
+     * widened once for all of them, eight accumulators in registers.
+     */
+    private static void dotBf16x8(ByteBuffer w, int base, float[] x, int x0, int rows, int k, float[] acc) {
+        int i = 0;
+        FloatVector a0 = FloatVector.zero(FLOATS);
+        FloatVector a1 = FloatVector.zero(FLOATS);
+        FloatVector a2 = FloatVector.zero(FLOATS);
+        FloatVector a3 = FloatVector.zero(FLOATS);
+        FloatVector a4 = FloatVector.zero(FLOATS);
+        FloatVector a5 = FloatVector.zero(FLOATS);
+        FloatVector a6 = FloatVector.zero(FLOATS);
+        FloatVector a7 = FloatVector.zero(FLOATS);
+        int x1 = x0 + k;
+        int x2 = x1 + k;
+        int x3 = x2 + k;
+        int x4 = x3 + k;
+        int x5 = rows > 5 ? x4 + k : x4;
+        int x6 = rows > 6 ? x5 + k : x5;
+        int x7 = rows > 7 ? x6 + k : x6;
+        for (; i + 2 * L <= k; i += 2 * L) {
+            IntVector p = IntVector.fromByteBuffer(INTS, w, base + 2 * i, LE);
+            FloatVector e = (FloatVector) p.lanewise(LSHL, 16).reinterpretShape(FLOATS, 0);
+            FloatVector o = (FloatVector) p.lanewise(AND, 0xFFFF0000).reinterpretShape(FLOATS, 0);
+            a0 = o.fma(FloatVector.fromArray(FLOATS, x, x0 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0));
+            a1 = o.fma(FloatVector.fromArray(FLOATS, x, x1 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x1 + i), a1));
+            a2 = o.fma(FloatVector.fromArray(FLOATS, x, x2 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2));
+            a3 = o.fma(FloatVector.fromArray(FLOATS, x, x3 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3));
+            a4 = o.fma(FloatVector.fromArray(FLOATS, x, x4 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x4 + i), a4));
+            a5 = o.fma(FloatVector.fromArray(FLOATS, x, x5 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x5 + i), a5));
+            a6 = o.fma(FloatVector.fromArray(FLOATS, x, x6 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x6 + i), a6));
+            a7 = o.fma(FloatVector.fromArray(FLOATS, x, x7 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x7 + i), a7));
+        }
+        store8(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD), a2.reduceLanes(ADD), a3.reduceLanes(ADD),
+                a4.reduceLanes(ADD), a5.reduceLanes(ADD), a6.reduceLanes(ADD), a7.reduceLanes(ADD));
+        if (i < k) {
+            for (int r = 0; r < rows; r++) {
+                acc[r] += tail(w, base, true, x, x0 + r * k, i, k);
+            }
+        }
     }
 
     /** The elements {@code [i, k)} that no whole vector covered, of one weight row and one input row. */
