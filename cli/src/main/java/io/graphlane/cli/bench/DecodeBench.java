@@ -14,6 +14,7 @@ import io.graphlane.inference.gpu.GpuInference;
 import io.graphlane.inference.pipeline.DecodeBound;
 import io.graphlane.inference.pipeline.DecodeThroughput;
 import io.graphlane.inference.pipeline.InferencePipeline;
+import io.graphlane.inference.pipeline.PrefillLatency;
 import io.graphlane.inference.demo.DemoModel;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.weights.WeightFormat;
@@ -85,6 +86,11 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 "format ran up to 2x slower than on its own."})
     boolean inProcess;
 
+    @Option(names = "--prompt-tokens", paramLabel = "N", defaultValue = "512",
+            description = {"After the decode rounds, the time to first token of one request of an N-token prompt, and its prompt",
+                "tokens/s (default ${DEFAULT-VALUE}; 0 skips it)."})
+    int promptTokens;
+
     @Option(names = "--json", description = "Print one JSON object.")
     boolean json;
 
@@ -105,7 +111,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
      * the JVM that measured it.
      */
     record Rate(String backend, String weights, String device, DecodeThroughput throughput, double[] roundRates, int warmupRounds,
-                List<Limit> roundLimits, double[] kernelShares, long pid) {
+                List<Limit> roundLimits, double[] kernelShares, long pid, Memory memory, PrefillLatency prefill) {
         double decodePerSecond() {
             return throughput.decodeTokensPerSecond();
         }
@@ -142,6 +148,40 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         }
     }
 
+    /**
+     * The process's memory after the rounds: {@code rssBytes} resident now and {@code peakRssBytes} at most ({@code VmRSS},
+     * {@code VmHWM} of /proc/self/status; -1 where there is none), against {@code weightBytes}, the bytes the weights take as
+     * held, and {@code kvBytes}, the KV cache the measured requests' positions take.
+     */
+    record Memory(long rssBytes, long peakRssBytes, long weightBytes, long kvBytes) {
+        /** Resident bytes over the weights' and the KV cache's. */
+        double ratio() {
+            return rssBytes / (double) (weightBytes + kvBytes);
+        }
+
+        /** Now, for a run whose weights take {@code weightBytes} and whose caches take {@code kvBytes}. */
+        static Memory now(long weightBytes, long kvBytes) {
+            long rss = -1;
+            long peak = -1;
+            try {
+                for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                    if (line.startsWith("VmRSS:")) {
+                        rss = kib(line);
+                    } else if (line.startsWith("VmHWM:")) {
+                        peak = kib(line);
+                    }
+                }
+            } catch (java.io.IOException | RuntimeException e) {
+                // no procfs (not Linux): reported as -1
+            }
+            return new Memory(rss, peak, weightBytes, kvBytes);
+        }
+
+        private static long kib(String line) {
+            return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+        }
+    }
+
     /** The middle value of {@code values} (the upper middle of an even count, as the median round is chosen). */
     static double median(double[] values) {
         double[] sorted = values.clone();
@@ -173,6 +213,9 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         if (stages < 1 || requests < 1 || newTokens < 2) {
             throw new GraphlaneException("--stages and --requests must be >= 1 and --new-tokens >= 2; got " + stages + ", " + requests
                     + ", " + newTokens);
+        }
+        if (promptTokens < 0) {
+            throw new GraphlaneException("--prompt-tokens must be >= 0, got " + promptTokens);
         }
         if (backends.isEmpty()) {
             throw new GraphlaneException("--backends names no backend; give cpu, gpu or both");
@@ -225,6 +268,13 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                         .put("decode_tokens_per_s", r.decodePerSecond()).put("decode_tokens", t.decodeTokens()).put("decode_s", t.decodeSeconds())
                         .put("tokens", t.tokens()).put("wall_s", t.wallSeconds());
                 result.put("warmup_rounds", r.warmupRounds()).put("pid", r.pid());
+                Memory m = r.memory();
+                result.put("rss_bytes", m.rssBytes()).put("peak_rss_bytes", m.peakRssBytes()).put("weight_bytes", m.weightBytes())
+                        .put("kv_bytes", m.kvBytes()).put("rss_ratio", m.ratio());
+                if (r.prefill() != null) {
+                    result.put("prompt_tokens", r.prefill().promptTokens()).put("ttft_s", r.prefill().ttftSeconds())
+                            .put("prefill_tokens_per_s", r.prefill().promptTokensPerSecond());
+                }
                 ArrayNode perRound = result.putArray("decode_tokens_per_s_rounds");
                 for (double rate : r.roundRates()) {
                     perRound.add(rate);
@@ -289,6 +339,12 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                         warmupRounds++;
                     } while (System.nanoTime() < warmupEnd);
                 }
+                // a model of a short context gets the longest prompt it takes
+                int prompt = Math.min(promptTokens, pipeline.maxSequenceLength() - 1);
+                PrefillLatency prefill = prompt > 0 ? PrefillLatency.measure(pipeline, prompt, Duration.ofHours(1)) : null;
+                long positions = Math.max((long) requests * (4 + newTokens), prompt + 1L);
+                // before the bound's probe allocates a matrix of the weights' size: the process as a service holds it
+                Memory memory = Memory.now(heldWeightBytes(format), positions * pipeline.kvBudget().bytesPerPosition());
                 List<DecodeThroughput> measured = new ArrayList<>();
                 List<Limit> limits = b.equals("cpu") ? new ArrayList<>() : null;
                 DecodeBound bound = limits == null ? null : weightBytes(format);
@@ -319,7 +375,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                 byRate.sort(Comparator.comparingDouble(DecodeThroughput::decodeTokensPerSecond));
                 DecodeThroughput throughput = byRate.get(byRate.size() / 2);
                 return new Rate(b, format.optionValue(), pipeline.backendDescription(), throughput, roundRates, warmupRounds, limits, kernelShares,
-                        ProcessHandle.current().pid());
+                        ProcessHandle.current().pid(), memory, prefill);
             }
         } finally {
             if (opened != null) {
@@ -346,6 +402,13 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                     rounds > 1 ? " (median of the rounds: " + Arrays.toString(Arrays.stream(rate.kernelShares())
                             .map(v -> Math.round(v * 100) / 100.0).toArray()) + ")" : "");
         }
+        if (rate.prefill() != null) {
+            out.printf(Locale.ROOT, "    prefill of a %d-token prompt: time to first token %.3f s, %.1f prompt tokens/s%n",
+                    rate.prefill().promptTokens(), rate.prefill().ttftSeconds(), rate.prefill().promptTokensPerSecond());
+        }
+        Memory memory = rate.memory();
+        out.printf(Locale.ROOT, "    resident %.1f MB (peak %.1f MB): %.2fx the weights as held (%.1f MB) plus the KV cache (%.1f MB)%n",
+                memory.rssBytes() / 1e6, memory.peakRssBytes() / 1e6, memory.ratio(), memory.weightBytes() / 1e6, memory.kvBytes() / 1e6);
         Limit limit = rate.limit();
         if (limit != null) {
             out.printf(Locale.ROOT, "    weights stream at %.1f GB/s (%d OpenBLAS threads%s; the decode kernel alone %.1f GB/s,"
@@ -374,7 +437,7 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), GraphlaneCli.class.getName(), "bench", "decode", "--in-process",
                 "--json", "--backends", b, "--weights", format.optionValue(), "--device", String.valueOf(device), "--stages", String.valueOf(stages),
                 "--requests", String.valueOf(requests), "--new-tokens", String.valueOf(newTokens), "--rounds", String.valueOf(rounds),
-                "--warmup-seconds", String.valueOf(warmupSeconds)));
+                "--warmup-seconds", String.valueOf(warmupSeconds), "--prompt-tokens", String.valueOf(promptTokens)));
         if (model != null) {
             command.addAll(List.of("--model", model.toString()));
         }
@@ -418,8 +481,11 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
                     kernelShares[i] = r.get("kernel_call_share_rounds").get(i).asDouble();
                 }
             }
+            Memory memory = new Memory(r.get("rss_bytes").asLong(), r.get("peak_rss_bytes").asLong(), r.get("weight_bytes").asLong(),
+                    r.get("kv_bytes").asLong());
+            PrefillLatency prefill = r.has("ttft_s") ? new PrefillLatency(r.get("prompt_tokens").asInt(), r.get("ttft_s").asDouble()) : null;
             return new ForkedRun(0, new Rate(r.get("backend").asText(), r.get("weights").asText(), r.get("device").asText(), throughput,
-                    roundRates, r.get("warmup_rounds").asInt(), limits, kernelShares, r.get("pid").asLong()));
+                    roundRates, r.get("warmup_rounds").asInt(), limits, kernelShares, r.get("pid").asLong(), memory, prefill));
         } finally {
             child.destroyForcibly();
             Files.deleteIfExists(errors);
@@ -431,6 +497,14 @@ public final class DecodeBench implements java.util.concurrent.Callable<Integer>
         ModelDirectory directory = ModelDirectory.open(model == null ? DemoModel.ensure() : model);
         try (CheckpointSource source = directory.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
             return new DecodeBound(WeightPlan.decodeBytesPerToken(source, directory.config(), format));
+        }
+    }
+
+    /** The bytes the whole model's weights take held in {@code format} on the CPU. */
+    private long heldWeightBytes(WeightFormat format) {
+        ModelDirectory directory = ModelDirectory.open(model == null ? DemoModel.ensure() : model);
+        try (CheckpointSource source = directory.openSource(CheckpointSource.DEFAULT_MAX_OPEN_SHARDS)) {
+            return WeightPlan.heldBytes(source, directory.config(), format);
         }
     }
 

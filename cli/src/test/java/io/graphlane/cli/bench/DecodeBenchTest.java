@@ -41,6 +41,27 @@ class DecodeBenchTest {
     }
 
     @Test
+    void aCpuRunReportsPrefillOfALongPromptAndResidentMemoryAgainstTheWeightsAndCache() throws Exception {
+        Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
+                "--requests", "2", "--new-tokens", "4", "--warmup-seconds", "0", "--prompt-tokens", "40", "--json");
+        assertEquals(0, run.status(), run.err());
+        JsonNode result = new ObjectMapper().readTree(run.out()).get("results").get(0);
+        assertEquals(40, result.get("prompt_tokens").asInt());
+        assertEquals(40 / result.get("ttft_s").asDouble(), result.get("prefill_tokens_per_s").asDouble(), 1e-6);
+        long perLayer = 64L * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 172 + 2 * 64;
+        assertEquals((perLayer * 4 + 256 * 64 * 2 + 64) * Float.BYTES, result.get("weight_bytes").asLong(),
+                "tiny-llama's every F32 weight, its embedding and head once each");
+        assertTrue(result.get("kv_bytes").asLong() > 0, result.toString());
+        long rss = result.get("rss_bytes").asLong();
+        assertTrue(rss > 0 && result.get("peak_rss_bytes").asLong() >= rss, result.toString());
+        assertEquals(rss / (double) (result.get("weight_bytes").asLong() + result.get("kv_bytes").asLong()), result.get("rss_ratio").asDouble(),
+                1e-9);
+        Run refused = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--prompt-tokens", "-1");
+        assertEquals(GraphlaneCli.EXIT_USER_ERROR, refused.status());
+        assertTrue(refused.err().contains("--prompt-tokens must be >= 0, got -1"), refused.err());
+    }
+
+    @Test
     void oneRunMeasuresEachWeightFormatWithTheBytesThatFormatReads() throws Exception {
         Run run = run("bench", "decode", "--backends", "cpu", "--model", FIXTURE.toString(), "--stages", "1",
                 "--requests", "1", "--new-tokens", "3", "--weights", "f32,q8", "--warmup-seconds", "0", "--json");

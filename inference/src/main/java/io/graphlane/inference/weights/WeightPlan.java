@@ -109,8 +109,13 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
             case F32 -> DType.F32;
             case BF16 -> DType.BF16;
             // blocks of 4 to 8 bits (decoded to F32 by the recipe) are held in 16 bits unless asked otherwise
-            case STORED, Q8 -> blocks.isPresent() ? (sixteenBitOnly ? DType.BF16 : storedNarrow(DType.BF16))
+            case STORED -> blocks.isPresent() ? (sixteenBitOnly ? DType.BF16 : storedNarrow(DType.BF16))
                     : stored == DType.BF16 || stored == DType.F16 ? (sixteenBitOnly ? stored : storedNarrow(stored)) : DType.F32;
+            // the matrices q8 leaves unquantized (the embedding and the head: a fifth to a third of a real model's bytes)
+            // are held in 16 bits, never wider: an F32 head read in full each step would cost as much as the 8-bit layers
+            case Q8 -> blocks.isPresent() ? (sixteenBitOnly ? DType.BF16 : storedNarrow(DType.BF16))
+                    : stored == DType.BF16 || stored == DType.F16 ? (sixteenBitOnly ? stored : storedNarrow(stored))
+                    : isEmbeddingOrHead(tensor) ? (sixteenBitOnly ? DType.BF16 : storedNarrow(DType.BF16)) : DType.F32;
         };
         if (target == stored) {
             return new WeightPlan(new TensorSpec(target, shape), derived
@@ -195,6 +200,21 @@ public record WeightPlan(TensorSpec realized, Optional<DerivedWeight> recipe) {
             bytes += embedding ? size / e.rows() + (config.tieWordEmbeddings() ? size : 0) : size;
         }
         return bytes;
+    }
+
+    /** The bytes the whole model's weights take held in {@code format} on a backend that holds narrow weights. */
+    public static long heldBytes(CheckpointSource source, LlamaConfig config, WeightFormat format) {
+        StageSpec whole = StagePlan.balanced(config.layerCount(), 1).stages().get(0);
+        long bytes = 0;
+        for (Expected e : LlamaTensors.forStage(config, whole)) {
+            bytes += of(source, e, format, true).realized().byteSize();
+        }
+        return bytes;
+    }
+
+    /** True for the embedding and the head (which a tied model reads from the embedding). */
+    static boolean isEmbeddingOrHead(Expected tensor) {
+        return tensor.name().equals(LlamaTensors.EMBEDDING) || tensor.name().equals(LlamaTensors.LM_HEAD);
     }
 
     /** True for the layer matrices {@link WeightFormat#Q8} quantizes. */

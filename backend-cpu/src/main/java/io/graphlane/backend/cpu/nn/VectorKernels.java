@@ -5,8 +5,6 @@ import static jdk.incubator.vector.VectorOperators.AND;
 import static jdk.incubator.vector.VectorOperators.ASHR;
 import static jdk.incubator.vector.VectorOperators.I2F;
 import static jdk.incubator.vector.VectorOperators.LSHL;
-import static jdk.incubator.vector.VectorOperators.LSHR;
-import static jdk.incubator.vector.VectorOperators.XOR;
 
 import io.graphlane.checkpoint.recipe.BlockQ8;
 import java.nio.ByteBuffer;
@@ -70,20 +68,6 @@ final class VectorKernels {
     /** Input rows one pass over a pair of F32 weight rows serves ({@link #dotF32Pair8}: sixteen accumulators). */
     static final int PAIR_ROWS_PER_PASS = 8;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
-    /**
-     * {@link #widenQ8}'s F32 for a zero byte: a byte {@code u} (unsigned) XOR {@code 0x4B000080} reads as the F32
-     * {@code 2²³ + 128 + b} for the signed byte {@code b}, exactly, so subtracting this leaves {@code b}: integer operations
-     * and a reinterpretation, no conversion (whose intrinsic the JIT left out in some compilations, running its Java
-     * fallback).
-     */
-    private static final float BIASED_ZERO = 8388736f;
-    private static final int BIASED = 0x4B000080;
-    /** Per thread, one 8-bit weight row widened for several input rows ({@link #widenQ8}). */
-    private static final ThreadLocal<float[]> ROW_SCRATCH = ThreadLocal.withInitial(() -> new float[0]);
-
-    private VectorKernels() {
-    }
-
     /** The length of {@link #prepare}'s output for {@code n} rows of {@code k} elements. */
     static int preparedLength(int n, int k) {
         return n * k;
@@ -145,27 +129,36 @@ final class VectorKernels {
         }
     }
 
-    /** {@link #project} of several input rows. */
+    /**
+     * {@link #project} of several input rows: one method per encoding, each the root of its own compilation, so that the
+     * JIT's inlining budget and type profile of one (BF16 of a head, 8-bit of the layers) never cut the Vector API calls
+     * the other must inline (a shared loop over both ran the 8-bit path's stores through the Vector API's scalar fallback).
+     */
     private static void projectRows(PackedMatrix.Encoding encoding, ByteBuffer w, int rowBytes, float[] x, int n, int k,
                                     FloatBuffer out, int m, int from, int to) {
-        float[] acc = new float[ROWS_PER_PASS];
         if (encoding == null) {
-            projectF32Pairs(w, rowBytes, x, n, k, out, m, from, to, acc);
-            return;
+            projectF32Pairs(w, rowBytes, x, n, k, out, m, from, to, new float[ROWS_PER_PASS]);
+        } else if (encoding == PackedMatrix.Encoding.BF16) {
+            projectBf16Rows(w, rowBytes, x, n, k, out, m, from, to);
+        } else {
+            projectQ8Rows(w, rowBytes, x, n, k, out, m, from, to);
         }
-        boolean bf16 = encoding == PackedMatrix.Encoding.BF16;
-        float[] row = bf16 ? null : rowScratch(k);
+    }
+
+    /**
+     * {@link #projectRows} of BF16 weights: each weight row widened once per {@link #PAIR_ROWS_PER_PASS} input rows (the
+     * four-row kernel for up to four of them).
+     */
+    private static void projectBf16Rows(ByteBuffer w, int rowBytes, float[] x, int n, int k, FloatBuffer out, int m, int from, int to) {
+        float[] acc = new float[PAIR_ROWS_PER_PASS];
         for (int j = from; j < to; j++) {
             int base = j * rowBytes;
-            if (!bf16) {
-                widenQ8(w, base, k, row);
-            }
-            for (int r = 0; r < n; r += ROWS_PER_PASS) {
-                int rows = Math.min(ROWS_PER_PASS, n - r);
-                if (bf16) {
-                    dotBf16(w, base, x, r * k, rows, k, acc);
+            for (int r = 0; r < n; r += PAIR_ROWS_PER_PASS) {
+                int rows = Math.min(PAIR_ROWS_PER_PASS, n - r);
+                if (rows > ROWS_PER_PASS) {
+                    dotBf16x8(w, base, x, r * k, rows, k, acc);
                 } else {
-                    dotF32Array(row, x, r * k, rows, k, acc);
+                    dotBf16(w, base, x, r * k, rows, k, acc);
                 }
                 for (int i = 0; i < rows; i++) {
                     out.put((r + i) * m + j, acc[i]);
@@ -174,14 +167,157 @@ final class VectorKernels {
         }
     }
 
-    /** This thread's scratch row of at least {@code k} floats. */
-    private static float[] rowScratch(int k) {
-        float[] row = ROW_SCRATCH.get();
-        if (row.length < k) {
-            row = new float[k];
-            ROW_SCRATCH.set(row);
+    /**
+     * {@link #projectRows} of 8-bit weights: each block of 32 weights widened once in registers (times its scale) and met
+     * by up to {@link #PAIR_ROWS_PER_PASS} input rows, nothing stored between the widening and the multiply-adds.
+     */
+    private static void projectQ8Rows(ByteBuffer w, int rowBytes, float[] x, int n, int k, FloatBuffer out, int m, int from, int to) {
+        float[] acc = new float[PAIR_ROWS_PER_PASS];
+        for (int j = from; j < to; j++) {
+            int base = j * rowBytes;
+            for (int r = 0; r < n; r += PAIR_ROWS_PER_PASS) {
+                int rows = Math.min(PAIR_ROWS_PER_PASS, n - r);
+                if (rows > ROWS_PER_PASS) {
+                    dotQ8x8(w, base, x, r * k, rows, k, acc);
+                } else {
+                    dotQ8x4(w, base, x, r * k, rows, k, acc);
+                }
+                for (int i = 0; i < rows; i++) {
+                    out.put((r + i) * m + j, acc[i]);
+                }
+            }
         }
-        return row;
+    }
+
+    /** Byte phase 0 (the lowest byte of every lane, sign-extended) of a block of 8-bit weights as F32, times {@code scale}. */
+    private static FloatVector q8Phase0(IntVector v, FloatVector scale) {
+        return ((FloatVector) v.lanewise(LSHL, 24).lanewise(ASHR, 24).convertShape(I2F, Q8_FLOATS, 0)).mul(scale);
+    }
+
+    /** Byte phase 1 of a block of 8-bit weights as F32, times {@code scale}. */
+    private static FloatVector q8Phase1(IntVector v, FloatVector scale) {
+        return ((FloatVector) v.lanewise(LSHL, 16).lanewise(ASHR, 24).convertShape(I2F, Q8_FLOATS, 0)).mul(scale);
+    }
+
+    /** Byte phase 2 of a block of 8-bit weights as F32, times {@code scale}. */
+    private static FloatVector q8Phase2(IntVector v, FloatVector scale) {
+        return ((FloatVector) v.lanewise(LSHL, 8).lanewise(ASHR, 24).convertShape(I2F, Q8_FLOATS, 0)).mul(scale);
+    }
+
+    /** Byte phase 3 (the highest byte of every lane) of a block of 8-bit weights as F32, times {@code scale}. */
+    private static FloatVector q8Phase3(IntVector v, FloatVector scale) {
+        return ((FloatVector) v.lanewise(ASHR, 24).convertShape(I2F, Q8_FLOATS, 0)).mul(scale);
+    }
+
+    /** One 8-bit weight row against {@code rows} (1 to 4) input rows {@code k} apart from {@code x0}, permuted by {@link #prepare}. */
+    private static void dotQ8x4(ByteBuffer w, int base, float[] x, int x0, int rows, int k, float[] acc) {
+        int blocks = k / BlockQ8.BLOCK;
+        int scales = base + k;
+        int x1 = rows > 1 ? x0 + k : x0;
+        int x2 = rows > 2 ? x1 + k : x1;
+        int x3 = rows > 3 ? x2 + k : x2;
+        FloatVector a0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a3 = FloatVector.zero(Q8_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            int e = b * BlockQ8.BLOCK;
+            IntVector v = IntVector.fromByteBuffer(Q8_INTS, w, base + e, LE);
+            FloatVector scale = FloatVector.broadcast(Q8_FLOATS, w.getFloat(scales + b * Float.BYTES));
+            FloatVector w0 = q8Phase0(v, scale);
+            FloatVector w1 = q8Phase1(v, scale);
+            FloatVector w2 = q8Phase2(v, scale);
+            FloatVector w3 = q8Phase3(v, scale);
+            int o0 = e;
+            a0 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x0 + o0), a0);
+            a1 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x1 + o0), a1);
+            a2 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x2 + o0), a2);
+            a3 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x3 + o0), a3);
+            int o1 = e + 1 * Q8_L;
+            a0 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x0 + o1), a0);
+            a1 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x1 + o1), a1);
+            a2 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x2 + o1), a2);
+            a3 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x3 + o1), a3);
+            int o2 = e + 2 * Q8_L;
+            a0 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x0 + o2), a0);
+            a1 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x1 + o2), a1);
+            a2 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x2 + o2), a2);
+            a3 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x3 + o2), a3);
+            int o3 = e + 3 * Q8_L;
+            a0 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x0 + o3), a0);
+            a1 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x1 + o3), a1);
+            a2 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x2 + o3), a2);
+            a3 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x3 + o3), a3);
+        }
+        store(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD), a2.reduceLanes(ADD), a3.reduceLanes(ADD));
+    }
+
+    /** One 8-bit weight row against {@code rows} (5 to 8) input rows {@code k} apart from {@code x0}, permuted by {@link #prepare}. */
+    private static void dotQ8x8(ByteBuffer w, int base, float[] x, int x0, int rows, int k, float[] acc) {
+        int blocks = k / BlockQ8.BLOCK;
+        int scales = base + k;
+        int x1 = x0 + k;
+        int x2 = x1 + k;
+        int x3 = x2 + k;
+        int x4 = x3 + k;
+        int x5 = rows > 5 ? x4 + k : x4;
+        int x6 = rows > 6 ? x5 + k : x5;
+        int x7 = rows > 7 ? x6 + k : x6;
+        FloatVector a0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a3 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a4 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a5 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a6 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a7 = FloatVector.zero(Q8_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            int e = b * BlockQ8.BLOCK;
+            IntVector v = IntVector.fromByteBuffer(Q8_INTS, w, base + e, LE);
+            FloatVector scale = FloatVector.broadcast(Q8_FLOATS, w.getFloat(scales + b * Float.BYTES));
+            FloatVector w0 = q8Phase0(v, scale);
+            FloatVector w1 = q8Phase1(v, scale);
+            FloatVector w2 = q8Phase2(v, scale);
+            FloatVector w3 = q8Phase3(v, scale);
+            int o0 = e;
+            a0 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x0 + o0), a0);
+            a1 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x1 + o0), a1);
+            a2 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x2 + o0), a2);
+            a3 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x3 + o0), a3);
+            a4 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x4 + o0), a4);
+            a5 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x5 + o0), a5);
+            a6 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x6 + o0), a6);
+            a7 = w0.fma(FloatVector.fromArray(Q8_FLOATS, x, x7 + o0), a7);
+            int o1 = e + 1 * Q8_L;
+            a0 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x0 + o1), a0);
+            a1 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x1 + o1), a1);
+            a2 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x2 + o1), a2);
+            a3 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x3 + o1), a3);
+            a4 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x4 + o1), a4);
+            a5 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x5 + o1), a5);
+            a6 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x6 + o1), a6);
+            a7 = w1.fma(FloatVector.fromArray(Q8_FLOATS, x, x7 + o1), a7);
+            int o2 = e + 2 * Q8_L;
+            a0 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x0 + o2), a0);
+            a1 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x1 + o2), a1);
+            a2 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x2 + o2), a2);
+            a3 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x3 + o2), a3);
+            a4 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x4 + o2), a4);
+            a5 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x5 + o2), a5);
+            a6 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x6 + o2), a6);
+            a7 = w2.fma(FloatVector.fromArray(Q8_FLOATS, x, x7 + o2), a7);
+            int o3 = e + 3 * Q8_L;
+            a0 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x0 + o3), a0);
+            a1 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x1 + o3), a1);
+            a2 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x2 + o3), a2);
+            a3 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x3 + o3), a3);
+            a4 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x4 + o3), a4);
+            a5 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x5 + o3), a5);
+            a6 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x6 + o3), a6);
+            a7 = w3.fma(FloatVector.fromArray(Q8_FLOATS, x, x7 + o3), a7);
+        }
+        store8(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD), a2.reduceLanes(ADD), a3.reduceLanes(ADD),
+                a4.reduceLanes(ADD), a5.reduceLanes(ADD), a6.reduceLanes(ADD), a7.reduceLanes(ADD));
     }
 
     /**
@@ -414,6 +550,49 @@ final class VectorKernels {
         tails(w, base, true, x, x0, k, i, rows, acc);
     }
 
+    /**
+     * One BF16 weight row against {@code rows} (5 to 8) input rows permuted by {@link #prepare}: each pair of weight vectors
+     * widened once for all of them, eight accumulators in registers.
+     */
+    private static void dotBf16x8(ByteBuffer w, int base, float[] x, int x0, int rows, int k, float[] acc) {
+        int i = 0;
+        FloatVector a0 = FloatVector.zero(FLOATS);
+        FloatVector a1 = FloatVector.zero(FLOATS);
+        FloatVector a2 = FloatVector.zero(FLOATS);
+        FloatVector a3 = FloatVector.zero(FLOATS);
+        FloatVector a4 = FloatVector.zero(FLOATS);
+        FloatVector a5 = FloatVector.zero(FLOATS);
+        FloatVector a6 = FloatVector.zero(FLOATS);
+        FloatVector a7 = FloatVector.zero(FLOATS);
+        int x1 = x0 + k;
+        int x2 = x1 + k;
+        int x3 = x2 + k;
+        int x4 = x3 + k;
+        int x5 = rows > 5 ? x4 + k : x4;
+        int x6 = rows > 6 ? x5 + k : x5;
+        int x7 = rows > 7 ? x6 + k : x6;
+        for (; i + 2 * L <= k; i += 2 * L) {
+            IntVector p = IntVector.fromByteBuffer(INTS, w, base + 2 * i, LE);
+            FloatVector e = (FloatVector) p.lanewise(LSHL, 16).reinterpretShape(FLOATS, 0);
+            FloatVector o = (FloatVector) p.lanewise(AND, 0xFFFF0000).reinterpretShape(FLOATS, 0);
+            a0 = o.fma(FloatVector.fromArray(FLOATS, x, x0 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0));
+            a1 = o.fma(FloatVector.fromArray(FLOATS, x, x1 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x1 + i), a1));
+            a2 = o.fma(FloatVector.fromArray(FLOATS, x, x2 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2));
+            a3 = o.fma(FloatVector.fromArray(FLOATS, x, x3 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3));
+            a4 = o.fma(FloatVector.fromArray(FLOATS, x, x4 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x4 + i), a4));
+            a5 = o.fma(FloatVector.fromArray(FLOATS, x, x5 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x5 + i), a5));
+            a6 = o.fma(FloatVector.fromArray(FLOATS, x, x6 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x6 + i), a6));
+            a7 = o.fma(FloatVector.fromArray(FLOATS, x, x7 + i + L), e.fma(FloatVector.fromArray(FLOATS, x, x7 + i), a7));
+        }
+        store8(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD), a2.reduceLanes(ADD), a3.reduceLanes(ADD),
+                a4.reduceLanes(ADD), a5.reduceLanes(ADD), a6.reduceLanes(ADD), a7.reduceLanes(ADD));
+        if (i < k) {
+            for (int r = 0; r < rows; r++) {
+                acc[r] += tail(w, base, true, x, x0 + r * k, i, k);
+            }
+        }
+    }
+
     /** The elements {@code [i, k)} that no whole vector covered, of one weight row and one input row. */
     private static float tail(ByteBuffer w, int base, boolean bf16, float[] x, int x0, int i, int k) {
         float total = 0f;
@@ -468,62 +647,6 @@ final class VectorKernels {
                 t = s.fma(FloatVector.broadcast(Q8_FLOATS, w.getFloat(scales + b * Float.BYTES)), t);
             }
             out.put(j, t.reduceLanes(ADD));
-        }
-    }
-
-    /**
-     * One 8-bit weight row widened to F32 into {@code row[0, k)}, in the order of the input {@link #prepare permuted}
-     * for it: several input rows then meet it with {@link #dotF32Array}, the widening paid once per weight row (and a
-     * smaller compiled loop than widening and multiplying at once, whose inlined Vector API calls outgrew the JIT's
-     * node budget in some runs).
-     */
-    private static void widenQ8(ByteBuffer w, int base, int k, float[] row) {
-        int blocks = k / BlockQ8.BLOCK;
-        int scales = base + k;
-        for (int b = 0; b < blocks; b++) {
-            int e = b * BlockQ8.BLOCK;
-            FloatVector scale = FloatVector.broadcast(Q8_FLOATS, w.getFloat(scales + b * Float.BYTES));
-            IntVector v = IntVector.fromByteBuffer(Q8_INTS, w, base + e, LE);
-            IntVector b0 = v.lanewise(AND, 0xFF);
-            IntVector b1 = v.lanewise(LSHR, 8).lanewise(AND, 0xFF);
-            IntVector b2 = v.lanewise(LSHR, 16).lanewise(AND, 0xFF);
-            IntVector b3 = v.lanewise(LSHR, 24);
-            ((FloatVector) b0.lanewise(XOR, BIASED).reinterpretShape(Q8_FLOATS, 0)).sub(BIASED_ZERO).mul(scale)
-                    .intoArray(row, e);
-            ((FloatVector) b1.lanewise(XOR, BIASED).reinterpretShape(Q8_FLOATS, 0)).sub(BIASED_ZERO).mul(scale)
-                    .intoArray(row, e + Q8_L);
-            ((FloatVector) b2.lanewise(XOR, BIASED).reinterpretShape(Q8_FLOATS, 0)).sub(BIASED_ZERO).mul(scale)
-                    .intoArray(row, e + 2 * Q8_L);
-            ((FloatVector) b3.lanewise(XOR, BIASED).reinterpretShape(Q8_FLOATS, 0)).sub(BIASED_ZERO).mul(scale)
-                    .intoArray(row, e + 3 * Q8_L);
-        }
-    }
-
-    /** One F32 row {@code w[0, k)} against {@code rows} (1 to 4) input rows {@code k} apart from {@code x0}. */
-    private static void dotF32Array(float[] w, float[] x, int x0, int rows, int k, float[] acc) {
-        int i = 0;
-        FloatVector a0 = FloatVector.zero(FLOATS);
-        FloatVector a1 = FloatVector.zero(FLOATS);
-        FloatVector a2 = FloatVector.zero(FLOATS);
-        FloatVector a3 = FloatVector.zero(FLOATS);
-        int x1 = rows > 1 ? x0 + k : x0;
-        int x2 = rows > 2 ? x1 + k : x1;
-        int x3 = rows > 3 ? x2 + k : x2;
-        for (; i + L <= k; i += L) {
-            FloatVector wv = FloatVector.fromArray(FLOATS, w, i);
-            a0 = wv.fma(FloatVector.fromArray(FLOATS, x, x0 + i), a0);
-            a1 = wv.fma(FloatVector.fromArray(FLOATS, x, x1 + i), a1);
-            a2 = wv.fma(FloatVector.fromArray(FLOATS, x, x2 + i), a2);
-            a3 = wv.fma(FloatVector.fromArray(FLOATS, x, x3 + i), a3);
-        }
-        store(acc, rows, a0.reduceLanes(ADD), a1.reduceLanes(ADD),
-                a2.reduceLanes(ADD), a3.reduceLanes(ADD));
-        for (int r = 0; r < rows; r++) {
-            float total = 0f;
-            for (int t = i; t < k; t++) {
-                total += w[t] * x[x0 + r * k + t];
-            }
-            acc[r] += total;
         }
     }
 

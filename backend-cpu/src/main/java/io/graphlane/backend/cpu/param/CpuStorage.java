@@ -46,11 +46,16 @@ public final class CpuStorage {
         this.onFree = Objects.requireNonNull(onFree, "onFree");
     }
 
-    /** A storage that uses {@code view} (direct, typically memory-mapped) in place; holding it keeps the mapping alive. */
+    /**
+     * A storage that uses {@code view} (direct, typically memory-mapped) in place; holding it keeps the mapping alive. Its
+     * pages are brought into memory now ({@link MappedPages#load}), so the first computation that reads them does not
+     * wait for page faults.
+     */
     public static CpuStorage mappedView(String owner, ByteBuffer view) {
         if (!view.isDirect()) {
             throw new IllegalArgumentException("storage of " + owner + ": a mapped view must be a direct buffer, got a heap buffer");
         }
+        MappedPages.load(view);
         return new CpuStorage(owner, Kind.MAPPED_VIEW, view, () -> { });
     }
 

@@ -88,7 +88,8 @@ class PackedLinearTest {
         "BF16, 96, 64, 1, 1", "BF16, 96, 64, 1, 2", "BF16, 33, 71, 3, 2", "BF16, 257, 1024, 1, 2", "BF16, 40, 96, 9, 1",
         "F16, 96, 64, 1, 1", "F16, 257, 1024, 2, 2", "F16, 40, 96, 9, 2",
         "Q8_0, 96, 64, 1, 1", "Q8_0, 257, 1024, 1, 2", "Q8_0, 33, 96, 5, 2", "Q8_0, 40, 96, 12, 1",
-        "Q8_0, 35, 96, 1, 1", "Q8_0, 35, 160, 2, 2", "BF16, 35, 200, 2, 2"})
+        "Q8_0, 35, 96, 1, 1", "Q8_0, 35, 160, 2, 2", "BF16, 35, 200, 2, 2", "Q8_0, 70, 64, 8, 2", "Q8_0, 33, 64, 3, 1",
+        "BF16, 35, 200, 8, 2", "BF16, 19, 200, 6, 1", "BF16, 19, 64, 13, 2"})
     void packedProjectionEqualsTheWidenedF32Projection(PackedMatrix.Encoding encoding, int m, int k, int n, int threads) {
         CpuNeuralBackend.setBlasThreads(threads);
         Random random = new Random(31L * m + k + n);
