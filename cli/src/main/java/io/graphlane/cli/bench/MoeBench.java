@@ -5,14 +5,13 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.graphlane.backend.cpu.nn.CpuTensor;
 import io.graphlane.core.GraphlaneException;
-import io.graphlane.inference.generate.SequentialGenerator;
-import io.graphlane.inference.generate.SequentialRequest;
+import io.graphlane.inference.generate.RequestIds;
 import io.graphlane.inference.generate.StagedModel;
 import io.graphlane.inference.model.CpuModels;
 import io.graphlane.inference.model.ModelDirectory;
 import io.graphlane.inference.moe.ExpertParallelExperts;
+import io.graphlane.inference.llama.Segment;
 import io.graphlane.inference.moe.ExpertParallelModels;
-import io.graphlane.inference.sampling.SamplingParams;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -86,14 +85,14 @@ public final class MoeBench implements Callable<Integer> {
                         + " experts per layer");
             }
         }
-        List<SequentialRequest> work = new ArrayList<>();
+        List<int[]> work = new ArrayList<>();
         Random r = new Random(42);
         for (int i = 0; i < requests; i++) {
             int[] prompt = new int[promptTokens];
             for (int t = 0; t < promptTokens; t++) {
                 prompt[t] = r.nextInt(dir.config().vocabSize());
             }
-            work.add(new SequentialRequest(prompt, newTokens, SamplingParams.GREEDY));
+            work.add(prompt);
         }
         List<Figures> figures = new ArrayList<>();
         List<int[]> baselineTokens;
@@ -126,16 +125,63 @@ public final class MoeBench implements Callable<Integer> {
     private record Measured(double[] rates, List<int[]> tokens) {
     }
 
-    private Measured measure(StagedModel<CpuTensor> m, List<SequentialRequest> work) {
-        List<int[]> tokens = SequentialGenerator.generate(m, work); // untimed: the JIT compiles the step
+    private Measured measure(StagedModel<CpuTensor> m, List<int[]> work) {
+        List<int[]> tokens = greedy(m, work); // untimed: the JIT compiles the step
         double[] rates = new double[rounds];
         for (int i = 0; i < rounds; i++) {
             long start = System.nanoTime();
-            tokens = SequentialGenerator.generate(m, work);
+            tokens = greedy(m, work);
             double seconds = (System.nanoTime() - start) / 1e9;
             rates[i] = (double) requests * newTokens / seconds;
         }
         return new Measured(rates, tokens);
+    }
+
+    /** Every prompt's {@code newTokens} greedy tokens: one prefill step for all prompts, then a decode step per token. */
+    private List<int[]> greedy(StagedModel<CpuTensor> m, List<int[]> prompts) {
+        int n = prompts.size();
+        long firstId = RequestIds.next(n);
+        int[][] out = new int[n][newTokens];
+        try {
+            List<Segment> segments = new ArrayList<>(n);
+            int total = prompts.stream().mapToInt(p -> p.length).sum();
+            int[] tokens = new int[total];
+            int offset = 0;
+            for (int i = 0; i < n; i++) {
+                int[] p = prompts.get(i);
+                segments.add(new Segment(firstId + i, 0, p.length));
+                System.arraycopy(p, 0, tokens, offset, p.length);
+                offset += p.length;
+            }
+            float[][] logits = m.step(segments, tokens);
+            for (int t = 0; t < newTokens; t++) {
+                int[] next = new int[n];
+                List<Segment> decode = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    next[i] = argmax(logits[i]);
+                    out[i][t] = next[i];
+                    decode.add(new Segment(firstId + i, prompts.get(i).length + t, 1));
+                }
+                if (t + 1 < newTokens) {
+                    logits = m.step(decode, next);
+                }
+            }
+        } finally {
+            for (int i = 0; i < n; i++) {
+                m.endRequest(firstId + i);
+            }
+        }
+        return List.of(out);
+    }
+
+    private static int argmax(float[] values) {
+        int best = 0;
+        for (int i = 1; i < values.length; i++) {
+            if (values[i] > values[best]) {
+                best = i;
+            }
+        }
+        return best;
     }
 
     private static double median(double[] values) {
