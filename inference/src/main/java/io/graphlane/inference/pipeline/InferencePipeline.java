@@ -116,21 +116,10 @@ public final class InferencePipeline implements TextGenerator {
         this.backend = backend;
         try {
             this.stages = Stages.start(b, model, backend, system, INSTANCES.incrementAndGet());
-            releaseSourceMappings();
         } catch (RuntimeException | Error e) {
             closeQuietly();
             throw e;
         }
-    }
-
-    /**
-     * Unmaps the checkpoint regions the load mapped only to derive weights from (quantized, cast, rearranged): their
-     * leases are released, but Java 17 unmaps a mapped buffer only when the collector frees it, and until then every page
-     * the derivation read stays resident, counted against the process (a q8 model of a BF16 checkpoint held both, 3.4x
-     * the weights as held). One collection after the load frees them; weights used in place keep their mappings.
-     */
-    private static void releaseSourceMappings() {
-        System.gc();
     }
 
     public static Builder builder() {
