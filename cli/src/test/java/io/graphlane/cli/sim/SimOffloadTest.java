@@ -132,13 +132,16 @@ class SimOffloadTest {
             SimPipeline.Started started = rig.pipeline.start(new int[] {3, 1}, 3);
             rig.backend.whenStarted("stuck-copy").toCompletableFuture().get(30, TimeUnit.SECONDS);
             SimWeight inFlight = rig.transfer.lastPromoted();
-            rig.pipeline.pipeline().cancel(started.id());
-            ExecutionException e = assertThrows(ExecutionException.class, () -> started.result().get(30, TimeUnit.SECONDS));
-            assertInstanceOf(RequestCancelledException.class, e.getCause());
-            // The request ended, its copy still runs: its destination and its bytes stay.
-            assertFalse(inFlight.isFreed(), "a copy still in flight was freed");
-            assertTrue(rig.transfer.usedBytes() >= LAYER, "in flight: " + rig.transfer.usedBytes());
-            rig.backend.release("stuck-copy");
+            try {
+                rig.pipeline.pipeline().cancel(started.id());
+                ExecutionException e = assertThrows(ExecutionException.class, () -> started.result().get(30, TimeUnit.SECONDS));
+                assertInstanceOf(RequestCancelledException.class, e.getCause());
+                // The request ended, its copy still runs: its destination and its bytes stay.
+                assertFalse(inFlight.isFreed(), "a copy still in flight was freed");
+                assertTrue(rig.transfer.usedBytes() >= LAYER, "in flight: " + rig.transfer.usedBytes());
+            } finally {
+                rig.backend.release("stuck-copy");
+            }
             assertTrue(rig.ledger.awaitSettled(Duration.ofSeconds(30)));
             // Another request runs on the same lanes afterwards.
             assertEquals(3, rig.run(1, 3).get(0).size());

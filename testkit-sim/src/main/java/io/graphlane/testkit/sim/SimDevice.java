@@ -268,22 +268,10 @@ final class SimDevice {
             s.itemFailure = failing.cause();
             readyAt(s, at + failing.duration().toNanos() + jitter());
         } else if (work instanceof SimWork.Calling calling) {
-            try {
-                calling.action().run();
-            } catch (VirtualMachineError e) {
-                throw e;
-            } catch (RuntimeException | Error e) {
-                s.itemFailure = e;
-            }
+            call(s, calling.action());
             readyAt(s, at + jitter());
         } else if (work instanceof SimWork.CallingFor calling) {
-            try {
-                calling.action().run();
-            } catch (VirtualMachineError e) {
-                throw e;
-            } catch (RuntimeException | Error e) {
-                s.itemFailure = e;
-            }
+            call(s, calling.action());
             readyAt(s, at + calling.duration().toNanos() + jitter());
         } else if (work instanceof SimWork.Held held) {
             Hold hold = hold(held.name());
@@ -297,6 +285,17 @@ final class SimDevice {
                 }
                 readyAt(s, at + jitter());
             }
+        }
+    }
+
+    /** Runs an item's action on the device thread; what it throws fails the submission. */
+    private static void call(Submission s, Runnable action) {
+        try {
+            action.run();
+        } catch (VirtualMachineError e) {
+            throw e;
+        } catch (RuntimeException | Error e) {
+            s.itemFailure = e;
         }
     }
 

@@ -80,6 +80,7 @@ public final class SimTransferBackend implements TransferBackend<SimExecutor, Si
         RuntimeException failure = nextFailure.getAndSet(null);
         SimWork take = SimWork.callingFor(() -> take(destination), copyTime(bytes));
         SimWork write = failure != null ? SimWork.failing(failure) : SimWork.calling(() -> destination.publish(host.value()));
+        lastPromoted.set(destination); // before the copy can start, so a test that sees its hold start finds it
         String hold = nextHold.getAndSet(null);
         List<SimWork> items = hold != null ? List.of(take, SimWork.held(hold), write) : List.of(take, write);
         SimCompletion completion;
@@ -97,7 +98,6 @@ public final class SimTransferBackend implements TransferBackend<SimExecutor, Si
         device.retainUntilComplete(executor, completion, copyHold);
         device.retainUntilComplete(executor, completion, new HostHold(host));
         promotions.incrementAndGet();
-        lastPromoted.set(destination);
         return new SimTransfer<>(destination, completion);
     }
 
